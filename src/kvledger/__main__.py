@@ -1,0 +1,4 @@
+from kvledger.cli import main
+
+if __name__ == "__main__":
+    main()

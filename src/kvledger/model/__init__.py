@@ -1,0 +1,1 @@
+"""Model config → architecture. Pure Python; never imports torch."""

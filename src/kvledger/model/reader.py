@@ -1,0 +1,107 @@
+"""ConfigReader: typed access to a config.json dict whose errors name the file and the field.
+
+>>> r = ConfigReader({"a": {"b": 3}}, source="cfg.json")
+>>> r.section("a").int("b")
+3
+>>> r.section("a").int("c")
+Traceback (most recent call last):
+...
+kvledger.model.arch.ModelError: cfg.json: field 'a.c' is missing (expected an integer)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kvledger.model.arch import ModelError
+
+_MISSING = object()
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigReader:
+    data: dict[str, Any]
+    source: str
+    prefix: str = ""
+
+    def path(self, key: str) -> str:
+        return f"{self.prefix}{key}"
+
+    def error(self, key: str, problem: str) -> ModelError:
+        return ModelError(f"{self.source}: field '{self.path(key)}' {problem}")
+
+    def has(self, key: str) -> bool:
+        return self.data.get(key) is not None
+
+    def raw(self, key: str, default: Any = _MISSING) -> Any:
+        value = self.data.get(key, _MISSING)
+        if value is _MISSING or value is None:
+            if default is _MISSING:
+                raise self.error(key, "is missing")
+            return default
+        return value
+
+    def int(self, key: str, default: Any = _MISSING, *, minimum: int | None = None) -> int:
+        value = self.data.get(key)
+        if value is None:
+            if default is _MISSING:
+                raise self.error(key, "is missing (expected an integer)")
+            return default
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(key, f"is {value!r} (expected an integer)")
+        if minimum is not None and value < minimum:
+            raise self.error(key, f"is {value} (expected an integer >= {minimum})")
+        return value
+
+    def bool(self, key: str, default: Any = _MISSING) -> bool:
+        value = self.data.get(key)
+        if value is None:
+            if default is _MISSING:
+                raise self.error(key, "is missing (expected true or false)")
+            return default
+        if not isinstance(value, bool):
+            raise self.error(key, f"is {value!r} (expected true or false)")
+        return value
+
+    def str(self, key: str, default: Any = _MISSING) -> str:
+        value = self.data.get(key)
+        if value is None:
+            if default is _MISSING:
+                raise self.error(key, "is missing (expected a string)")
+            return default
+        if not isinstance(value, str):
+            raise self.error(key, f"is {value!r} (expected a string)")
+        return value
+
+    def int_list(self, key: str, default: Any = _MISSING) -> list[int]:
+        value = self.data.get(key)
+        if value is None:
+            if default is _MISSING:
+                raise self.error(key, "is missing (expected a list of integers)")
+            return default
+        if not isinstance(value, list) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value
+        ):
+            raise self.error(key, f"is {value!r} (expected a list of integers)")
+        return value
+
+    def str_list(self, key: str, default: Any = _MISSING) -> list[str]:
+        value = self.data.get(key)
+        if value is None:
+            if default is _MISSING:
+                raise self.error(key, "is missing (expected a list of strings)")
+            return default
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.error(key, f"is {value!r} (expected a list of strings)")
+        return value
+
+    def section(self, key: str) -> ConfigReader:
+        value = self.data.get(key)
+        if not isinstance(value, dict):
+            problem = "is missing" if value is None else f"is {type(value).__name__}"
+            raise self.error(key, f"{problem} (expected an object)")
+        return ConfigReader(value, self.source, f"{self.prefix}{key}.")
+
+    def optional_section(self, key: str) -> ConfigReader | None:
+        return self.section(key) if self.has(key) else None
