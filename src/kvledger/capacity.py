@@ -1,0 +1,228 @@
+"""Capacity plan per rank, in SGLang's order: state slots K, then tokens T, then requests N.
+
+    rest  = available_after_weights − pre_load_free·(1 − mem_fraction_static) − mm_reservation
+    K     = floor(rest·r/(1+r) / S_slot) − 1        (or max_mamba_cache_size // attn_dp)
+    rest' = rest − (K + 1)·S_slot                    (+1: slot 0 is the padding slot)
+    T     = floor(floor(rest' / C_token) / P)·P       (then min(T, max_total_tokens), re-floored)
+    N     = min(max_running_requests // attn_dp  or  clamp(T/context·512, 2048, 4096),
+                T // 2,  K // slots_per_request)
+
+`r` (mamba_full_memory_ratio, 0.9) is a ratio state:token, not a fraction. The compress tail
+and req_to_token are not budgeted: they come out of the slack.
+
+Worked example (SPEC §5; 0.5.21 rules, scaled fp8, fp32 state, attn_tp 1, rest = 100 GiB):
+
+>>> from kvledger.model.config import load_model
+>>> from kvledger.deploy import Deployment, KVDtype
+>>> from kvledger.resolve import resolve
+>>> from kvledger.rules import RULES
+>>> from kvledger.units import GiB
+>>> lay = resolve(load_model(), Deployment(kv_cache_dtype=KVDtype.FP8_E4M3), RULES["sglang-0.5.21"])
+>>> p = plan_capacity(lay, MemoryInput.available(100 * GiB))
+>>> p.state_slots, p.max_total_tokens, p.max_running_requests, p.binding.value
+(343, 7780672, 68, 'state slots')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from kvledger.ledger import Ledger, draft_token_ledger, side_ledger, state_ledger, token_ledger
+from kvledger.resolve import CacheLayout
+from kvledger.units import align_down, cdiv, fmt_gib
+
+CONTEXT_HEURISTIC_SCALE = 512  # SGLang: max_num_reqs = T / context_len · 512, clamped
+CONTEXT_HEURISTIC_MIN = 2048
+CONTEXT_HEURISTIC_MAX = 4096
+
+
+class CapacityError(ValueError):
+    """The deployment does not fit in the memory given; the message says by how much."""
+
+
+class Limit(Enum):
+    CONFIGURED = "--max-running-requests"
+    CONTEXT_HEURISTIC = "SGLang default (T/context·512, clamped to 2048..4096)"
+    TOKENS = "tokens (T // 2)"
+    STATE = "state slots"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryInput:
+    """Memory of one rank as SGLang sees it after loading weights."""
+
+    available_bytes: int  # free after weights (what SGLang logs)
+    pre_load_free_bytes: int  # free before weights; scales the (1 − mem_fraction) slack
+    mem_fraction_static: float
+    source: str  # how it was obtained, for the report
+
+    @classmethod
+    def available(cls, available_bytes: int, *, weights_bytes: int = 0,
+                  mem_fraction_static: float | None = None) -> MemoryInput:
+        """From `--available-gib`; the slack is taken from available + weights."""
+        fraction = 1.0 if mem_fraction_static is None else mem_fraction_static
+        return cls(available_bytes=available_bytes,
+                   pre_load_free_bytes=available_bytes + weights_bytes,
+                   mem_fraction_static=fraction,
+                   source=f"{fmt_gib(available_bytes)} available after weights")
+
+    @classmethod
+    def gpu(cls, name: str, memory_bytes: int, weights_bytes: int,
+            mem_fraction_static: float) -> MemoryInput:
+        if weights_bytes >= memory_bytes:
+            raise CapacityError(
+                f"weights of {fmt_gib(weights_bytes)} per rank do not fit in {name}'s "
+                f"{fmt_gib(memory_bytes)}; add tensor parallelism or pass --weights-gib"
+            )
+        return cls(available_bytes=memory_bytes - weights_bytes, pre_load_free_bytes=memory_bytes,
+                   mem_fraction_static=mem_fraction_static,
+                   source=f"{name} {fmt_gib(memory_bytes)} − weights {fmt_gib(weights_bytes)}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CapacityPlan:
+    layout: CacheLayout
+    memory: MemoryInput
+    slack_bytes: int  # pre_load_free · (1 − mem_fraction_static)
+    mm_reservation_bytes: int
+    rest_bytes: int
+    slot_bytes: int  # S_slot
+    token_bytes: int  # C_token (+ MTP draft layers when speculating)
+    state_slots: int  # K, usable
+    max_total_tokens: int  # T, usable
+    max_running_requests: int  # N
+    limits: dict[Limit, int]  # every candidate for N
+    side: Ledger
+
+    @property
+    def binding(self) -> Limit:
+        return min(self.limits, key=lambda limit: self.limits[limit])
+
+    @property
+    def state_pool_bytes(self) -> int:
+        return (self.state_slots + 1 if self.slot_bytes else 0) * self.slot_bytes
+
+    @property
+    def token_pool_bytes(self) -> int:
+        return (self.max_total_tokens + self.layout.page_tokens) * self.token_bytes
+
+    @property
+    def unused_bytes(self) -> int:
+        """Budgeted memory left after both pools (flooring, max_total_tokens)."""
+        return self.rest_bytes - self.state_pool_bytes - self.token_pool_bytes
+
+
+def plan_capacity(lay: CacheLayout, memory: MemoryInput) -> CapacityPlan:
+    """K, T and N for one rank; raise CapacityError when nothing fits."""
+    dep = lay.deployment
+    attn_dp = dep.attn_dp_size
+    slack = int(memory.pre_load_free_bytes * (1 - memory.mem_fraction_static))
+    mm = lay.rules.vlm_cache_reserve_bytes if lay.model.is_multimodal else 0
+    rest = memory.available_bytes - slack - mm
+    if rest <= 0:
+        raise CapacityError(
+            f"nothing left for the KV cache: {fmt_gib(memory.available_bytes)} available − "
+            f"{fmt_gib(slack)} slack (--mem-fraction-static {memory.mem_fraction_static}) − "
+            f"{fmt_gib(mm)} multimodal reservation ≤ 0"
+        )
+    slot_bytes = state_ledger(lay).total_bytes
+    state_slots = 0
+    if slot_bytes:
+        if dep.max_mamba_cache_size is not None:
+            state_slots = dep.max_mamba_cache_size // attn_dp
+        else:
+            ratio = dep.mamba_full_memory_ratio
+            state_slots = int(rest * ratio / (1 + ratio) // slot_bytes) - 1
+        if state_slots < 1:
+            raise CapacityError(
+                f"no room for one state slot of {slot_bytes:,} B in {fmt_gib(rest)}"
+            )
+    rest_tokens = rest - (state_slots + 1) * slot_bytes if slot_bytes else rest
+    token_bytes = token_ledger(lay).total_bytes
+    if draft := draft_token_ledger(lay):
+        token_bytes += draft.total_bytes
+    page = lay.page_tokens
+    tokens = align_down(max(rest_tokens, 0) // token_bytes, page)
+    if dep.max_total_tokens is not None:
+        tokens = align_down(min(tokens, dep.max_total_tokens), page)
+    if tokens <= 0:
+        raise CapacityError(
+            f"no room for one {page}-token page: {fmt_gib(rest)} for the cache, state pool of "
+            f"{state_slots + 1} slots takes {fmt_gib((state_slots + 1) * slot_bytes)}"
+        )
+    limits: dict[Limit, int] = {}
+    if dep.max_running_requests is not None:
+        limits[Limit.CONFIGURED] = max(dep.max_running_requests // attn_dp, 1)
+    else:
+        heuristic = int(tokens / lay.context_tokens * CONTEXT_HEURISTIC_SCALE)
+        limits[Limit.CONTEXT_HEURISTIC] = min(
+            max(heuristic, CONTEXT_HEURISTIC_MIN), CONTEXT_HEURISTIC_MAX)
+    limits[Limit.TOKENS] = tokens // 2
+    if slot_bytes:
+        limits[Limit.STATE] = state_slots // lay.slots_per_request
+    running = min(limits.values())
+    if running < 1:
+        raise CapacityError(
+            f"{state_slots} state slots cannot hold one request of "
+            f"{lay.slots_per_request} slots"
+        )
+    return CapacityPlan(
+        layout=lay, memory=memory, slack_bytes=slack, mm_reservation_bytes=mm, rest_bytes=rest,
+        slot_bytes=slot_bytes, token_bytes=token_bytes, state_slots=state_slots,
+        max_total_tokens=tokens, max_running_requests=running, limits=limits,
+        side=side_ledger(lay, running),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkloadRow:
+    ledger: str
+    need: int  # units the workload needs per rank
+    capacity: int  # units the plan has per rank
+    need_bytes: int
+    max_requests: int  # requests per rank this ledger alone admits
+
+    @property
+    def fits(self) -> bool:
+        return self.need <= self.capacity
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkloadCheck:
+    requests: int  # global
+    requests_per_rank: int
+    context_tokens: int
+    rows: tuple[WorkloadRow, ...]
+
+    @property
+    def fits(self) -> bool:
+        return all(row.fits for row in self.rows)
+
+    @property
+    def first_overflow(self) -> WorkloadRow | None:
+        """The ledger that runs out at the fewest requests, when any does."""
+        worst = min(self.rows, key=lambda row: row.max_requests)
+        return None if self.fits else worst
+
+
+def check_workload(plan: CapacityPlan, requests: int, context_tokens: int) -> WorkloadCheck:
+    """Does `requests` concurrent requests of `context_tokens` each fit on every rank?"""
+    if requests < 1 or context_tokens < 1:
+        raise ValueError("--requests and --context must be positive")
+    lay = plan.layout
+    per_rank = cdiv(requests, lay.deployment.attn_dp_size)
+    tokens = per_rank * context_tokens
+    rows = [WorkloadRow(ledger="token KV", need=tokens, capacity=plan.max_total_tokens,
+                        need_bytes=tokens * plan.token_bytes,
+                        max_requests=plan.max_total_tokens // context_tokens)]
+    if plan.slot_bytes:
+        slots = per_rank * lay.slots_per_request
+        rows.append(WorkloadRow(ledger="state slots", need=slots, capacity=plan.state_slots,
+                                need_bytes=slots * plan.slot_bytes,
+                                max_requests=plan.state_slots // lay.slots_per_request))
+    rows.append(WorkloadRow(ledger="running requests", need=per_rank,
+                            capacity=plan.max_running_requests, need_bytes=0,
+                            max_requests=plan.max_running_requests))
+    return WorkloadCheck(requests=requests, requests_per_rank=per_rank,
+                         context_tokens=context_tokens, rows=tuple(rows))
