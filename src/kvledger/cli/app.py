@@ -1,0 +1,43 @@
+"""The typer application every command module registers on, and the error edge."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import typer
+from rich.console import Console
+
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    help="Byte-exact KV-cache ledgers, capacity plans and a reference memory system for "
+    "hybrid LLMs.",
+)
+console = Console()
+err_console = Console(stderr=True)
+
+# Commands that take SGLang deployment flags accept them as extra arguments (or after `--`
+# as a pasted launch command), parsed by kvledger.launch.
+EXTRA_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True}
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn the library's input errors into one red line and exit status 2."""
+    try:
+        yield
+    except (ValueError, OSError) as exc:
+        err_console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+
+
+def emit_json(doc: Any) -> None:
+    sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+
+
+def command(**kwargs: Any) -> Callable:
+    return app.command(context_settings=EXTRA_ARGS, **kwargs)

@@ -1,0 +1,55 @@
+"""Options shared by every command that plans a model on a deployment."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+import typer
+
+from kvledger.launch import parse_flags
+from kvledger.model.config import DEFAULT_MODEL, embedded_names
+from kvledger.plan import Plan, make_plan
+from kvledger.rules import DEFAULT_RULES, RULES
+
+ModelOpt = Annotated[str | None, typer.Option(
+    "--model", help=f"Embedded name ({', '.join(embedded_names())}), Hugging Face repo id, "
+    f"config.json or model directory. Default: {DEFAULT_MODEL}.")]
+RulesOpt = Annotated[str, typer.Option(
+    "--rules", help=f"Engine rule set: {', '.join(RULES)}.")]
+GpuOpt = Annotated[str | None, typer.Option(
+    "--gpu", help="GPU from the catalogue (see `kvledger gpus`); weights are subtracted.")]
+AvailOpt = Annotated[float | None, typer.Option(
+    "--available-gib", help="Free memory per rank after weights, as SGLang logs it (GiB).")]
+WeightsOpt = Annotated[float | None, typer.Option(
+    "--weights-gib", help="Weights per rank (GiB); default: estimated from the config.")]
+RequestsOpt = Annotated[int | None, typer.Option(
+    "--requests", help="Workload check: concurrent requests (global).")]
+ContextOpt = Annotated[int | None, typer.Option(
+    "--context", help="Workload check: tokens per request.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+
+
+@dataclass(frozen=True, slots=True)
+class PlanInputs:
+    model: str | None = None
+    rules: str = DEFAULT_RULES
+    gpu: str | None = None
+    available_gib: float | None = None
+    weights_gib: float | None = None
+    requests: int | None = None
+    context: int | None = None
+
+
+def plan_from(inputs: PlanInputs, extra_args: list[str]) -> tuple[Plan, tuple[str, ...]]:
+    """Build the plan from kvledger options plus SGLang flags / a pasted launch command."""
+    parsed = parse_flags(extra_args)
+    model = inputs.model
+    if parsed.model_ref and model and parsed.model_ref != model:
+        raise ValueError(f"--model {model!r} contradicts --model-path {parsed.model_ref!r}")
+    plan = make_plan(
+        model or parsed.model_ref or DEFAULT_MODEL, parsed.deployment, rules=inputs.rules,
+        gpu=inputs.gpu, available_gib=inputs.available_gib, weights_gib=inputs.weights_gib,
+        requests=inputs.requests, context_tokens=inputs.context,
+    )
+    return plan, parsed.ignored

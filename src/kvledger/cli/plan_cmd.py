@@ -1,0 +1,98 @@
+"""`kvledger plan`, `kvledger explain`, `kvledger models`, `kvledger gpus`."""
+
+from __future__ import annotations
+
+import typer
+from rich.table import Table
+
+from kvledger.cli.app import command, console, emit_json, user_errors
+from kvledger.cli.options import (
+    AvailOpt,
+    ContextOpt,
+    GpuOpt,
+    JsonOpt,
+    ModelOpt,
+    PlanInputs,
+    RequestsOpt,
+    RulesOpt,
+    WeightsOpt,
+    plan_from,
+)
+from kvledger.launch import flags_help
+from kvledger.rules import DEFAULT_RULES
+
+DEPLOY_HELP = (
+    "SGLang deployment flags may follow (e.g. --tp 8 --dp 8 --enable-dp-attention "
+    "--kv-cache-dtype fp8_e4m3), or a whole launch command after `--`: "
+    "kvledger plan -- python -m sglang.launch_server --model-path zai-org/GLM-5.3-Flash --tp 8."
+)
+
+
+@command(help="Ledgers and capacity plan for a model on a deployment. " + DEPLOY_HELP,
+         epilog=flags_help())
+def plan(ctx: typer.Context, model: ModelOpt = None, rules: RulesOpt = DEFAULT_RULES,
+         gpu: GpuOpt = None, available_gib: AvailOpt = None, weights_gib: WeightsOpt = None,
+         requests: RequestsOpt = None, context: ContextOpt = None, json: JsonOpt = False) -> None:
+    from kvledger.report.plan_json import plan_json
+    from kvledger.report.plan_view import render_plan
+
+    with user_errors():
+        inputs = PlanInputs(model, rules, gpu, available_gib, weights_gib, requests, context)
+        result, ignored = plan_from(inputs, ctx.args)
+    if json:
+        emit_json(plan_json(result, ignored))
+    else:
+        render_plan(result, console, ignored)
+
+
+@command(help="Each number of the plan as a derivation line. " + DEPLOY_HELP)
+def explain(ctx: typer.Context, model: ModelOpt = None, rules: RulesOpt = DEFAULT_RULES,
+            gpu: GpuOpt = None, available_gib: AvailOpt = None,
+            weights_gib: WeightsOpt = None) -> None:
+    from kvledger.report.explain import explain as explain_lines
+
+    with user_errors():
+        result, _ = plan_from(PlanInputs(model, rules, gpu, available_gib, weights_gib), ctx.args)
+    for line in explain_lines(result):
+        console.print(line, highlight=False)
+
+
+@command(help="Embedded models and their families.")
+def models(json: JsonOpt = False) -> None:
+    from kvledger.model.config import REPO_IDS, embedded_names, load_model
+
+    rows = []
+    for name in embedded_names():
+        arch = load_model(name)
+        rows.append({"name": name, "repo_id": REPO_IDS.get(name), "family": arch.family.value,
+                     "model_type": arch.model_type, "layers": arch.num_layers,
+                     "full_layers": arch.num_full_layers, "linear_layers": arch.num_linear_layers,
+                     "attention": arch.attn.value,
+                     "linear": arch.state.kind.value if arch.state else None})
+    if json:
+        emit_json(rows)
+        return
+    table = Table(title="Embedded models")
+    for col in ("name", "repo_id", "family", "layers", "full", "linear"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["name"], r["repo_id"] or "", r["family"], str(r["layers"]),
+                      f"{r['full_layers']} {r['attention']}",
+                      f"{r['linear_layers']} {r['linear'] or ''}")
+    console.print(table)
+
+
+@command(help="The GPU catalogue used by --gpu.")
+def gpus(json: JsonOpt = False) -> None:
+    from kvledger.gpus import CATALOGUE
+
+    if json:
+        emit_json([{"name": g.name, "memory_bytes": g.memory_bytes, "arch": g.arch.value}
+                   for g in CATALOGUE.values()])
+        return
+    table = Table(title="GPU catalogue")
+    for col in ("name", "memory bytes", "GiB", "arch"):
+        table.add_column(col)
+    for g in CATALOGUE.values():
+        table.add_row(g.name, f"{g.memory_bytes:,}", f"{g.memory_bytes / 2**30:,.2f}", g.arch.value)
+    console.print(table)

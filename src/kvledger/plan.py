@@ -1,0 +1,117 @@
+"""Plan: the one call from (model, deployment, rule set, memory) to ledgers and capacity.
+
+Memory comes from exactly one of:
+- `available_gib`: what SGLang logs as free memory after weights (the slack is
+  `(available + weights)·(1 − mem_fraction_static)`, mem_fraction_static defaulting to 1.0);
+- `gpu`: a catalogue GPU, minus the weights per rank (estimated from the config, or
+  `weights_gib`), with mem_fraction_static defaulting to DEFAULT_GPU_MEM_FRACTION.
+With neither, the SPEC's worked example is used: 100 GiB available after weights.
+
+>>> p = make_plan(kv_cache_dtype="fp8_e4m3")
+>>> p.ledgers.token.total_bytes, p.capacity.state_slots, p.capacity.max_running_requests
+(7260, 343, 68)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from kvledger.capacity import CapacityPlan, MemoryInput, WorkloadCheck, check_workload, plan_capacity
+from kvledger.deploy import Deployment, KVDtype
+from kvledger.gpus import GPU, GpuArch, get_gpu
+from kvledger.ledger import Ledger, draft_token_ledger, request_ledger, state_ledger, token_ledger
+from kvledger.model.arch import ModelArch
+from kvledger.model.config import DEFAULT_MODEL, load_model
+from kvledger.resolve import CacheLayout, resolve
+from kvledger.rules import DEFAULT_RULES, get_rules
+from kvledger.units import GiB
+
+DEFAULT_AVAILABLE_GIB = 100.0
+# SGLang derives mem_fraction_static from GPU size and parallelism; 0.9 is what it settles on
+# for large-memory GPUs without CUDA-graph-heavy settings. Pass --mem-fraction-static to match a
+# specific server exactly.
+DEFAULT_GPU_MEM_FRACTION = 0.9
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ledgers:
+    token: Ledger
+    draft_token: Ledger | None
+    state: Ledger
+    request: Ledger
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plan:
+    layout: CacheLayout
+    ledgers: Ledgers
+    capacity: CapacityPlan
+    workload: WorkloadCheck | None
+    gpu: GPU | None
+    notes: tuple[str, ...]
+
+    @property
+    def model(self) -> ModelArch:
+        return self.layout.model
+
+
+def _memory(model: ModelArch, dep: Deployment, gpu: GPU | None, available_gib: float | None,
+            weights_gib: float | None, notes: list[str]) -> MemoryInput:
+    fraction = dep.mem_fraction_static
+    if gpu is not None and available_gib is not None:
+        raise ValueError("--gpu and --available-gib: give one, not both")
+    if gpu is None:
+        if available_gib is None:
+            available_gib = DEFAULT_AVAILABLE_GIB
+            notes.append(f"no --gpu or --available-gib: assumed {available_gib:g} GiB free after weights")
+        if available_gib <= 0:
+            raise ValueError(f"--available-gib {available_gib:g}: expected a positive number of GiB")
+        weights = int((weights_gib or 0) * GiB)
+        return MemoryInput.available(int(available_gib * GiB), weights_bytes=weights,
+                                     mem_fraction_static=fraction)
+    if weights_gib is not None:
+        if weights_gib < 0:
+            raise ValueError(f"--weights-gib {weights_gib:g}: expected a non-negative number")
+        weights = int(weights_gib * GiB)
+    elif model.weight_bytes is not None:
+        weights = model.weight_bytes // dep.tp_size
+        notes.append(f"weights estimated from the config: {model.weight_bytes / GiB:,.1f} GiB "
+                     f"over tp {dep.tp_size}; override with --weights-gib")
+    else:
+        raise ValueError(f"{model.name}: weight size unknown; pass --weights-gib")
+    if fraction is None:
+        fraction = DEFAULT_GPU_MEM_FRACTION
+        notes.append(f"--mem-fraction-static not given: assumed {fraction}")
+    return MemoryInput.gpu(gpu.name, gpu.memory_bytes, weights, fraction)
+
+
+def make_plan(
+    model: str | ModelArch = DEFAULT_MODEL,
+    deployment: Deployment | None = None,
+    *,
+    rules: str = DEFAULT_RULES,
+    gpu: str | None = None,
+    available_gib: float | None = None,
+    weights_gib: float | None = None,
+    requests: int | None = None,
+    context_tokens: int | None = None,
+    kv_cache_dtype: str | None = None,
+) -> Plan:
+    """Resolve, ledger and plan capacity; errors name the flag or field at fault."""
+    arch = load_model(model) if isinstance(model, str) else model
+    dep = deployment or Deployment()
+    if kv_cache_dtype is not None:
+        dep = replace(dep, kv_cache_dtype=KVDtype(kv_cache_dtype))
+    gpu_spec = get_gpu(gpu) if gpu else None
+    blackwell = None if gpu_spec is None else gpu_spec.arch is GpuArch.BLACKWELL
+    layout = resolve(arch, dep, get_rules(rules), blackwell=blackwell)
+    notes = list(layout.notes)
+    memory = _memory(arch, layout.deployment, gpu_spec, available_gib, weights_gib, notes)
+    capacity = plan_capacity(layout, memory)
+    workload = None
+    if requests is not None or context_tokens is not None:
+        workload = check_workload(capacity, requests or 1, context_tokens or layout.context_tokens)
+    ledgers = Ledgers(token=token_ledger(layout), draft_token=draft_token_ledger(layout),
+                      state=state_ledger(layout), request=request_ledger(layout))
+    return Plan(layout=layout, ledgers=ledgers, capacity=capacity, workload=workload,
+                gpu=gpu_spec, notes=tuple(notes))

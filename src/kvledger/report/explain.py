@@ -1,0 +1,77 @@
+"""`kvledger explain`: every number of a plan as one derivation line, like the article.
+
+>>> from kvledger.plan import make_plan
+>>> lines = explain(make_plan(kv_cache_dtype="fp8_e4m3"))
+>>> "528 B × 11 layers = 5,808 B/token" in "\\n".join(lines)
+True
+"""
+
+from __future__ import annotations
+
+from kvledger.plan import Plan
+from kvledger.specs import FP8_SCALE_BYTES, FP8_SCALE_GROUP, GqaRowSpec, LatentRowSpec, RowLayout
+
+
+def _row_formula(spec: LatentRowSpec | GqaRowSpec) -> str:
+    match spec:
+        case GqaRowSpec():
+            return (f"K+V row = 2 × {spec.kv_heads_per_rank} kv heads × {spec.head_dim} × "
+                    f"{spec.itemsize} B = {spec.row_bytes:,} B")
+        case LatentRowSpec(layout=RowLayout.FP8_SCALED):
+            return (f"latent row = {spec.kv_lora_rank} × 1 B fp8 + {spec.kv_lora_rank}/"
+                    f"{FP8_SCALE_GROUP} × {FP8_SCALE_BYTES} B scales + {spec.qk_rope_head_dim} "
+                    f"rope × 2 B = {spec.row_bytes:,} B")
+        case LatentRowSpec():
+            size = 2 if spec.layout is RowLayout.BF16 else 1
+            return (f"latent row = ({spec.kv_lora_rank} + {spec.qk_rope_head_dim} rope) × "
+                    f"{size} B ({spec.layout.value}) = {spec.row_bytes:,} B")
+
+
+def explain(plan: Plan) -> list[str]:
+    lay, cap, dep = plan.layout, plan.capacity, plan.layout.deployment
+    lines = [f"attn_tp = tp {dep.tp_size} / attn_dp {dep.attn_dp_size} / cp {dep.attn_cp_size} "
+             f"= {dep.attn_tp_size}", _row_formula(lay.kv_row)]
+    for row in plan.ledgers.token.rows + plan.ledgers.token.memo:
+        lines.append(f"{row.component}: {row.unit_bytes:,} B × {row.count} layers = "
+                     f"{row.total_bytes:,} B/token")
+    lines.append(f"per token = {' + '.join(f'{r.total_bytes:,}' for r in plan.ledgers.token.rows)}"
+                 f" = {plan.ledgers.token.total_bytes:,} B/token")
+    if key := lay.index_key:
+        lines.append(f"indexer key = {key.key_bytes} B fp8 + {key.head_dim}/{FP8_SCALE_GROUP} × "
+                     f"{FP8_SCALE_BYTES} B scale = {key.row_bytes} B; reserved {key.reserved_bytes} "
+                     f"B/token ({lay.rules.name}); page = {key.page_tokens} tokens × "
+                     f"{key.reserved_bytes} B = {key.page_bytes:,} B")
+    if st := lay.state:
+        ssm = dep.mamba_ssm_dtype
+        assert ssm is not None
+        conv = " × ".join(f"{d:,}" for d in st.conv_shape)
+        temporal = " × ".join(f"{d:,}" for d in st.temporal_shape)
+        lines += [
+            f"conv = {conv} × {st.conv_itemsize} B = {st.conv_bytes:,} B",
+            f"temporal = {temporal} × {st.temporal_itemsize} B ({ssm.value}) = "
+            f"{st.temporal_bytes:,} B",
+            f"per layer = {st.conv_bytes:,} + {st.temporal_bytes:,} = {st.bytes_per_layer:,} B",
+            f"per state slot = {st.bytes_per_layer:,} B × {lay.model.num_linear_layers} layers = "
+            f"{plan.ledgers.state.total_bytes:,} B",
+        ]
+    for row in plan.ledgers.request.rows:
+        lines.append(f"{row.component}: {row.count} × {row.unit_bytes:,} B = {row.total_bytes:,} B "
+                     f"per request")
+    for row in cap.side.rows:
+        lines.append(f"{row.component}: {row.detail} × {row.count} = {row.total_bytes:,} B "
+                     f"({row.total_bytes / 2**20:,.3f} MiB) per rank")
+    ratio = dep.mamba_full_memory_ratio
+    lines.append(f"rest = {cap.memory.available_bytes:,} − {cap.slack_bytes:,} slack − "
+                 f"{cap.mm_reservation_bytes:,} multimodal = {cap.rest_bytes:,} B")
+    if cap.slot_bytes:
+        lines.append(f"K = floor({cap.rest_bytes:,} × {ratio}/(1+{ratio}) / {cap.slot_bytes:,}) − 1 "
+                     f"= {cap.state_slots:,} slots")
+        rest_tokens = cap.rest_bytes - (cap.state_slots + 1) * cap.slot_bytes
+        lines.append(f"rest' = {cap.rest_bytes:,} − {cap.state_slots + 1} × {cap.slot_bytes:,} = "
+                     f"{rest_tokens:,} B")
+    lines.append(f"T = floor(rest' / {cap.token_bytes:,} / {lay.page_tokens}) × {lay.page_tokens} "
+                 f"= {cap.max_total_tokens:,} tokens")
+    candidates = ", ".join(f"{limit.value} {n:,}" for limit, n in cap.limits.items())
+    lines.append(f"N = min({candidates}) = {cap.max_running_requests:,} "
+                 f"(binding: {cap.binding.value})")
+    return lines

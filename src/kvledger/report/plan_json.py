@@ -1,0 +1,99 @@
+"""The `kvledger plan --json` document: a stable schema with exact integers.
+
+Schema `kvledger.plan/1` (keys never removed within a major version):
+
+    schema, model{name, family, model_type, source, num_layers, full_layers, linear_layers,
+    indexer_layers}, rules, gpu, deployment{every Deployment field, autos resolved, plus
+    attn_tp_size, attn_dp_size, page_tokens, context_tokens, slots_per_request,
+    held_slots_per_request}, notes[], ignored_flags[],
+    ledgers{per_token, draft_per_token|null, per_state_slot, per_request, side_buffers}:
+        {per, total_bytes, rows[{component, count, unit_bytes, total_bytes, detail}], memo[...]}
+    capacity{available_bytes, pre_load_free_bytes, mem_fraction_static, slack_bytes,
+        mm_reservation_bytes, rest_bytes, slot_bytes, token_bytes, state_slots,
+        state_pool_bytes, max_total_tokens, token_pool_bytes, max_running_requests,
+        limits{name: requests}, binding, unused_bytes, unbudgeted_bytes}
+    workload|null{requests, requests_per_rank, context_tokens, fits, first_overflow,
+        rows[{ledger, need, capacity, need_bytes, max_requests, fits}]}
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from enum import Enum
+from typing import Any
+
+from kvledger.ledger import Ledger, LedgerRow
+from kvledger.plan import Plan
+
+SCHEMA = "kvledger.plan/1"
+
+
+def _row(row: LedgerRow) -> dict[str, Any]:
+    return {"component": row.component, "count": row.count, "unit_bytes": row.unit_bytes,
+            "total_bytes": row.total_bytes, "detail": row.detail}
+
+
+def ledger_json(ledger: Ledger | None) -> dict[str, Any] | None:
+    if ledger is None:
+        return None
+    return {"per": ledger.per, "total_bytes": ledger.total_bytes,
+            "rows": [_row(r) for r in ledger.rows], "memo": [_row(r) for r in ledger.memo]}
+
+
+def _plain(value: Any) -> Any:
+    return value.value if isinstance(value, Enum) else value
+
+
+def plan_json(plan: Plan, ignored_flags: tuple[str, ...] = ()) -> dict[str, Any]:
+    lay, cap, model = plan.layout, plan.capacity, plan.model
+    dep = lay.deployment
+    deployment = {f.name: _plain(getattr(dep, f.name)) for f in fields(dep)}
+    deployment |= {
+        "attn_tp_size": dep.attn_tp_size, "attn_dp_size": dep.attn_dp_size,
+        "page_tokens": lay.page_tokens, "context_tokens": lay.context_tokens,
+        "slots_per_request": lay.slots_per_request,
+        "held_slots_per_request": lay.held_slots_per_request,
+    }
+    work = plan.workload
+    return {
+        "schema": SCHEMA,
+        "model": {"name": model.name, "family": model.family.value,
+                  "model_type": model.model_type, "source": model.source,
+                  "num_layers": model.num_layers, "full_layers": model.num_full_layers,
+                  "linear_layers": model.num_linear_layers,
+                  "indexer_layers": model.num_indexer_layers},
+        "rules": lay.rules.name,
+        "gpu": plan.gpu.name if plan.gpu else None,
+        "deployment": deployment,
+        "notes": list(plan.notes),
+        "ignored_flags": list(ignored_flags),
+        "ledgers": {
+            "per_token": ledger_json(plan.ledgers.token),
+            "draft_per_token": ledger_json(plan.ledgers.draft_token),
+            "per_state_slot": ledger_json(plan.ledgers.state),
+            "per_request": ledger_json(plan.ledgers.request),
+            "side_buffers": ledger_json(cap.side),
+        },
+        "capacity": {
+            "available_bytes": cap.memory.available_bytes,
+            "pre_load_free_bytes": cap.memory.pre_load_free_bytes,
+            "mem_fraction_static": cap.memory.mem_fraction_static,
+            "slack_bytes": cap.slack_bytes, "mm_reservation_bytes": cap.mm_reservation_bytes,
+            "rest_bytes": cap.rest_bytes, "slot_bytes": cap.slot_bytes,
+            "token_bytes": cap.token_bytes, "state_slots": cap.state_slots,
+            "state_pool_bytes": cap.state_pool_bytes, "max_total_tokens": cap.max_total_tokens,
+            "token_pool_bytes": cap.token_pool_bytes,
+            "max_running_requests": cap.max_running_requests,
+            "limits": {limit.value: n for limit, n in cap.limits.items()},
+            "binding": cap.binding.value, "unused_bytes": cap.unused_bytes,
+            "unbudgeted_bytes": cap.side.total_bytes,
+        },
+        "workload": None if work is None else {
+            "requests": work.requests, "requests_per_rank": work.requests_per_rank,
+            "context_tokens": work.context_tokens, "fits": work.fits,
+            "first_overflow": work.first_overflow.ledger if work.first_overflow else None,
+            "rows": [{"ledger": r.ledger, "need": r.need, "capacity": r.capacity,
+                      "need_bytes": r.need_bytes, "max_requests": r.max_requests,
+                      "fits": r.fits} for r in work.rows],
+        },
+    }

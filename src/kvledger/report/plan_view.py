@@ -1,0 +1,100 @@
+"""Rich rendering of a Plan: the ledgers, the side buffers, capacity and the binding limit."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from kvledger.ledger import Ledger
+from kvledger.plan import Plan
+from kvledger.units import MB, MiB, fmt_bytes, fmt_gib
+
+
+def ledger_table(ledger: Ledger, title: str) -> Table:
+    table = Table(title=title, title_justify="left", show_footer=True)
+    table.add_column("component", footer="total")
+    table.add_column("detail", style="dim")
+    table.add_column("count", justify="right")
+    table.add_column("unit bytes", justify="right")
+    table.add_column("total bytes", justify="right", footer=f"{ledger.total_bytes:,}")
+    for row in ledger.rows:
+        table.add_row(row.component, row.detail, f"{row.count:,}", f"{row.unit_bytes:,}",
+                      f"{row.total_bytes:,}")
+    for row in ledger.memo:
+        table.add_row(Text(f"({row.component})", style="italic"), row.detail, f"{row.count:,}",
+                      f"{row.unit_bytes:,}", Text(f"({row.total_bytes:,})", style="italic"))
+    return table
+
+
+def capacity_table(plan: Plan) -> Table:
+    cap, lay = plan.capacity, plan.layout
+    table = Table(title=f"Capacity per rank ({cap.memory.source})", title_justify="left")
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    table.add_column("bytes", justify="right")
+    table.add_row("slack (1 − mem_fraction_static)", f"{cap.memory.mem_fraction_static:g}",
+                  f"{cap.slack_bytes:,}")
+    table.add_row("multimodal reservation", "", f"{cap.mm_reservation_bytes:,}")
+    table.add_row("rest for the cache", "", f"{cap.rest_bytes:,}")
+    if cap.slot_bytes:
+        table.add_row("K state slots (+1 padding)", f"{cap.state_slots:,}", f"{cap.state_pool_bytes:,}")
+    table.add_row(f"T tokens (+{lay.page_tokens} padding, page {lay.page_tokens})",
+                  f"{cap.max_total_tokens:,}", f"{cap.token_pool_bytes:,}")
+    table.add_row("unused after flooring", "", f"{cap.unused_bytes:,}")
+    table.add_row("side buffers (unbudgeted, from slack)", "", f"{cap.side.total_bytes:,}")
+    for limit, n in cap.limits.items():
+        mark = "  ← binds" if limit is cap.binding else f"  headroom ×{n / cap.max_running_requests:,.2f}"
+        table.add_row(f"N limit: {limit.value}", f"{n:,}", mark)
+    table.add_row(Text("N running requests", style="bold"),
+                  Text(f"{cap.max_running_requests:,}", style="bold"), "")
+    return table
+
+
+def workload_table(plan: Plan) -> Table | None:
+    work = plan.workload
+    if work is None:
+        return None
+    verdict = "fits" if work.fits else f"does NOT fit: {work.first_overflow.ledger} overflows first"
+    table = Table(title=f"Workload: {work.requests} × {work.context_tokens:,} tokens "
+                        f"({work.requests_per_rank} per rank) — {verdict}", title_justify="left")
+    for col in ("ledger", "need", "capacity", "need bytes", "max requests", "fits"):
+        table.add_column(col, justify="left" if col == "ledger" else "right")
+    for row in work.rows:
+        table.add_row(row.ledger, f"{row.need:,}", f"{row.capacity:,}",
+                      fmt_bytes(row.need_bytes) if row.need_bytes else "",
+                      f"{row.max_requests:,}", "yes" if row.fits else "NO")
+    return table
+
+
+def render_plan(plan: Plan, console: Console, ignored: tuple[str, ...] = ()) -> None:
+    lay, dep, model = plan.layout, plan.layout.deployment, plan.model
+    head = (
+        f"[bold]{model.name}[/] ({model.family.value}): {model.num_layers} layers = "
+        f"{model.num_full_layers} full ({model.attn.value}) + {model.num_linear_layers} linear"
+        f"\nrules {lay.rules.name}; tp {dep.tp_size}, dp {dep.dp_size}, attn_tp {dep.attn_tp_size}, "
+        f"kv {dep.kv_cache_dtype.value}, page {lay.page_tokens}, context {lay.context_tokens:,}"
+    )
+    if dep.mamba_ssm_dtype is not None:
+        head += (f", state {dep.mamba_ssm_dtype.value}, {dep.mamba_strategy.value}, overlap "
+                 f"{'on' if lay.overlap else 'off'}")
+    parts: list = [head]
+    parts.append(ledger_table(plan.ledgers.token, "Ledger 1 — per token (B/token, all full layers)"))
+    if plan.ledgers.draft_token:
+        parts.append(ledger_table(plan.ledgers.draft_token, "MTP draft layers — per token"))
+    if plan.ledgers.state.rows:
+        parts.append(ledger_table(plan.ledgers.state, "Ledger 2 — per state slot (B/slot)"))
+    request = plan.ledgers.request
+    parts.append(ledger_table(request, f"Ledger 3 — per request ({request.total_bytes / MB:,.1f} MB)"))
+    side = plan.capacity.side
+    parts.append(ledger_table(side, f"Side buffers per rank ({side.total_bytes / MiB:,.3f} MiB)"))
+    parts.append(capacity_table(plan))
+    if table := workload_table(plan):
+        parts.append(table)
+    notes = [*plan.notes, *(f"ignored flag: {flag}" for flag in ignored)]
+    if notes:
+        parts.append(Text("\n".join(f"note: {n}" for n in notes), style="yellow"))
+    parts.append(Text(f"binding constraint: {plan.capacity.binding.value}; "
+                      f"usable cache {fmt_gib(plan.capacity.rest_bytes)} per rank; "
+                      "GB = 1e9 B, MB = 1e6 B, MiB = 2^20 B", style="bold"))
+    console.print(Group(*parts))
