@@ -109,8 +109,12 @@ class CapacityPlan:
 
     @property
     def unused_bytes(self) -> int:
-        """Budgeted memory left after both pools (flooring, max_total_tokens)."""
-        return self.rest_bytes - self.state_pool_bytes - self.token_pool_bytes
+        """Budget left by flooring and max_total_tokens.
+
+        The token pool's padding page is not in the budget (SGLang sizes T from rest' and then
+        allocates T + P rows), so it is not subtracted here: it comes out of the slack.
+        """
+        return self.rest_bytes - self.state_pool_bytes - self.max_total_tokens * self.token_bytes
 
 
 def plan_capacity(lay: CacheLayout, memory: MemoryInput) -> CapacityPlan:

@@ -1,0 +1,50 @@
+"""Properties of ledgers and capacity that must hold for any deployment (Hypothesis)."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from factories import glm_layout
+from kvledger.capacity import Limit, MemoryInput, plan_capacity
+from kvledger.deploy import DsaBackend, KVDtype, StateDtype
+from kvledger.ledger import state_ledger, token_ledger
+from kvledger.units import GiB
+
+attn_tps = st.sampled_from([1, 2, 4, 8])
+rules = st.sampled_from(["sglang-0.5.21", "sglang-0.5.23"])
+
+
+@given(attn_tps, attn_tps, st.sampled_from(list(StateDtype)))
+def test_state_bytes_never_grow_with_attn_tp(a, b, ssm):
+    small, large = sorted((a, b))
+    per_rank = {tp: state_ledger(glm_layout(tp_size=tp, mamba_ssm_dtype=ssm)).total_bytes
+                for tp in (small, large)}
+    assert per_rank[large] <= per_rank[small]
+
+
+@given(rules, st.sampled_from(list(DsaBackend)))
+def test_fp8_never_exceeds_bf16(rule, backend):
+    fp8 = token_ledger(glm_layout(rule, dsa_backend=backend)).total_bytes
+    bf16 = token_ledger(glm_layout(rule, kv_cache_dtype=KVDtype.BF16, dsa_backend=backend))
+    assert fp8 <= bf16.total_bytes
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rules,
+    st.integers(min_value=20, max_value=400),  # GiB available
+    st.floats(min_value=0.1, max_value=4.0),  # mamba_full_memory_ratio
+    st.booleans(),
+    st.sampled_from([None, 16, 256, 4096]),
+)
+def test_capacity_invariants(rule, gib, ratio, overlap_off, running):
+    lay = glm_layout(rule, mamba_full_memory_ratio=ratio, disable_overlap_schedule=overlap_off,
+                     max_running_requests=running)
+    plan = plan_capacity(lay, MemoryInput.available(gib * GiB))
+    assert plan.max_total_tokens % lay.page_tokens == 0
+    assert plan.max_running_requests <= plan.state_slots // lay.slots_per_request
+    assert plan.max_running_requests == plan.limits[plan.binding]
+    assert plan.limits[Limit.TOKENS] == plan.max_total_tokens // 2
+    assert plan.state_pool_bytes + plan.max_total_tokens * plan.token_bytes <= plan.rest_bytes
+    assert plan.unused_bytes >= 0
