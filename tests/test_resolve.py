@@ -1,0 +1,85 @@
+"""Resolution of autos and the errors for contradictory deployments."""
+
+from __future__ import annotations
+
+import pytest
+
+from factories import glm_layout
+from kvledger.deploy import Deployment, DeploymentError, KVDtype, LinearBackend, MambaStrategy
+from kvledger.model.config import load_model
+from kvledger.resolve import resolve
+from kvledger.rules import RULES, get_rules
+from kvledger.specs import RowLayout
+
+R21 = RULES["sglang-0.5.21"]
+
+
+def test_auto_kv_dtype_follows_gpu_architecture():
+    # SPEC §2: "auto KV dtype resolves to bf16 on Hopper (H100/H200) and fp8 on Blackwell"
+    glm = load_model("glm-5.3-flash")
+    assert resolve(glm, Deployment(), R21, blackwell=False).kv_row.layout is RowLayout.BF16
+    assert resolve(glm, Deployment(), R21, blackwell=True).kv_row.layout is RowLayout.FP8_SCALED
+    unnamed = resolve(glm, Deployment(), R21)
+    assert unnamed.kv_row.layout is RowLayout.FP8_SCALED and unnamed.notes
+
+
+def test_default_strategy_is_extra_buffer_with_overlap():
+    lay = glm_layout()
+    assert lay.deployment.mamba_strategy is MambaStrategy.EXTRA_BUFFER
+    assert (lay.slots_per_request, lay.held_slots_per_request) == (5, 3)
+    lay = glm_layout(disable_overlap_schedule=True)
+    assert (lay.slots_per_request, lay.held_slots_per_request) == (4, 2)
+
+
+def test_no_buffer_with_dsa_is_rejected():
+    # SPEC §5: "no_buffer with a DSA model is rejected (it needs page size 1)"
+    with pytest.raises(DeploymentError, match="no_buffer.*DSA"):
+        glm_layout(mamba_strategy=MambaStrategy.NO_BUFFER, disable_overlap_schedule=True)
+
+
+def test_explicit_no_buffer_with_overlap_is_rejected():
+    # SPEC §5: "an explicit no_buffer with overlap on is rejected too"
+    with pytest.raises(DeploymentError, match="disable-overlap-schedule"):
+        glm_layout(mamba_strategy=MambaStrategy.NO_BUFFER)
+
+
+def test_auto_strategy_with_non_triton_backend_turns_overlap_off():
+    # SPEC §5: "only the auto strategy quietly turns overlap off when it resolves to no_buffer".
+    # A GQA hybrid (page 1) can use no_buffer; GLM's DSA pages cannot.
+    qwen = load_model("qwen3-next-80b-a3b-instruct")
+    lay = resolve(qwen, Deployment(linear_attn_backend=LinearBackend.CUTEDSL), R21)
+    assert lay.deployment.mamba_strategy is MambaStrategy.NO_BUFFER
+    assert lay.deployment.disable_overlap_schedule and lay.slots_per_request == 3
+    assert any("overlap" in note for note in lay.notes)
+
+
+def test_dsa_page_overrides_page_one_and_rejects_others():
+    # SPEC §5: "For DSA models on CUDA a requested page size of 1 is overridden"
+    assert glm_layout(page_size=1).page_tokens == 64
+    assert glm_layout("sglang-0.5.23", page_size=1).page_tokens == 256
+    with pytest.raises(DeploymentError, match="--page-size 32"):
+        glm_layout(page_size=32)
+
+
+def test_state_sharding_must_divide_heads():
+    # 64 KDA heads: attn_tp 8 divides; attn_tp 3 cannot be built (tp 3 is rejected up front or
+    # at resolve, either way naming the flag).
+    assert glm_layout(tp_size=8).state.conv_shape == (3, 3_072)
+    with pytest.raises(DeploymentError, match="tp"):
+        glm_layout(tp_size=3)
+
+
+def test_context_length_beyond_model_is_rejected():
+    with pytest.raises(DeploymentError, match="--context-length"):
+        glm_layout(context_length=2_000_000)
+    assert glm_layout(context_length=131_072).context_tokens == 131_072
+
+
+def test_unknown_rule_set_names_the_choices():
+    with pytest.raises(ValueError, match="sglang-0.5.21, sglang-0.5.23"):
+        get_rules("sglang-9")
+
+
+def test_kv_dtype_itemsize_refuses_auto():
+    with pytest.raises(AssertionError):
+        _ = KVDtype.AUTO.itemsize
