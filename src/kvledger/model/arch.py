@@ -1,8 +1,13 @@
 """ModelArch: what a model's config says about its cache, independent of any deployment.
 
 Assumptions:
-1. Every decoder layer is either FULL (leaves one cached row per token) or LINEAR (keeps a
-   fixed-size recurrent state per request and caches nothing per token).
+1. Every cache-relevant decoder layer is FULL (leaves one cached row per token), LINEAR (keeps
+   a fixed-size recurrent state per request and caches nothing per token), or both: a layer
+   that runs attention and a Mamba2 mixer in parallel (Falcon-H1) appears twice in `layers`,
+   once FULL and once LINEAR, with the same index, which is how SGLang lists it (its
+   `full_attention_layer_ids` and `linear_layer_ids` are both `range(num_hidden_layers)`).
+   Layers that cache nothing (Nemotron-H MLP and MoE layers) are absent from `layers` but keep
+   their place in the numbering and are counted by `num_layers`.
 2. All FULL layers of a model share one attention kind (GQA, MLA or DSA); whether a DSA layer
    owns an indexer is per layer (GLM-5.x "shared" indexer layers own none).
 3. All LINEAR layers of a model share one state shape.
@@ -67,7 +72,7 @@ class Family(Enum):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LayerSpec:
-    index: int  # 0-based global layer id
+    index: int  # 0-based global decoder-layer id, as SGLang numbers its layers
     kind: LayerKind
     has_indexer: bool = False  # DSA layers that compute their own index keys
 
@@ -164,9 +169,12 @@ class ModelArch:
     state: StateShape | None = None
     num_draft_layers: int = 0  # MTP / nextn layers, allocated only with speculative decoding
     is_multimodal: bool = False  # a vision section makes SGLang reserve a multimodal cache
-    max_context_tokens: int = 0  # max_position_embeddings
+    max_context_tokens: int = 0  # the context length SGLang derives from the config
     num_params: int | None = None  # estimate of the weights, for GPU planning
     weight_bytes_per_param: float = 2.0  # 1.0 for fp8 checkpoints
+    # Decoder layers including those that cache nothing (Nemotron-H MLP/MoE layers);
+    # None means every decoder layer appears in `layers`.
+    num_decoder_layers: int | None = None
 
     @property
     def full_layers(self) -> tuple[LayerSpec, ...]:
@@ -178,7 +186,10 @@ class ModelArch:
 
     @property
     def num_layers(self) -> int:
-        return len(self.layers)
+        """Decoder layers (a Falcon-H1 layer listed as FULL and LINEAR counts once)."""
+        if self.num_decoder_layers is not None:
+            return self.num_decoder_layers
+        return len({layer.index for layer in self.layers})
 
     @property
     def num_full_layers(self) -> int:

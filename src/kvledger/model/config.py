@@ -45,12 +45,18 @@ def embedded_names() -> list[str]:
 
 
 def _hf_cache_snapshot(repo_id: str) -> Path | None:
-    hub = Path(os.environ.get("HF_HUB_CACHE") or Path(
-        os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub")
-    snapshots = hub / f"models--{repo_id.replace('/', '--')}" / "snapshots"
-    if not snapshots.is_dir():
-        return None
-    found = sorted(snapshots.glob("*/config.json"), key=lambda p: p.stat().st_mtime)
+    """config.json of the snapshot `refs/main` points at, else of the newest snapshot."""
+    hub = Path(
+        os.environ.get("HF_HUB_CACHE")
+        or Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub"
+    )
+    repo_dir = hub / f"models--{repo_id.replace('/', '--')}"
+    main_ref = repo_dir / "refs" / "main"
+    if main_ref.is_file():
+        pinned = repo_dir / "snapshots" / main_ref.read_text().strip() / "config.json"
+        if pinned.is_file():
+            return pinned
+    found = sorted((repo_dir / "snapshots").glob("*/config.json"), key=lambda p: p.stat().st_mtime)
     return found[-1] if found else None
 
 
@@ -80,7 +86,9 @@ def read_config(path: Path) -> ConfigReader:
     try:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
-        raise ModelError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+        raise ModelError(
+            f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from None
     except OSError as exc:
         raise ModelError(f"{path}: cannot be read ({exc.strerror})") from None
     if not isinstance(data, dict):

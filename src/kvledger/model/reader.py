@@ -7,6 +7,8 @@
 Traceback (most recent call last):
 ...
 kvledger.model.arch.ModelError: cfg.json: field 'a.c' is missing (expected an integer)
+>>> r.section("a").pick("c", "b"), r.text_config().prefix
+('b', '')
 """
 
 from __future__ import annotations
@@ -34,6 +36,18 @@ class ConfigReader:
     def has(self, key: str) -> bool:
         return self.data.get(key) is not None
 
+    def pick(self, *keys: str) -> str:
+        """The first of several spellings of one field that the config sets, else the first.
+
+        Releases of one family rename fields (`n_groups` → `mamba_n_groups`); reading through
+        `pick` accepts either, and a missing field is reported under its first spelling.
+        """
+        return next((key for key in keys if self.has(key)), keys[0])
+
+    def text_config(self) -> ConfigReader:
+        """The language model's fields: `text_config` in multimodal wrappers, else the root."""
+        return self.section("text_config") if self.has("text_config") else self
+
     def raw(self, key: str, default: Any = _MISSING) -> Any:
         value = self.data.get(key, _MISSING)
         if value is _MISSING or value is None:
@@ -53,6 +67,16 @@ class ConfigReader:
         if minimum is not None and value < minimum:
             raise self.error(key, f"is {value} (expected an integer >= {minimum})")
         return value
+
+    def number(self, key: str, default: Any = _MISSING) -> float:
+        value = self.data.get(key)
+        if value is None:
+            if default is _MISSING:
+                raise self.error(key, "is missing (expected a number)")
+            return default
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.error(key, f"is {value!r} (expected a number)")
+        return float(value)
 
     def bool(self, key: str, default: Any = _MISSING) -> bool:
         value = self.data.get(key)

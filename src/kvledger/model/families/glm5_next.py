@@ -1,21 +1,20 @@
 """glm5_next (GLM-5.3-Flash): KDA linear layers + NoPE DSA layers with a pooled indexer.
 
 The checkpoint is a multimodal wrapper: cache fields live under `text_config`, and the
-presence of `vision_config` makes SGLang treat the model as multimodal.
+presence of `vision_config` makes SGLang treat the model as multimodal. Two sources name the
+layer kinds, `text_config.layer_types` and `linear_attn_config.kda_layers` /
+`full_attn_layers` (0-based here); they must agree.
 """
 
 from __future__ import annotations
 
-from kvledger.model.arch import (
-    AttnKind,
-    Family,
-    IndexerShape,
-    LayerKind,
-    LayerSpec,
-    MlaShape,
-    ModelArch,
-)
-from kvledger.model.families.kda import kda_state
+from kvledger.model import weights
+from kvledger.model.arch import AttnKind, Family, LayerKind, LayerSpec, ModelArch
+from kvledger.model.context import context_tokens
+from kvledger.model.families.deepseek_v3 import embedding_params, mla_params, mla_shape
+from kvledger.model.families.dsa import indexer_owners, indexer_shape
+from kvledger.model.families.kda import kda_layer_ids, kda_state
+from kvledger.model.families.mlp import deepseek_mlp_plan
 from kvledger.model.reader import ConfigReader
 
 FULL_TYPES = {"deepseek_sparse_attention", "full_attention"}
@@ -26,32 +25,29 @@ def read(root: ConfigReader, name: str) -> ModelArch:
     text = root.section("text_config")
     num_layers = text.int("num_hidden_layers", minimum=1)
     linear = text.section("linear_attn_config")
-    kda_layers = set(linear.int_list("kda_layers"))
+    kda_ids = kda_layer_ids(linear, num_layers)
     layer_types = text.str_list("layer_types")
     if len(layer_types) != num_layers:
         raise text.error(
-            "layer_types", f"has {len(layer_types)} entries (expected num_hidden_layers={num_layers})"
+            "layer_types",
+            f"has {len(layer_types)} entries (expected num_hidden_layers={num_layers})",
         )
-    indexer_types = text.str_list("indexer_types", ["full"] * num_layers)
-    if len(indexer_types) != num_layers:
-        raise text.error("indexer_types", f"has {len(indexer_types)} entries (expected {num_layers})")
+    owners = indexer_owners(text, num_layers)
     layers = []
     for i, kind in enumerate(layer_types):
         if kind in LINEAR_TYPES:
-            if i not in kda_layers:
+            if i not in kda_ids:
                 raise linear.error("kda_layers", f"lacks layer {i}, which layer_types calls linear")
             layers.append(LayerSpec(index=i, kind=LayerKind.LINEAR))
         elif kind in FULL_TYPES:
-            if i in kda_layers:
+            if i in kda_ids:
                 raise linear.error("kda_layers", f"lists layer {i}, which layer_types calls {kind}")
-            if indexer_types[i] not in ("full", "shared"):
-                raise text.error(f"indexer_types[{i}]", f"is {indexer_types[i]!r} (expected 'full' or 'shared')")
-            layers.append(
-                LayerSpec(index=i, kind=LayerKind.FULL, has_indexer=indexer_types[i] == "full")
-            )
+            layers.append(LayerSpec(index=i, kind=LayerKind.FULL, has_indexer=owners[i]))
         else:
-            raise text.error(f"layer_types[{i}]", f"is {kind!r} (expected one of {sorted(FULL_TYPES | LINEAR_TYPES)})")
-    kpool = text.int("index_kpool", 1, minimum=1) if text.bool("index_kpool_compress", False) else 1
+            raise text.error(
+                f"layer_types[{i}]",
+                f"is {kind!r} (expected one of {sorted(FULL_TYPES | LINEAR_TYPES)})",
+            )
     return ModelArch(
         name=name,
         source=root.source,
@@ -59,19 +55,40 @@ def read(root: ConfigReader, name: str) -> ModelArch:
         model_type=root.str("model_type"),
         layers=tuple(layers),
         attn=AttnKind.DSA,
-        mla=MlaShape(
-            kv_lora_rank=text.int("kv_lora_rank", minimum=1),
-            qk_rope_head_dim=text.int("qk_rope_head_dim", minimum=0),
-        ),
-        indexer=IndexerShape(
-            head_dim=text.int("index_head_dim", minimum=1),
-            n_heads=text.int("index_n_heads", minimum=1),
-            topk=text.int("index_topk", minimum=1),
-            kpool=kpool,
-        ),
+        mla=mla_shape(text),
+        indexer=indexer_shape(text),
         state=kda_state(linear),
         num_draft_layers=text.int("num_nextn_predict_layers", 0, minimum=0),
         is_multimodal=root.has("vision_config"),
-        max_context_tokens=text.int("max_position_embeddings", minimum=1),
-        weight_bytes_per_param=1.0 if root.has("quantization_config") else 2.0,
+        max_context_tokens=context_tokens(text),
+        num_params=_num_params(root, text, linear, layers),
+        weight_bytes_per_param=weights.bytes_per_param(root),
+    )
+
+
+def _num_params(
+    root: ConfigReader, text: ConfigReader, linear: ConfigReader, layers: list[LayerSpec]
+) -> int:
+    hidden = text.int("hidden_size", minimum=1)
+    indexer = indexer_shape(text)
+    kda = weights.kda_mixer(
+        hidden=hidden,
+        heads=linear.int("num_heads", minimum=1),
+        head_dim=linear.int("head_dim", minimum=1),
+        conv_kernel=linear.int("short_conv_kernel_size", minimum=2),
+    )
+    indexer_params = weights.dsa_indexer(
+        hidden=hidden,
+        q_lora_rank=text.int("q_lora_rank", minimum=1),
+        heads=indexer.n_heads,
+        head_dim=indexer.head_dim,
+    )
+    vision = root.optional_section("vision_config")
+    return (
+        embedding_params(text)
+        + sum(layer.kind is LayerKind.LINEAR for layer in layers) * kda
+        + sum(layer.kind is LayerKind.FULL for layer in layers) * mla_params(text)
+        + sum(layer.has_indexer for layer in layers) * indexer_params
+        + deepseek_mlp_plan(text, len(layers)).total_params(len(layers))
+        + (weights.vision_tower(vision) if vision else 0)
     )
