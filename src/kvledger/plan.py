@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from kvledger.capacity import CapacityPlan, MemoryInput, WorkloadCheck, check_workload, plan_capacity
 from kvledger.deploy import Deployment, KVDtype
 from kvledger.gpus import GPU, GpuArch, get_gpu
+from kvledger.hicache import HostPlan, plan_host
 from kvledger.ledger import Ledger, draft_token_ledger, request_ledger, state_ledger, token_ledger
 from kvledger.model.arch import ModelArch
 from kvledger.model.config import DEFAULT_MODEL, load_model
@@ -49,6 +50,7 @@ class Plan:
     workload: WorkloadCheck | None
     gpu: GPU | None
     notes: tuple[str, ...]
+    host: HostPlan | None = None  # with --enable-hierarchical-cache: host pools, two views
 
     @property
     def model(self) -> ModelArch:
@@ -113,5 +115,11 @@ def make_plan(
         workload = check_workload(capacity, requests or 1, context_tokens or layout.context_tokens)
     ledgers = Ledgers(token=token_ledger(layout), draft_token=draft_token_ledger(layout),
                       state=state_ledger(layout), request=request_ledger(layout))
+    host = None
+    if layout.deployment.enable_hierarchical_cache:
+        host = plan_host(layout, device_tokens=capacity.max_total_tokens,
+                         device_state_slots=capacity.state_slots,
+                         device_token_pool_bytes=capacity.token_pool_bytes,
+                         device_state_pool_bytes=capacity.state_pool_bytes)
     return Plan(layout=layout, ledgers=ledgers, capacity=capacity, workload=workload,
-                gpu=gpu_spec, notes=tuple(notes))
+                gpu=gpu_spec, notes=tuple(notes), host=host)

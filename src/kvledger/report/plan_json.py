@@ -14,6 +14,8 @@ Schema `kvledger.plan/1` (keys never removed within a major version):
         limits{name: requests}, binding, unused_bytes, unbudgeted_bytes}
     workload|null{requests, requests_per_rank, context_tokens, fits, first_overflow,
         rows[{ledger, need, capacity, need_bytes, max_requests, fits}]}
+    host|null{mode, ratio, size_bytes, notes[], views[{name, host_tokens, host_state_slots,
+        total_bytes, per_token{ledger}, pools{ledger}, coverage{object: status}}]}
 """
 
 from __future__ import annotations
@@ -42,6 +44,19 @@ def ledger_json(ledger: Ledger | None) -> dict[str, Any] | None:
 
 def _plain(value: Any) -> Any:
     return value.value if isinstance(value, Enum) else value
+
+
+def host_json(plan: Plan) -> dict[str, Any] | None:
+    host = plan.host
+    if host is None:
+        return None
+    views = [{"name": v.rules.name, "host_tokens": v.host_tokens,
+              "host_state_slots": v.host_state_slots, "total_bytes": v.pools.total_bytes,
+              "per_token": ledger_json(v.per_token), "pools": ledger_json(v.pools),
+              "coverage": {obj.value: status.value for obj, status in v.coverage.items()}}
+             for v in host.views]
+    return {"mode": host.mode.value, "ratio": host.ratio, "size_bytes": host.size_bytes,
+            "notes": list(host.notes), "views": views}
 
 
 def plan_json(plan: Plan, ignored_flags: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -96,4 +111,5 @@ def plan_json(plan: Plan, ignored_flags: tuple[str, ...] = ()) -> dict[str, Any]
                       "need_bytes": r.need_bytes, "max_requests": r.max_requests,
                       "fits": r.fits} for r in work.rows],
         },
+        "host": host_json(plan),
     }

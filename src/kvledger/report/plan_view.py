@@ -8,7 +8,7 @@ from rich.text import Text
 
 from kvledger.ledger import Ledger
 from kvledger.plan import Plan
-from kvledger.units import MB, MiB, fmt_bytes, fmt_gib
+from kvledger.units import GB, MB, MiB, fmt_bytes, fmt_gib
 
 
 def ledger_table(ledger: Ledger, title: str) -> Table:
@@ -67,6 +67,36 @@ def workload_table(plan: Plan) -> Table | None:
     return table
 
 
+def host_tables(plan: Plan) -> list[Table]:
+    """HiCache host pools and coverage side by side: the article's view and ours."""
+    host = plan.host
+    if host is None:
+        return []
+    how = (f"{host.mode.value} {host.ratio:g}" if host.ratio is not None
+           else f"{host.mode.value} {host.size_bytes / GB:g} GB")
+    pools = Table(title=f"Host tier (HiCache) per rank — {how}", title_justify="left")
+    pools.add_column("host ledger")
+    for view in host.views:
+        pools.add_column(f"{view.rules.name}", justify="right")
+    names = dict.fromkeys(row.component for view in reversed(host.views) for row in view.pools.rows)
+    pools.add_row("bytes per token", *(f"{v.per_token.total_bytes:,}" for v in host.views))
+    for name in names:
+        cells = []
+        for view in host.views:
+            row = next((r for r in view.pools.rows if r.component == name), None)
+            cells.append("—" if row is None else f"{row.count:,} × {row.unit_bytes:,} = {row.total_bytes:,}")
+        pools.add_row(name, *cells)
+    pools.add_row(Text("total host bytes", style="bold"),
+                  *(Text(fmt_bytes(v.pools.total_bytes), style="bold") for v in host.views))
+    coverage = Table(title="What the host tier covers", title_justify="left")
+    coverage.add_column("device object")
+    for view in host.views:
+        coverage.add_column(view.rules.name)
+    for obj in dict.fromkeys(o for view in reversed(host.views) for o in view.coverage):
+        coverage.add_row(obj.value, *(v.coverage[obj].value for v in host.views))
+    return [pools, coverage]
+
+
 def render_plan(plan: Plan, console: Console, ignored: tuple[str, ...] = ()) -> None:
     lay, dep, model = plan.layout, plan.layout.deployment, plan.model
     head = (
@@ -91,7 +121,8 @@ def render_plan(plan: Plan, console: Console, ignored: tuple[str, ...] = ()) -> 
     parts.append(capacity_table(plan))
     if table := workload_table(plan):
         parts.append(table)
-    notes = [*plan.notes, *(f"ignored flag: {flag}" for flag in ignored)]
+    parts.extend(host_tables(plan))
+    notes = [*plan.notes, *(plan.host.notes if plan.host else ()), *(f"ignored flag: {flag}" for flag in ignored)]
     if notes:
         parts.append(Text("\n".join(f"note: {n}" for n in notes), style="yellow"))
     parts.append(Text(f"binding constraint: {plan.capacity.binding.value}; "
