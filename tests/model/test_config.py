@@ -78,7 +78,9 @@ def test_directory_without_config(tmp_path: Path):
 def test_malformed_json_names_the_file_and_position(tmp_path: Path):
     path = tmp_path / "config.json"
     path.write_text('{"model_type": "llama",\n "num_hidden_layers": }')
-    with pytest.raises(ModelError, match=re.escape(f"{path}: not valid JSON (line 2, column 23: Expecting value)")):
+    with pytest.raises(
+        ModelError, match=re.escape(f"{path}: not valid JSON (line 2, column 23: Expecting value)")
+    ):
         load_model(str(path))
 
 
@@ -112,7 +114,8 @@ def test_wrong_type_names_field_and_value(load_dict, embedded):
     data = embedded("glm-5.3-flash")
     data["text_config"]["linear_attn_config"]["num_heads"] = "64"
     with pytest.raises(
-        ModelError, match=r"field 'text_config\.linear_attn_config\.num_heads' is '64' \(expected an integer\)"
+        ModelError,
+        match=r"field 'text_config\.linear_attn_config\.num_heads' is '64' \(expected an integer\)",
     ):
         load_dict(data)
 
@@ -120,5 +123,7 @@ def test_wrong_type_names_field_and_value(load_dict, embedded):
 def test_nested_section_of_the_wrong_type(load_dict, embedded):
     data = embedded("kimi-linear-48b-a3b-instruct")
     data["linear_attn_config"] = [1, 2]
-    with pytest.raises(ModelError, match=r"field 'linear_attn_config' is list \(expected an object\)"):
+    with pytest.raises(
+        ModelError, match=r"field 'linear_attn_config' is list \(expected an object\)"
+    ):
         load_dict(data)
