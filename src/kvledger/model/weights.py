@@ -37,6 +37,15 @@ def embedding(*, vocab: int, hidden: int, tied: bool) -> int:
     )
 
 
+def embedding_of(text: ConfigReader, *, tied: bool | None = None) -> int:
+    """`embedding` from a text config; `tied` overrides its `tie_word_embeddings`."""
+    return embedding(
+        vocab=text.int("vocab_size", minimum=1),
+        hidden=text.int("hidden_size", minimum=1),
+        tied=text.bool("tie_word_embeddings", False) if tied is None else tied,
+    )
+
+
 def gqa_attention(
     *, hidden: int, heads: int, kv_heads: int, head_dim: int, gated_q: bool = False
 ) -> int:

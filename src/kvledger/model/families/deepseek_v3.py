@@ -33,18 +33,10 @@ def mla_params(text: ConfigReader) -> int:
     )
 
 
-def embedding_params(text: ConfigReader) -> int:
-    return weights.embedding(
-        vocab=text.int("vocab_size", minimum=1),
-        hidden=text.int("hidden_size", minimum=1),
-        tied=text.bool("tie_word_embeddings", False),
-    )
-
-
 def read(root: ConfigReader, name: str) -> ModelArch:
     num_layers = root.int("num_hidden_layers", minimum=1)
     num_params = (
-        embedding_params(root)
+        weights.embedding_of(root)
         + num_layers * mla_params(root)
         + deepseek_mlp_plan(root, num_layers).total_params(num_layers)
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from kvledger.model import weights
 from kvledger.model.arch import AttnKind, Family, LayerKind, LayerSpec, ModelArch
 from kvledger.model.context import context_tokens
-from kvledger.model.families.deepseek_v3 import embedding_params, mla_params, mla_shape
+from kvledger.model.families.deepseek_v3 import mla_params, mla_shape
 from kvledger.model.families.dsa import indexer_owners, indexer_shape
 from kvledger.model.families.mlp import deepseek_mlp_plan
 from kvledger.model.reader import ConfigReader
@@ -26,7 +26,7 @@ def read_dsa(root: ConfigReader, name: str, family: Family) -> ModelArch:
         head_dim=indexer.head_dim,
     )
     num_params = (
-        embedding_params(root)
+        weights.embedding_of(root)
         + num_layers * mla_params(root)
         + sum(owners) * indexer_params
         + deepseek_mlp_plan(root, num_layers).total_params(num_layers)

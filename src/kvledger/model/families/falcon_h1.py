@@ -21,7 +21,7 @@ from kvledger.model import weights
 from kvledger.model.arch import AttnKind, Family, LayerKind, LayerSpec, ModelArch, StateShape
 from kvledger.model.context import context_tokens
 from kvledger.model.families.gqa import gqa_params, gqa_shape
-from kvledger.model.families.mamba2 import mamba2_state
+from kvledger.model.families.mamba2 import mamba2_params, mamba2_state
 from kvledger.model.reader import ConfigReader
 
 
@@ -68,18 +68,10 @@ def read(root: ConfigReader, name: str) -> ModelArch:
         )
     gqa = gqa_shape(root)
     state = mamba_state(root)
-    x, b, _ = state.conv_groups
     hidden = root.int("hidden_size", minimum=1)
     per_layer = (
         gqa_params(root, gqa)
-        + weights.mamba2_mixer(
-            hidden=hidden,
-            heads=x.num_heads,
-            head_dim=x.head_dim,
-            groups=b.num_heads,
-            d_state=b.head_dim,
-            conv_kernel=state.conv_kernel,
-        )
+        + mamba2_params(hidden, state)
         + weights.mlp(hidden=hidden, intermediate=root.int("intermediate_size", minimum=1))
     )
     return ModelArch(
@@ -96,11 +88,6 @@ def read(root: ConfigReader, name: str) -> ModelArch:
         gqa=gqa,
         state=state,
         max_context_tokens=context_tokens(root),
-        num_params=weights.embedding(
-            vocab=root.int("vocab_size", minimum=1),
-            hidden=hidden,
-            tied=root.bool("tie_word_embeddings", False),
-        )
-        + num_layers * per_layer,
+        num_params=weights.embedding_of(root) + num_layers * per_layer,
         weight_bytes_per_param=weights.bytes_per_param(root),
     )

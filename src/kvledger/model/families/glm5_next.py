@@ -11,7 +11,7 @@ from __future__ import annotations
 from kvledger.model import weights
 from kvledger.model.arch import AttnKind, Family, LayerKind, LayerSpec, ModelArch
 from kvledger.model.context import context_tokens
-from kvledger.model.families.deepseek_v3 import embedding_params, mla_params, mla_shape
+from kvledger.model.families.deepseek_v3 import mla_params, mla_shape
 from kvledger.model.families.dsa import indexer_owners, indexer_shape
 from kvledger.model.families.kda import kda_layer_ids, kda_state
 from kvledger.model.families.mlp import deepseek_mlp_plan
@@ -85,7 +85,7 @@ def _num_params(
     )
     vision = root.optional_section("vision_config")
     return (
-        embedding_params(text)
+        weights.embedding_of(text)
         + sum(layer.kind is LayerKind.LINEAR for layer in layers) * kda
         + sum(layer.kind is LayerKind.FULL for layer in layers) * mla_params(text)
         + sum(layer.has_indexer for layer in layers) * indexer_params

@@ -11,7 +11,7 @@ from __future__ import annotations
 from kvledger.model import weights
 from kvledger.model.arch import AttnKind, Family, LayerKind, LayerSpec, ModelArch
 from kvledger.model.context import context_tokens
-from kvledger.model.families.deepseek_v3 import embedding_params, mla_params, mla_shape
+from kvledger.model.families.deepseek_v3 import mla_params, mla_shape
 from kvledger.model.families.kda import kda_layer_ids, kda_state
 from kvledger.model.families.mlp import deepseek_mlp_plan
 from kvledger.model.reader import ConfigReader
@@ -32,7 +32,7 @@ def read(root: ConfigReader, name: str) -> ModelArch:
         conv_kernel=linear.int("short_conv_kernel_size", minimum=2),
     )
     num_params = (
-        embedding_params(root)
+        weights.embedding_of(root)
         + len(kda_ids) * kda
         + (num_layers - len(kda_ids)) * mla_params(root)
         + deepseek_mlp_plan(root, num_layers).total_params(num_layers)

@@ -33,12 +33,7 @@ def read_dense(root: ConfigReader, name: str, family: Family) -> ModelArch:
         attn=AttnKind.GQA,
         gqa=gqa,
         max_context_tokens=context_tokens(root),
-        num_params=weights.embedding(
-            vocab=root.int("vocab_size", minimum=1),
-            hidden=hidden,
-            tied=root.bool("tie_word_embeddings", False),
-        )
-        + num_layers * per_layer,
+        num_params=weights.embedding_of(root) + num_layers * per_layer,
         weight_bytes_per_param=weights.bytes_per_param(root),
     )
 

@@ -16,6 +16,7 @@ SGLang's Mamba2StateShape.create (python/sglang/srt/configs/mamba_utils.py):
 
 from __future__ import annotations
 
+from kvledger.model import weights
 from kvledger.model.arch import HeadGroup, LinearKind, StateShape
 from kvledger.model.reader import ConfigReader
 
@@ -47,6 +48,19 @@ def mamba2_state(
         temporal_heads=heads,
         temporal_dims=(head_dim, d_state),
         ssm_dtype_default=ssm_dtype,
+    )
+
+
+def mamba2_params(hidden: int, state: StateShape) -> int:
+    """Mixer weights of one Mamba2 layer, read back from the state shape it keeps."""
+    x, b, _ = state.conv_groups
+    return weights.mamba2_mixer(
+        hidden=hidden,
+        heads=x.num_heads,
+        head_dim=x.head_dim,
+        groups=b.num_heads,
+        d_state=b.head_dim,
+        conv_kernel=state.conv_kernel,
     )
 
 

@@ -17,7 +17,7 @@ from kvledger.model import weights
 from kvledger.model.arch import AttnKind, Family, LayerKind, LayerSpec, ModelArch, StateShape
 from kvledger.model.context import context_tokens
 from kvledger.model.families.gqa import gqa_params, gqa_shape
-from kvledger.model.families.mamba2 import mamba2_state, pinned_ssm_dtype
+from kvledger.model.families.mamba2 import mamba2_params, mamba2_state, pinned_ssm_dtype
 from kvledger.model.reader import ConfigReader
 
 PATTERN = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
@@ -77,11 +77,7 @@ def read(root: ConfigReader, name: str) -> ModelArch:
     gqa = gqa_shape(root, head_dim_key=root.pick("head_dim", "attention_head_dim"))
     state = mamba_state(root)
     per_type = _params_per_type(root, state, gqa_params(root, gqa), set(types))
-    num_params = weights.embedding(
-        vocab=root.int("vocab_size", minimum=1),
-        hidden=root.int("hidden_size", minimum=1),
-        tied=root.bool("tie_word_embeddings", False),
-    ) + sum(per_type[kind] for kind in types)
+    num_params = weights.embedding_of(root) + sum(per_type[kind] for kind in types)
     return ModelArch(
         name=name,
         source=root.source,
@@ -107,17 +103,9 @@ def _params_per_type(
     root: ConfigReader, state: StateShape, attention: int, present: set[str]
 ) -> dict[str, int]:
     hidden = root.int("hidden_size", minimum=1)
-    x, b, _ = state.conv_groups
     per_type = {
         "attention": attention,
-        "mamba": weights.mamba2_mixer(
-            hidden=hidden,
-            heads=x.num_heads,
-            head_dim=x.head_dim,
-            groups=b.num_heads,
-            d_state=b.head_dim,
-            conv_kernel=state.conv_kernel,
-        ),
+        "mamba": mamba2_params(hidden, state),
         "mlp": 0,
         "moe": 0,
     }

@@ -101,10 +101,8 @@ def read_gdn(root: ConfigReader, name: str, family: Family) -> ModelArch:
     num_full = kinds.count(LayerKind.FULL)
     vision = root.optional_section("vision_config")
     num_params = (
-        weights.embedding(
-            vocab=text.int("vocab_size", minimum=1),
-            hidden=text.int("hidden_size", minimum=1),
-            tied=root.bool("tie_word_embeddings", text.bool("tie_word_embeddings", False)),
+        weights.embedding_of(
+            text, tied=root.bool("tie_word_embeddings", text.bool("tie_word_embeddings", False))
         )
         + num_full * gqa_params(text, gqa, gated_q=text.bool("attn_output_gate", True))
         + (num_layers - num_full) * _gdn_params(text)
