@@ -1,0 +1,81 @@
+"""From what the user pasted to SGLang's argument list.
+
+Accepted shapes (whitespace, quotes, `\\` line continuations and `#` comments as in a shell):
+- bare flags: `--tp 8 --dp 8 --enable-dp-attention`;
+- `python -m sglang.launch_server …` (any python / python3.x, any path to it), also
+  `sglang_router.launch_server`, which takes the same server flags;
+- `sglang serve [MODEL] …` (python/sglang/cli/serve.py turns a leading positional into
+  --model-path).
+Words before the launcher (`VAR=value`, `env`, `docker run … image`, `$`) are set aside and
+reported: they do not reach SGLang's parser.
+
+>>> launch = split_launch("CUDA_VISIBLE_DEVICES=0,1 python3 -m sglang.launch_server --tp 2")
+>>> launch.flags, launch.prefix
+(('--tp', '2'), ('CUDA_VISIBLE_DEVICES=0,1',))
+>>> split_launch(["sglang", "serve", "zai-org/GLM-5.3-Flash", "--tp", "8"]).model_ref
+'zai-org/GLM-5.3-Flash'
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kvledger.deploy import DeploymentError
+
+LAUNCH_MODULES = ("sglang.launch_server", "sglang_router.launch_server")
+_PYTHON = re.compile(r"(?:.*/)?python(?:\d+(?:\.\d+)*)?")
+_SGLANG = re.compile(r"(?:.*/)?sglang")
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    flags: tuple[str, ...]  # what SGLang's argument parser receives
+    model_ref: str | None = None  # `sglang serve MODEL`
+    prefix: tuple[str, ...] = ()  # words before the launcher, not seen by SGLang
+
+
+def split_words(argv: Sequence[str] | str) -> list[str]:
+    """A list of arguments as given, or one pasted string split like a POSIX shell."""
+    if isinstance(argv, str):
+        text = argv
+    elif len(argv) == 1 and any(c.isspace() for c in argv[0]):
+        text = argv[0]
+    else:
+        return list(argv)
+    text = text.replace("\r\n", "\n").replace("\\\n", " ")
+    try:
+        return shlex.split(text, comments=True)
+    except ValueError as exc:
+        raise DeploymentError(f"cannot split the pasted command: {exc}") from None
+
+
+def _launcher_at(words: list[str], i: int) -> int:
+    """How many words the launcher starting at `i` spans; 0 if none starts there."""
+    if _PYTHON.fullmatch(words[i]) and words[i + 1:i + 2] == ["-m"]:
+        return 3 if words[i + 2:i + 3] and words[i + 2] in LAUNCH_MODULES else 0
+    if _SGLANG.fullmatch(words[i]) and words[i + 1:i + 2] == ["serve"]:
+        return 2
+    return 0
+
+
+def split_launch(argv: Sequence[str] | str) -> Launch:
+    words = split_words(argv)
+    if words[:1] == ["--"]:
+        words = words[1:]  # an end-of-options marker in front of the pasted command
+    if not words or words[0].startswith("--"):
+        return Launch(flags=tuple(words))
+    for i in range(len(words)):
+        span = _launcher_at(words, i)
+        if span:
+            rest = words[i + span:]
+            model = None
+            if span == 2 and rest and not rest[0].startswith("-"):
+                model, rest = rest[0], rest[1:]
+            return Launch(flags=tuple(rest), model_ref=model, prefix=tuple(words[:i]))
+    raise DeploymentError(
+        f"{' '.join(words[:3])!r}: not an SGLang launch; expected flags (--tp 8 …), "
+        f"'python -m {LAUNCH_MODULES[0]} …' or 'sglang serve …'"
+    )
