@@ -74,7 +74,10 @@ class Family(Enum):
 class LayerSpec:
     index: int  # 0-based global decoder-layer id, as SGLang numbers its layers
     kind: LayerKind
-    has_indexer: bool = False  # DSA layers that compute their own index keys
+    # DSA layers that compute and write their own index keys. SGLang's DSATokenToKVPool still
+    # allocates an index-key buffer for every DSA layer (`for _ in range(layer_num)`), so what
+    # is reserved and what is written differ for GLM-5.2's "shared" layers.
+    has_indexer: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
