@@ -1,0 +1,310 @@
+"""The unified radix prefix tree with FULL and MAMBA components.
+
+Keys are token ids matched page by page; values are slot indices. The tree never allocates or
+frees memory: ``insert`` returns the caller's duplicates, ``evict`` returns what it dropped,
+and the caller hands those back to the allocators.
+
+A request's life, with page 1 and a 64-token checkpoint grid::
+
+    >>> tree = RadixTree(page_size=1)
+    >>> prompt = np.arange(100)
+    >>> tree.match_prefix(prompt).full_kv_hit_length
+    0
+    >>> done = tree.insert(prompt, full_indices=np.arange(1000, 1100), mamba_slot=7)
+    >>> done.prefix_length, done.mamba_existed
+    (0, False)
+    >>> hit = tree.match_prefix(np.arange(130))
+    >>> hit.device_hit_length, hit.mamba_src_slot, hit.mamba_branching_seqlen
+    (100, 7, None)
+    >>> other = tree.match_prefix(np.r_[np.arange(90), [5, 5]])  # diverges at token 90
+    >>> other.full_kv_hit_length, other.device_hit_length, other.mamba_branching_seqlen
+    (90, 0, 64)
+    >>> receipt = tree.lock(hit.last_device_node)
+    >>> tree.evict(full_tokens=100).num_full_tokens   # locked: nothing can go
+    0
+    >>> tree.unlock(receipt)
+    >>> tree.evict(full_tokens=100).num_full_tokens
+    100
+    >>> tree.check_integrity()
+
+The second match split the 100-token node at 90; the new parent (tokens 0..89) took the
+FULL slice but no state, so the request can reuse nothing and is told to save a state at
+token 64, the deepest grid point within its 90-token FULL hit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kvledger.tree.core import EMPTY_INDICES, TreeCore
+from kvledger.tree.eviction import evict_device, evict_host
+from kvledger.tree.integrity import check_tree
+from kvledger.tree.node import TOKEN_BYTES, Component, Node, Tier
+from kvledger.tree.results import EvictResult, InsertResult, LockReceipt, MatchResult, TreeSizes
+from kvledger.tree.tiers import record_backup, record_loadback
+from kvledger.tree.tokens import as_index_array, as_slot, as_token_array, readonly
+
+
+class RadixTree(TreeCore):
+    """Prefix tree over token pages; see the module docstring for a worked example.
+
+    Args:
+        page_size: tokens per page; keys are matched and split in whole pages.
+        mamba_chunk_tokens: linear-attention chunk size (64 for GLM-5.3-Flash's KDA layers);
+            states can be saved every ``lcm(mamba_chunk_tokens, page_size)`` tokens.
+    """
+
+    # ---- match -----------------------------------------------------------------------------
+
+    def match_prefix(self, tokens: object) -> MatchResult:
+        """Longest cached prefix of ``tokens`` (floored to whole pages).
+
+        Mutates the tree: a match ending inside a node splits it, FULL recency is refreshed
+        root to best match (deeper nodes newer), and only the best match's state is
+        refreshed in MAMBA's order (it is the only state the request consumes).
+        """
+        array = as_token_array(tokens, "tokens")
+        data = array.tobytes()
+        end = len(array) // self.page_size * self.page_bytes
+        page_bytes = self.page_bytes
+        path: list[Node] = []
+        node = self.root
+        pos = 0
+        while pos < end:
+            child = node.children.get(data[pos : pos + page_bytes])
+            if child is None:
+                break
+            if not data.startswith(child.key, pos):
+                cut = self._common_bytes(array, pos, child, end)
+                path.append(self._split(child, cut // TOKEN_BYTES))
+                pos += cut
+                break
+            path.append(child)
+            pos += len(child.key)
+            node = child
+        return self._match_result(path, pos // TOKEN_BYTES)
+
+    def _common_bytes(self, array: np.ndarray, pos: int, child: Node, end: int) -> int:
+        """Bytes of ``child.key`` matching ``array`` from byte ``pos``, floored to whole pages."""
+        start = pos // TOKEN_BYTES
+        length = min(child.num_tokens, end // TOKEN_BYTES - start)
+        differs = np.flatnonzero(array[start : start + length] != child.tokens[:length])
+        same = int(differs[0]) if len(differs) else length
+        return same // self.page_size * self.page_bytes
+
+    def _match_result(self, path: list[Node], hit_tokens: int) -> MatchResult:
+        best, best_len, best_at = self.root, 0, 0
+        device, device_len, device_at = self.root, 0, 0
+        depth = 0
+        for i, node in enumerate(path, 1):
+            depth += node.num_tokens
+            state = node.mamba
+            if state.value is not None:
+                best, best_len, best_at = node, depth, i
+                device, device_len, device_at = node, depth, i
+            elif state.host_value is not None:
+                best, best_len, best_at = node, depth, i
+        for node in path[:best_at]:
+            self._touch(node)
+        if best.mamba.value is not None:
+            self.mamba_lru.refresh(best)
+        if best.mamba.host_value is not None:
+            self.host_mamba_lru.refresh(best)
+        if device_at == 0:
+            indices = EMPTY_INDICES
+        elif device_at == 1:
+            indices = path[0].full.value
+        else:
+            indices = np.concatenate([node.full.value for node in path[:device_at]])
+        grid = self.mamba_checkpoint_tokens
+        aligned = hit_tokens // grid * grid
+        return MatchResult(
+            device_indices=indices,
+            last_device_node=device,
+            best_match_node=best,
+            full_kv_hit_length=hit_tokens,
+            host_hit_length=best_len - device_len,
+            mamba_branching_seqlen=aligned if aligned > best_len else None,
+            mamba_src_slot=best.mamba.value,
+        )
+
+    # ---- insert ----------------------------------------------------------------------------
+
+    def insert(self, tokens: object, full_indices: object, mamba_slot: object) -> InsertResult:
+        """Cache ``tokens`` (whole pages) with their device KV slots and the state after them.
+
+        Where the tree already holds device KV, the caller's slots that differ are returned
+        as duplicates; where it holds KV only on host, the caller's slots are adopted
+        (that is a loadback for free). ``mamba_existed`` means the tree kept its own state
+        and the caller must free ``mamba_slot``.
+        """
+        array = as_token_array(tokens, "tokens")
+        if len(array) % self.page_size:
+            raise ValueError(
+                f"tokens: {len(array)} tokens is not a whole number of pages "
+                f"(page_size={self.page_size}); insert the page-aligned prefix only"
+            )
+        indices = as_index_array(full_indices, "full_indices", len(array))
+        slot = as_slot(mamba_slot, "mamba_slot")
+        data = array.tobytes()
+        page_bytes, end = self.page_bytes, len(data)
+        duplicates: list[np.ndarray] = []
+        node, pos = self.root, 0
+        while pos < end:
+            child = node.children.get(data[pos : pos + page_bytes])
+            if child is None:
+                break
+            if not data.startswith(child.key, pos):
+                child = self._split(
+                    child, self._common_bytes(array, pos, child, end) // TOKEN_BYTES
+                )
+            first, last = pos // TOKEN_BYTES, (pos + len(child.key)) // TOKEN_BYTES
+            ours = indices[first:last]
+            cached = child.full.value
+            self._touch(child)
+            if cached is None:
+                self._full_device_on(child, readonly(ours.copy()))
+            else:
+                differs = ours != cached
+                if differs.any():
+                    duplicates.append(ours[differs])
+            pos += len(child.key)
+            node = child
+        prefix = pos // TOKEN_BYTES
+        if pos < end:
+            node = self._new_node(node, data[pos:])
+            self._touch(node)
+            self._full_device_on(node, readonly(indices[prefix:].copy()))
+            self._mamba_device_on(node, slot)
+            existed = False
+        elif node.parent is None or node.mamba.value is not None:
+            existed = True  # the root keeps no state; an existing state wins
+            if node.parent is not None:
+                self.mamba_lru.refresh(node)
+        else:
+            self._mamba_device_on(node, slot)
+            existed = False
+        if not duplicates:
+            dup = EMPTY_INDICES
+        else:
+            dup = duplicates[0] if len(duplicates) == 1 else np.concatenate(duplicates)
+        return InsertResult(
+            prefix_length=prefix, duplicate_indices=dup, mamba_existed=existed, node=node
+        )
+
+    def path_device_indices(self, node: Node) -> np.ndarray:
+        """FULL device slots from the root to the end of ``node`` (all on device).
+
+        After an insert that returned duplicates, these are the slots the request must use
+        for its prefix from now on (its own copies were handed back to be freed).
+        """
+        self._require_live(node, "path_device_indices")
+        chunks = []
+        while node.parent is not None:
+            if node.full.value is None:
+                raise ValueError(f"path_device_indices: {node!r} has no FULL KV on device")
+            chunks.append(node.full.value)
+            node = node.parent
+        if len(chunks) <= 1:
+            return chunks[0] if chunks else EMPTY_INDICES
+        return np.concatenate(chunks[::-1])
+
+    # ---- locks -----------------------------------------------------------------------------
+
+    def lock(self, node: Node) -> LockReceipt:
+        """Pin ``node``'s device KV and all its ancestors', plus its device state if any."""
+        self._require_live(node, "lock")
+        if node.full.value is None:
+            raise ValueError(f"lock: {node!r} has no FULL KV on device; lock_host pins host copies")
+        mamba = node.mamba.value is not None
+        self._lock_device(node, +1, mamba)
+        return self._issue(node, Tier.DEVICE, mamba)
+
+    def lock_host(self, node: Node) -> LockReceipt:
+        """Pin ``node``'s host KV and all its ancestors', plus its host state if any."""
+        self._require_live(node, "lock_host")
+        if node.full.host_value is None:
+            raise ValueError(f"lock_host: {node!r} has no FULL KV on host")
+        mamba = node.mamba.host_value is not None
+        self._lock_host(node, +1, mamba)
+        return self._issue(node, Tier.HOST, mamba)
+
+    def unlock(self, receipt: LockReceipt) -> None:
+        """Undo exactly what ``receipt``'s lock did; each receipt unlocks once."""
+        receipt_id = getattr(receipt, "receipt_id", None)
+        if self.receipts.get(receipt_id) is not receipt:
+            raise ValueError(f"unlock: {receipt!r} is not an outstanding receipt of this tree")
+        del self.receipts[receipt_id]
+        match receipt.tier:
+            case Tier.DEVICE:
+                self._lock_device(receipt.node, -1, receipt.mamba_locked)
+            case Tier.HOST:
+                self._lock_host(receipt.node, -1, receipt.mamba_locked)
+
+    def _issue(self, node: Node, tier: Tier, mamba: bool) -> LockReceipt:
+        receipt = LockReceipt(
+            receipt_id=self._next_receipt_id, node=node, tier=tier, mamba_locked=mamba
+        )
+        self._next_receipt_id += 1
+        self.receipts[receipt.receipt_id] = receipt
+        return receipt
+
+    def _require_live(self, node: object, action: str) -> None:
+        if not isinstance(node, Node) or not node.alive:
+            raise ValueError(f"{action}: expected a live node of this tree, got {node!r}")
+        probe = node
+        while probe.parent is not None:
+            probe = probe.parent
+        if probe is not self.root:
+            raise ValueError(f"{action}: {node!r} belongs to another tree")
+
+    # ---- eviction --------------------------------------------------------------------------
+
+    def evict(self, *, full_tokens: int = 0, mamba_slots: int = 0) -> EvictResult:
+        """Drop at least ``full_tokens`` device KV slots and ``mamba_slots`` device states (or
+        everything unlocked that can go) and return the freed device indices."""
+        return evict_device(
+            self, _count(full_tokens, "full_tokens"), _count(mamba_slots, "mamba_slots")
+        )
+
+    def evict_host(self, *, full_tokens: int = 0, mamba_slots: int = 0) -> EvictResult:
+        """Host counterpart of ``evict``; returns freed host indices."""
+        return evict_host(
+            self, _count(full_tokens, "full_tokens"), _count(mamba_slots, "mamba_slots")
+        )
+
+    # ---- host tier hooks -------------------------------------------------------------------
+
+    def set_host_value(self, node: Node, component: Component, host_indices: object) -> None:
+        """Record a finished backup of ``node``'s ``component`` (see ``tiers.record_backup``)."""
+        self._require_live(node, "set_host_value")
+        record_backup(self, node, component, host_indices)
+
+    def restore_device_value(self, node: Node, component: Component, indices: object) -> None:
+        """Record a finished loadback of ``node``'s ``component`` (see ``tiers.record_loadback``)."""
+        self._require_live(node, "restore_device_value")
+        record_loadback(self, node, component, indices)
+
+    # ---- accounting ------------------------------------------------------------------------
+
+    def sizes(self) -> TreeSizes:
+        return TreeSizes(
+            full_evictable_tokens=self.full_evictable_tokens,
+            full_protected_tokens=self.full_protected_tokens,
+            mamba_evictable_slots=self.mamba_evictable_slots,
+            mamba_protected_slots=self.mamba_protected_slots,
+            host_full_evictable_tokens=self.host_full_evictable_tokens,
+            host_full_protected_tokens=self.host_full_protected_tokens,
+            host_mamba_evictable_slots=self.host_mamba_evictable_slots,
+            host_mamba_protected_slots=self.host_mamba_protected_slots,
+        )
+
+    def check_integrity(self) -> None:
+        """Recompute every size, order and invariant from the nodes; RuntimeError on drift."""
+        check_tree(self)
+
+
+def _count(value: object, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+        raise ValueError(f"{field}: expected a non-negative integer, got {value!r}")
+    return int(value)
