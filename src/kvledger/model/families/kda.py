@@ -4,8 +4,8 @@ Shared by GLM-5.3 (glm5_next) and Kimi-Linear, whose `linear_attn_config` lists 
 and the full-attention layers. The two lists must name every decoder layer exactly once, but
 the numbering differs: Kimi-Linear counts from 1 (SGLang's KimiLinearConfig.is_kda_layer tests
 `layer_idx + 1 in kda_layers`), GLM-5.3-Flash from 0 (Glm5NextTextConfig.is_kda_layer tests
-`layer_idx in kda_layers`). We detect it from the union of the two lists, which must be exactly 0..N−1 or exactly 1..N for N = num_hidden_layers; anything else
-is a broken config. Both numberings cannot fit at once, so the detection is never ambiguous.
+`layer_idx in kda_layers`). We detect it from the union of the two lists, which must be
+exactly 0..N−1 or exactly 1..N for N = num_hidden_layers; anything else is a broken config. Both numberings cannot fit at once, so the detection is never ambiguous.
 
 State (SGLang's KimiLinearStateShape.create(num_heads, head_dim, conv_kernel_size)): the conv
 state holds the last K − 1 inputs of the q, k and v short convolutions (each num_heads ×
