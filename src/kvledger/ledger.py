@@ -70,19 +70,23 @@ def _kv_row(lay: CacheLayout, layers: int, label: str) -> LedgerRow:
     return LedgerRow(component=name, count=layers, unit_bytes=spec.row_bytes, detail=detail)
 
 
-def _index_rows(lay: CacheLayout, layers: int, label: str) -> tuple[LedgerRow, LedgerRow] | None:
+def _index_rows(
+    lay: CacheLayout, reserved_layers: int, written_layers: int, label: str
+) -> tuple[LedgerRow, LedgerRow] | None:
+    # SGLang's DSA token pool allocates an index-key buffer for every DSA layer; only layers
+    # that own an indexer write keys (GLM-5.2's "shared" layers reuse a neighbour's top-k).
     key = lay.index_key
-    if key is None or layers == 0:
+    if key is None or reserved_layers == 0:
         return None
     reserved = LedgerRow(
         component=f"{label} indexer key (reserved)",
-        count=layers,
+        count=reserved_layers,
         unit_bytes=key.reserved_bytes,
         detail=f"{key.key_bytes} fp8 + {key.scale_bytes} scale B, page {key.page_tokens} tokens",
     )
     effective = LedgerRow(
         component=f"{label} indexer key (written)",
-        count=layers,
+        count=written_layers,
         unit_bytes=key.row_bytes // key.kpool if key.row_bytes % key.kpool == 0 else key.row_bytes,
         detail=f"one {key.row_bytes} B key per {key.kpool} tokens",
     )
@@ -93,7 +97,8 @@ def token_ledger(lay: CacheLayout) -> Ledger:
     """Bytes each cached token costs on one rank, over all full layers."""
     rows = [_kv_row(lay, lay.model.num_full_layers, "full-layer")]
     memo: list[LedgerRow] = []
-    if index := _index_rows(lay, lay.model.num_indexer_layers, "full-layer"):
+    model = lay.model
+    if index := _index_rows(lay, model.num_full_layers, model.num_indexer_layers, "full-layer"):
         rows.append(index[0])
         memo.append(index[1])
     return Ledger(name="per token", per="token", rows=tuple(rows), memo=tuple(memo))
@@ -105,7 +110,7 @@ def draft_token_ledger(lay: CacheLayout) -> Ledger | None:
     if not lay.deployment.speculative or layers == 0:
         return None
     rows = [_kv_row(lay, layers, "draft-layer")]
-    if index := _index_rows(lay, layers, "draft-layer"):
+    if index := _index_rows(lay, layers, layers, "draft-layer"):
         rows.append(index[0])
     return Ledger(name="per token (MTP draft)", per="token", rows=tuple(rows))
 
