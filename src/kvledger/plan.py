@@ -16,9 +16,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from kvledger.capacity import CapacityPlan, MemoryInput, WorkloadCheck, check_workload, plan_capacity
+from kvledger.capacity import (
+    CapacityPlan,
+    MemoryInput,
+    WorkloadCheck,
+    check_workload,
+    plan_capacity,
+)
 from kvledger.deploy import Deployment, KVDtype
-from kvledger.gpus import GPU, GpuArch, get_gpu
+from kvledger.gpus import GPU, get_gpu
 from kvledger.hicache import HostPlan, plan_host
 from kvledger.ledger import Ledger, draft_token_ledger, request_ledger, state_ledger, token_ledger
 from kvledger.model.arch import ModelArch
@@ -105,7 +111,7 @@ def make_plan(
     if kv_cache_dtype is not None:
         dep = replace(dep, kv_cache_dtype=KVDtype(kv_cache_dtype))
     gpu_spec = get_gpu(gpu) if gpu else None
-    blackwell = None if gpu_spec is None else gpu_spec.arch is GpuArch.BLACKWELL
+    blackwell = None if gpu_spec is None else gpu_spec.dsa_auto_kv_fp8
     layout = resolve(arch, dep, get_rules(rules), blackwell=blackwell)
     notes = list(layout.notes)
     memory = _memory(arch, layout.deployment, gpu_spec, available_gib, weights_gib, notes)

@@ -31,7 +31,7 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except (ValueError, OSError) as exc:
-        err_console.print(f"[red]error:[/] {exc}")
+        err_console.print(f"[red]error:[/] {exc}", soft_wrap=True, highlight=False)
         raise typer.Exit(2) from None
 
 

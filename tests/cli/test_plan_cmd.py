@@ -1,0 +1,120 @@
+"""`kvledger plan`, `explain`, `models`, `gpus` through the real CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from kvledger.cli import app
+
+runner = CliRunner()
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args))
+
+
+def plan_json(*args: str) -> dict:
+    result = invoke("plan", "--json", *args)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_default_plan_shows_the_article_ledgers():
+    # The article's deployment: scaled fp8, fp32 state, extra_buffer + overlap, attn_tp 1,
+    # 64 requests per worker.
+    doc = plan_json("--max-running-requests", "64")
+    assert doc["schema"] == "kvledger.plan/1"
+    ledgers = doc["ledgers"]
+    assert ledgers["per_token"]["total_bytes"] == 7_260
+    assert ledgers["per_state_slot"]["total_bytes"] == 147_619_840
+    assert ledgers["per_request"]["total_bytes"] == 738_099_200
+    tail = ledgers["side_buffers"]["rows"][0]
+    assert tail["component"].startswith("compress tail") and tail["total_bytes"] == 1_486_848
+    cap = doc["capacity"]
+    assert (cap["state_slots"], cap["max_running_requests"], cap["binding"]) == (
+        343, 64, "--max-running-requests")
+
+
+def test_table_output_names_the_binding_constraint():
+    result = invoke("plan")
+    assert result.exit_code == 0, result.output
+    assert "7,260" in result.output and "147,619,840" in result.output
+    assert "binding constraint: state slots" in result.output
+
+
+def test_pasted_launch_command():
+    doc = plan_json("--", "python", "-m", "sglang.launch_server", "--model-path",
+                    "zai-org/GLM-5.3-Flash", "--tp", "8", "--dp", "8", "--enable-dp-attention",
+                    "--kv-cache-dtype", "fp8_e4m3", "--max-running-requests", "64",
+                    "--port", "30000", "--trust-remote-code")
+    dep = doc["deployment"]
+    assert (dep["tp_size"], dep["dp_size"], dep["attn_tp_size"]) == (8, 8, 1)
+    assert doc["model"]["name"] == "zai-org/GLM-5.3-Flash"
+    assert "--port" in " ".join(doc["ignored_flags"])
+    # SPEC §4: DP8 with 64 global requests → 8 per rank → 10 tail rows ≈ 0.215 MiB
+    assert doc["capacity"]["max_running_requests"] == 8
+    assert doc["ledgers"]["side_buffers"]["rows"][0]["total_bytes"] == 225_280
+
+
+def test_workload_check_reports_the_first_overflow():
+    doc = plan_json("--requests", "64", "--context", "131072")
+    work = doc["workload"]
+    assert not work["fits"] and work["first_overflow"] == "token KV"
+    token = next(r for r in work["rows"] if r["ledger"] == "token KV")
+    assert token["need_bytes"] == 64 * 131_072 * 7_260
+
+
+def test_gpu_plan_resolves_auto_dtype_by_architecture():
+    hopper = plan_json("--gpu", "H200", "--tp", "8")
+    blackwell = plan_json("--gpu", "B200", "--tp", "8")
+    assert hopper["deployment"]["kv_cache_dtype"] == "bf16"
+    assert blackwell["deployment"]["kv_cache_dtype"] == "fp8_e4m3"
+    assert hopper["ledgers"]["per_token"]["total_bytes"] == 12_716
+
+
+def test_rules_flag_selects_later_release():
+    doc = plan_json("--rules", "sglang-0.5.23")
+    assert doc["ledgers"]["per_token"]["total_bytes"] == 6_171
+    assert doc["deployment"]["page_tokens"] == 256
+
+
+def test_explain_prints_derivations():
+    result = invoke("explain")
+    assert result.exit_code == 0, result.output
+    assert "528 B × 11 layers = 5,808 B/token" in result.output
+    assert "conv = 3 × 24,576 × 2 B = 147,456 B" in result.output
+    assert "K = floor(" in result.output
+
+
+def test_models_and_gpus_list():
+    models = json.loads(invoke("models", "--json").stdout)
+    assert {"name": "glm-5.3-flash", "family": "glm5_next"}.items() <= next(
+        m for m in models if m["name"] == "glm-5.3-flash").items()
+    gpus = json.loads(invoke("gpus", "--json").stdout)
+    assert {g["name"] for g in gpus} >= {"H100", "H200", "B200", "MI300X"}
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--tp", "3"), "attn_tp"),
+    (("--model", "no-such-model"), "not a file"),
+    (("--available-gib", "-5"), "--available-gib"),
+    (("--available-gib", "0.1"), "state slot"),
+    (("--gpu", "Z80"), "Z80"),
+    (("--rules", "sglang-0.1"), "--rules"),
+    (("--mem-fraction-static", "1.5"), "--mem-fraction-static"),
+    (("--mamba-scheduler-strategy", "no_buffer"), "no_buffer"),
+])
+def test_bad_input_is_one_clear_line(args, message):
+    result = invoke("plan", *args)
+    assert result.exit_code == 2
+    assert message in result.output and "Traceback" not in result.output
+
+
+def test_malformed_config_file_names_the_file(tmp_path):
+    bad = tmp_path / "config.json"
+    bad.write_text('{"model_type": "llama", "num_hidden_layers": 2,')
+    result = invoke("plan", "--model", str(bad))
+    assert result.exit_code == 2 and "not valid JSON" in result.output
