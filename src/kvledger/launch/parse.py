@@ -79,8 +79,8 @@ def _take(flag: Flag, name: str, args: list[str], values: dict, spelled: dict) -
         try:
             value = flag.parse(args[0])
         except ValueError as exc:
-            raise DeploymentError(f"{name} {args[0]!r}: {exc or 'expected ' + flag.expects}") \
-                from None
+            reason = str(exc) or f"expected {flag.expects}"
+            raise DeploymentError(f"{name} {args[0]!r}: {reason}") from None
         shown = f"{name} {args[0]}"
     if flag.key in values and values[flag.key] != value:
         raise DeploymentError(f"{shown}: contradicts {spelled[flag.key]} given earlier")
