@@ -53,24 +53,31 @@ def test_pasted_multiline_command_lists_what_it_ignored():
 
 
 @pytest.mark.parametrize(
-    ("argv", "model_ref", "prefix_note"),
+    ("argv", "model_ref", "notes"),
     [
-        (["--tp", "2"], None, None),
-        (["--tp 2"], None, None),  # one pasted string in a list
-        ("python3 -m sglang.launch_server --tp 2", None, None),
-        ("/usr/bin/python3.11 -m sglang.launch_server --tp=2", None, None),
-        ("sglang serve zai-org/GLM-5.3-Flash --tp 2", "zai-org/GLM-5.3-Flash", None),
-        ("sglang serve --model zai-org/GLM-5.3-Flash --tp 2", "zai-org/GLM-5.3-Flash", None),
-        ("python -m sglang_router.launch_server --tp 2", None, None),
-        (["--", "python", "-m", "sglang.launch_server", "--tp", "2"], None, None),
+        (["--tp", "2"], None, ()),
+        (["--tp 2"], None, ()),  # one pasted string in a list
+        ("python3 -m sglang.launch_server --tp 2", None, ()),
+        ("/usr/bin/python3.11 -m sglang.launch_server --tp=2", None, ()),
+        ("sglang serve zai-org/GLM-5.3-Flash --tp 2", "zai-org/GLM-5.3-Flash", ()),
+        ("sglang serve --model zai-org/GLM-5.3-Flash --tp 2", "zai-org/GLM-5.3-Flash", ()),
+        ("python -m sglang_router.launch_server --tp 2", None, ()),
+        (["--", "python", "-m", "sglang.launch_server", "--tp", "2"], None, ()),
+        (["--tp", "2", "--", "--dp", "1"], None, ()),
         ("docker run --gpus all lmsysorg/sglang python3 -m sglang.launch_server --tp 2", None,
-         "set aside before the launcher: docker run --gpus all lmsysorg/sglang"),
+         ("set aside before the launcher: docker run --gpus all lmsysorg/sglang",)),
+        ("cd /srv && nohup python -m sglang.launch_server --tp 2 > server.log 2>&1 &", None,
+         ("set aside before the launcher: cd /srv && nohup",
+          "shell syntax set aside: > server.log 2>&1 &")),
+        ("python -m sglang.launch_server --tp 2 2>&1 | tee server.log", None,
+         ("shell syntax set aside: 2>&1 | tee server.log",)),
+        ("--tp 2 >>log", None, ("shell syntax set aside: >>log",)),
     ],
 )
-def test_launch_shapes(argv, model_ref, prefix_note):
+def test_launch_shapes(argv, model_ref, notes):
     parsed = parse_flags(argv)
     assert parsed.deployment.tp_size == 2 and parsed.model_ref == model_ref
-    assert parsed.notes == ((prefix_note,) if prefix_note else ())
+    assert parsed.notes == notes
 
 
 def test_empty_argv_is_the_default_deployment():

@@ -6,14 +6,17 @@ Accepted shapes (whitespace, quotes, `\\` line continuations and `#` comments as
   `sglang_router.launch_server`, which takes the same server flags;
 - `sglang serve [MODEL] …` (python/sglang/cli/serve.py turns a leading positional into
   --model-path).
-Words before the launcher (`VAR=value`, `env`, `docker run … image`, `$`) are set aside and
-reported: they do not reach SGLang's parser.
+Words before the launcher (`VAR=value`, `env`, `docker run … image`, `$`) and shell syntax
+after it (`2>&1`, `> log`, `| tee log`, `&& …`, a trailing `&`) are set aside and reported:
+they do not reach SGLang's parser.
 
 >>> launch = split_launch("CUDA_VISIBLE_DEVICES=0,1 python3 -m sglang.launch_server --tp 2")
 >>> launch.flags, launch.prefix
 (('--tp', '2'), ('CUDA_VISIBLE_DEVICES=0,1',))
 >>> split_launch(["sglang", "serve", "zai-org/GLM-5.3-Flash", "--tp", "8"]).model_ref
 'zai-org/GLM-5.3-Flash'
+>>> split_launch("python -m sglang.launch_server --tp 2 2>&1 | tee server.log").shell
+('2>&1', '|', 'tee', 'server.log')
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ from kvledger.deploy import DeploymentError
 LAUNCH_MODULES = ("sglang.launch_server", "sglang_router.launch_server")
 _PYTHON = re.compile(r"(?:.*/)?python(?:\d+(?:\.\d+)*)?")
 _SGLANG = re.compile(r"(?:.*/)?sglang")
+_CONTROL = frozenset({"|", "||", "&&", ";", "&"})
+# [fd]> file, [fd]>> file, [fd]< file, [fd]>&fd; the file is glued on or the next word
+_REDIRECT = re.compile(r"\d*(?:>>?|<)(?P<dup>&(?:\d+|-))?(?P<file>.*)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +41,7 @@ class Launch:
     flags: tuple[str, ...]  # what SGLang's argument parser receives
     model_ref: str | None = None  # `sglang serve MODEL`
     prefix: tuple[str, ...] = ()  # words before the launcher, not seen by SGLang
+    shell: tuple[str, ...] = ()  # redirections and what follows a control operator
 
 
 def split_words(argv: Sequence[str] | str) -> list[str]:
@@ -61,20 +68,42 @@ def _launcher_at(words: list[str], i: int) -> int:
     return 0
 
 
+def _without_shell(words: list[str]) -> tuple[list[str], list[str]]:
+    """(the command's own words, the shell syntax taken out of them)."""
+    kept: list[str] = []
+    shell: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word in _CONTROL:
+            return kept, shell + words[i:]
+        redirect = _REDIRECT.fullmatch(word)
+        if redirect is None:
+            kept.append(word)
+            i += 1
+            continue
+        takes_next = not redirect["dup"] and not redirect["file"]
+        shell += words[i:i + 1 + takes_next]
+        i += 1 + takes_next
+    return kept, shell
+
+
 def split_launch(argv: Sequence[str] | str) -> Launch:
     words = split_words(argv)
     if words[:1] == ["--"]:
         words = words[1:]  # an end-of-options marker in front of the pasted command
     if not words or words[0].startswith("--"):
-        return Launch(flags=tuple(words))
+        flags, shell = _without_shell(words)
+        return Launch(flags=tuple(flags), shell=tuple(shell))
     for i in range(len(words)):
         span = _launcher_at(words, i)
         if span:
-            rest = words[i + span:]
+            rest, shell = _without_shell(words[i + span:])
             model = None
             if span == 2 and rest and not rest[0].startswith("-"):
                 model, rest = rest[0], rest[1:]
-            return Launch(flags=tuple(rest), model_ref=model, prefix=tuple(words[:i]))
+            return Launch(flags=tuple(rest), model_ref=model, prefix=tuple(words[:i]),
+                          shell=tuple(shell))
     raise DeploymentError(
         f"{' '.join(words[:3])!r}: not an SGLang launch; expected flags (--tp 8 …), "
         f"'python -m {LAUNCH_MODULES[0]} …' or 'sglang serve …'"

@@ -241,5 +241,5 @@ def flags_help() -> str:
 
 
 def _wrap(text: str, indent: str = "") -> str:
-    return textwrap.fill(text, width=96, initial_indent=indent,
+    return textwrap.fill(text, width=76, initial_indent=indent,
                          subsequent_indent=indent + "    ", break_on_hyphens=False)

@@ -55,6 +55,9 @@ def _groups(words: Sequence[str]) -> Iterator[tuple[str, list[str]]]:
     i = 0
     while i < len(words):
         word = words[i]
+        if word == "--":  # end-of-options marker: nothing for SGLang to read
+            i += 1
+            continue
         if not word.startswith("--"):
             raise DeploymentError(f"{word!r}: SGLang takes no positional arguments here; "
                                   "expected a --flag")
@@ -144,6 +147,8 @@ def parse_flags(argv: Sequence[str] | str) -> ParsedFlags:
         ignored.append(name)
 
     notes = [f"set aside before the launcher: {' '.join(launch.prefix)}"] if launch.prefix else []
+    if launch.shell:
+        notes.append(f"shell syntax set aside: {' '.join(launch.shell)}")
     kwargs = {key: value for key, value in values.items() if key in DIRECT_FIELDS}
     set_fields = set(kwargs)
     backend, settled = _dsa_backend(values, notes)
