@@ -115,7 +115,7 @@ class RadixTree(TreeCore):
         elif device_at == 1:
             indices = path[0].full.value
         else:
-            indices = np.concatenate([node.full.value for node in path[:device_at]])
+            indices = readonly(np.concatenate([node.full.value for node in path[:device_at]]))
         grid = self.mamba_checkpoint_tokens
         aligned = hit_tokens // grid * grid
         return MatchResult(
@@ -207,7 +207,7 @@ class RadixTree(TreeCore):
             node = node.parent
         if len(chunks) <= 1:
             return chunks[0] if chunks else EMPTY_INDICES
-        return np.concatenate(chunks[::-1])
+        return readonly(np.concatenate(chunks[::-1]))
 
     # ---- locks -----------------------------------------------------------------------------
 
