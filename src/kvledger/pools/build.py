@@ -1,0 +1,211 @@
+"""build_pools: allocate exactly what a Plan says, optionally scaled down to fit a laptop.
+
+Every tensor's shape comes from the plan's specs and counts, never from a second formula:
+
+    full_kv_pool   (T + P) token slots × the token ledger's KV (and index-key) bytes
+    mamba_pool     K + 1 state slots × the state ledger's conv and temporal bytes
+    req_to_token   N + 1 rows × (context + 4 + draft tokens) int32      (side ledger)
+    compress tail  N + 2 rows per indexer layer                          (side ledger)
+    draft pool     (T + P) × the MTP draft ledger, when speculating
+
+so allocated bytes equal ledger bytes by construction (`kvledger.pools.accounting` shows it).
+A scaled-down build re-plans capacity with SGLang's own caps — `--max-total-tokens`,
+`--max-mamba-cache-size`, `--max-running-requests` (the last two global, split over attention
+DP) — so the small pools are a real plan, not a shrunken copy. The "meta" device builds
+full-size pools that own no memory: shapes and bytes without allocating.
+
+>>> from kvledger.plan import make_plan
+>>> plan = make_plan(kv_cache_dtype="fp8_e4m3")  # the article's deployment, 100 GiB free
+>>> full = build_pools(plan, "meta")  # full size, no memory: T = 7,780,672, K = 343
+>>> full.kv.full_kv_pool.kv_buffer[0].shape, full.kv.mamba_pool.temporal.shape
+(torch.Size([7780736, 528]), torch.Size([34, 344, 64, 128, 128]))
+>>> small = build_pools(plan, "meta", ScaleDown(max_total_tokens=256, max_mamba_cache_size=5))
+>>> cap = small.plan.capacity
+>>> cap.max_total_tokens, cap.state_slots, cap.max_running_requests
+(256, 5, 1)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import torch
+
+from kvledger.capacity import plan_capacity
+from kvledger.deploy import StateDtype
+from kvledger.hicache import plan_host
+from kvledger.ledger import REQ_TO_TOKEN_EXTRA_TOKENS
+from kvledger.model.arch import AttnKind
+from kvledger.plan import Plan
+from kvledger.pools.dsa import DsaTokenPool
+from kvledger.pools.errors import IntegrityError
+from kvledger.pools.gqa import GqaKVPool
+from kvledger.pools.hybrid import FullPool, HybridLinearKVPool
+from kvledger.pools.ids import StateSlotAllocator
+from kvledger.pools.latent import LatentKVPool
+from kvledger.pools.paged import PagedTokenAllocator
+from kvledger.pools.req_to_token import ReqToTokenPool
+from kvledger.pools.state import MambaPool
+from kvledger.resolve import CacheLayout
+from kvledger.specs import GqaRowSpec, LatentRowSpec, TailSpec
+from kvledger.units import align_up
+
+STATE_DTYPES = {
+    StateDtype.FLOAT32: torch.float32,
+    StateDtype.BFLOAT16: torch.bfloat16,
+    StateDtype.FLOAT16: torch.float16,
+}
+CONV_DTYPE = torch.bfloat16  # kvledger.resolve.CONV_ITEMSIZE: conv state follows the model dtype
+LAPTOP_TOKENS = 1024  # token slots per rank in a laptop build (rounded up to whole pages)
+LAPTOP_REQUESTS = 4  # running requests per rank in a laptop build (fewer when state binds)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScaleDown:
+    """SGLang's capacity caps, applied on top of the plan's deployment; None keeps the plan's.
+
+    Semantics are the flags': `max_total_tokens` per rank, `max_mamba_cache_size` and
+    `max_running_requests` global (divided by attention DP).
+    """
+
+    max_total_tokens: int | None = None
+    max_mamba_cache_size: int | None = None
+    max_running_requests: int | None = None
+
+    @classmethod
+    def laptop(cls, plan: Plan) -> ScaleDown:
+        """1,024 tokens (whole pages), one request's state slots, ≤ 4 requests per rank.
+
+        Each cap applies only where the plan is larger.
+
+        Caps the user set in the deployment are kept as they are.
+        """
+        lay, cap = plan.layout, plan.capacity
+        dep, dp = lay.deployment, lay.deployment.attn_dp_size
+        slots = min(cap.state_slots, lay.slots_per_request) if lay.state is not None else None
+        return cls(
+            max_total_tokens=(
+                None if dep.max_total_tokens is not None
+                else min(cap.max_total_tokens, align_up(LAPTOP_TOKENS, lay.page_tokens))),
+            max_mamba_cache_size=(None if dep.max_mamba_cache_size is not None or slots is None
+                                  else slots * dp),
+            max_running_requests=(None if dep.max_running_requests is not None
+                                  else min(cap.max_running_requests, LAPTOP_REQUESTS) * dp),
+        )
+
+
+def scale_plan(plan: Plan, scale: ScaleDown) -> Plan:
+    """The same plan re-run with SGLang's capacity caps (ledgers do not depend on them)."""
+    caps = {name: getattr(scale, name) for name in
+            ("max_total_tokens", "max_mamba_cache_size", "max_running_requests")}
+    for name, value in caps.items():
+        if value is not None and value < 1:
+            raise ValueError(f"--{name.replace('_', '-')} {value}: expected a positive number")
+    dep = replace(plan.layout.deployment,
+                  **{name: value for name, value in caps.items() if value is not None})
+    layout = replace(plan.layout, deployment=dep)
+    capacity = plan_capacity(layout, plan.capacity.memory)
+    host = None
+    if plan.host is not None:
+        host = plan_host(layout, device_tokens=capacity.max_total_tokens,
+                         device_state_slots=capacity.state_slots,
+                         device_token_pool_bytes=capacity.token_pool_bytes,
+                         device_state_pool_bytes=capacity.state_pool_bytes)
+    return replace(plan, layout=layout, capacity=capacity, workload=None, host=host)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DevicePools:
+    """Everything one rank allocates on its device, and the plan it was built from."""
+
+    plan: Plan  # after any ScaleDown: the T, K, N these pools hold
+    device: torch.device
+    kv: HybridLinearKVPool  # full_kv_pool, mamba_pool, req_to_token_pool
+    token_allocator: PagedTokenAllocator
+    state_allocator: StateSlotAllocator | None
+    draft_kv_pool: FullPool | None  # MTP draft layers' own token pool
+
+    def check_integrity(self) -> None:
+        """Every allocator's and pool's invariants, and that allocators match their pools."""
+        self.kv.check_integrity()
+        self.token_allocator.check_integrity()
+        if self.token_allocator.num_token_slots != self.kv.full_kv_pool.num_token_slots:
+            raise IntegrityError("token allocator and full KV pool disagree on token slots")
+        if self.draft_kv_pool is not None:
+            self.draft_kv_pool.check_integrity()
+            if self.draft_kv_pool.num_token_slots != self.kv.full_kv_pool.num_token_slots:
+                raise IntegrityError("draft pool and full KV pool disagree on token slots")
+        mamba = self.kv.mamba_pool
+        if (self.state_allocator is None) != (mamba is None):
+            raise IntegrityError("a state allocator needs a state pool and vice versa")
+        if self.state_allocator is not None and mamba is not None:
+            self.state_allocator.check_integrity()
+            if self.state_allocator.capacity + 1 != mamba.num_slots:
+                raise IntegrityError("state allocator capacity + NULL_SLOT != state pool slots")
+
+
+def resolve_device(device: torch.device | str) -> torch.device:
+    """A torch device, with a clear error when CUDA is asked for and absent."""
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda: no CUDA device is available (use --device cpu)")
+    if dev.type not in ("cpu", "cuda", "meta"):
+        raise ValueError(f"--device {device}: expected cpu, cuda or meta")
+    return dev
+
+
+def _token_pool(lay: CacheLayout, has_indexer: tuple[bool, ...], slots: int,
+                tail: TailSpec | None, device: torch.device) -> FullPool:
+    spec = lay.kv_row
+    match lay.model.attn:
+        case AttnKind.GQA:
+            assert isinstance(spec, GqaRowSpec)
+            return GqaKVPool(spec=spec, num_layers=len(has_indexer), num_token_slots=slots,
+                             device=device)
+        case AttnKind.MLA:
+            assert isinstance(spec, LatentRowSpec)
+            return LatentKVPool(spec=spec, num_layers=len(has_indexer), num_token_slots=slots,
+                                device=device)
+        case AttnKind.DSA:
+            assert isinstance(spec, LatentRowSpec) and lay.index_key is not None
+            return DsaTokenPool(spec=spec, index_spec=lay.index_key, has_indexer=has_indexer,
+                                num_token_slots=slots, tail=tail, device=device)
+
+
+def build_pools(plan: Plan, device: torch.device | str = "cpu",
+                scale: ScaleDown | None = None) -> DevicePools:
+    """Allocate one rank's device pools for `plan` (re-planned with `scale` when given)."""
+    dev = resolve_device(device)
+    if scale is not None:
+        plan = scale_plan(plan, scale)
+    lay, cap = plan.layout, plan.capacity
+    model, dep = lay.model, lay.deployment
+    slots = cap.max_total_tokens + lay.page_tokens  # T usable + the NULL_PAGE's P rows
+    full = _token_pool(lay, tuple(layer.has_indexer for layer in model.full_layers), slots,
+                       lay.tail(cap.max_running_requests), dev)
+    draft = None
+    if plan.ledgers.draft_token is not None:
+        # Draft layers each own an indexer (kvledger.ledger.draft_token_ledger); no tail.
+        draft = _token_pool(lay, (True,) * model.num_draft_layers, slots, None, dev)
+    mamba, state_allocator = None, None
+    if lay.state is not None:
+        ssm = dep.mamba_ssm_dtype
+        assert ssm is not None  # resolved by kvledger.resolve
+        mamba = MambaPool(spec=lay.state, num_layers=model.num_linear_layers,
+                          num_slots=cap.state_slots + 1, conv_dtype=CONV_DTYPE,
+                          temporal_dtype=STATE_DTYPES[ssm], device=dev)
+        state_allocator = StateSlotAllocator(num_slots=cap.state_slots)
+    context = lay.context_tokens + REQ_TO_TOKEN_EXTRA_TOKENS + dep.speculative_num_draft_tokens
+    rows = ReqToTokenPool(num_rows=cap.max_running_requests, max_context_tokens=context, device=dev)
+    kv = HybridLinearKVPool(
+        full_kv_pool=full, mamba_pool=mamba, req_to_token_pool=rows,
+        full_layer_ids=[layer.index for layer in model.full_layers],
+        linear_layer_ids=[layer.index for layer in model.linear_layers] if mamba else [],
+        num_layers=model.num_layers,
+    )
+    return DevicePools(
+        plan=plan, device=dev, kv=kv,
+        token_allocator=PagedTokenAllocator(num_pages=cap.max_total_tokens // lay.page_tokens,
+                                            page_tokens=lay.page_tokens),
+        state_allocator=state_allocator, draft_kv_pool=draft,
+    )
