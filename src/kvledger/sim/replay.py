@@ -1,0 +1,269 @@
+"""`simulate`: replay a workload against the real prefix tree under a capacity plan.
+
+Discrete-event clock over engine steps. Each step: arrivals up to now join the queue; the
+chunked request (if any) continues, then queued requests are admitted first come, first
+served while the prefill budget lasts — the head waits (and every following request with it)
+when a ledger is short: token pages T, state slots K or running requests N; every running
+request past its prefill decodes one token. A run of decode-only steps in which nothing can
+change (no arrival could be admitted, no request finishes) is taken in one stride.
+
+Pools are sized from the plan, per rank: T / page token pages, K state slots, N requests.
+With attention DP, rank 0's round-robin share of the workload is replayed.
+
+Every request either finishes or is reported unfinished with the reason (it can never fit).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from math import lcm
+
+import numpy as np
+
+from kvledger.deploy import MambaStrategy
+from kvledger.plan import Plan
+from kvledger.sim.config import SimConfig
+from kvledger.sim.device_cache import DeviceCache
+from kvledger.sim.host_port import HostTier, NoHostTier
+from kvledger.sim.lifecycle import CheckpointMode, Lifecycle
+from kvledger.sim.metrics import Counters, RequestRecord, SimSummary, Unfinished
+from kvledger.sim.pages import PageKeyer
+from kvledger.sim.running import Running
+from kvledger.sim.series import Constraint, TimeSeries, blocked_mask
+from kvledger.sim.workload import Workload, WorkloadError
+
+Progress = Callable[[int, int], None]  # (requests done, requests total)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimResult:
+    summary: SimSummary
+    series: TimeSeries
+    requests: tuple[RequestRecord, ...]  # finished requests, in finishing order
+
+
+def _check_plan(plan: Plan, config: SimConfig) -> list[str]:
+    lay = plan.layout
+    if not lay.model.is_hybrid:
+        raise WorkloadError(f"simulate: {lay.model.name} has no linear-attention layers; the "
+                            "simulator replays the hybrid (FULL + MAMBA) prefix cache")
+    if lay.deployment.disable_radix_cache:
+        raise WorkloadError("simulate: --disable-radix-cache leaves nothing to simulate")
+    config.validate(lay.page_tokens)
+    grid = lcm(config.mamba_chunk_tokens, lay.page_tokens)
+    if config.mamba_track_interval_tokens % grid:
+        raise WorkloadError(f"--mamba-track-interval {config.mamba_track_interval_tokens}: must "
+                            f"be a multiple of the checkpoint grid ({grid} tokens)")
+    notes = []
+    if lay.deployment.attn_dp_size > 1:
+        notes.append(f"attention DP {lay.deployment.attn_dp_size}: rank 0's round-robin share "
+                     "of the requests is replayed against one rank's pools")
+    return notes
+
+
+class Replay:
+    def __init__(self, plan: Plan, workload: Workload, config: SimConfig, host: HostTier,
+                 progress: Sequence[Progress]) -> None:
+        self.notes = _check_plan(plan, config)
+        lay, cap = plan.layout, plan.capacity
+        self.plan, self.config, self.host, self.progress = plan, config, host, progress
+        attn_dp = lay.deployment.attn_dp_size
+        self.workload = workload.share(0, attn_dp) if attn_dp > 1 else workload
+        self.page = lay.page_tokens
+        grid = lcm(config.mamba_chunk_tokens, self.page)
+        self.cache = DeviceCache(num_pages=cap.max_total_tokens // self.page,
+                                 num_slots=cap.state_slots, grid_pages=grid // self.page, host=host)
+        self.counters = Counters()
+        mode = (CheckpointMode.TRACKED if lay.deployment.mamba_strategy is MambaStrategy.EXTRA_BUFFER
+                else CheckpointMode.EXACT)
+        self.life = Lifecycle(cache=self.cache, counters=self.counters, page_tokens=self.page,
+                              grid_tokens=grid, track_interval_tokens=config.mamba_track_interval_tokens,
+                              held_slots=lay.held_slots_per_request, mode=mode)
+        self.max_running = cap.max_running_requests
+        self.keyer = PageKeyer(self.page)
+        self.series = TimeSeries()
+        self.unfinished: list[Unfinished] = []
+        self.records: list[RequestRecord] = []
+        self.pending = deque(self.workload.requests)
+        self.waiting: deque[Running] = deque()
+        self.decoding: list[Running] = []  # past prefill, generating
+        self.chunked: Running | None = None  # the one request whose prefill is cut in chunks
+        self.num_running = 0  # admitted, not finished: chunked + decoding
+        self.now_ms = 0.0
+
+    # ---- one step --------------------------------------------------------------------------
+
+    def _arrive(self) -> None:
+        while self.pending and self.pending[0].arrival_ms <= self.now_ms:
+            request = self.pending.popleft()
+            self.counters.arrived += 1
+            if reason := self.life.never_fits(request.total_tokens):
+                self.unfinished.append(Unfinished(rid=request.rid, reason=reason))
+                continue
+            self.waiting.append(Running(request=request, seq_keys=self.keyer.keys(request)))
+
+    def _prefill(self) -> tuple[int, set[Constraint], list[Running]]:
+        budget = self.config.chunked_prefill_tokens
+        computed, started = 0, []
+        if self.chunked is not None:
+            done = self.life.prefill(self.chunked, budget)
+            budget, computed = budget - done, computed + done
+            if not self.chunked.in_prefill:
+                started.append(self.chunked)
+                self.chunked = None
+        blocked: set[Constraint] = set()
+        while self.waiting and budget > 0 and self.chunked is None:
+            head = self.waiting[0]
+            blocked = self.life.try_admit(head, running_full=self.num_running >= self.max_running)
+            if blocked:
+                break
+            self.waiting.popleft()
+            self.num_running += 1
+            head.admitted_ms = self.now_ms
+            self.counters.queue_ms += self.now_ms - head.request.arrival_ms
+            done = self.life.prefill(head, budget)
+            budget, computed = budget - done, computed + done
+            if head.in_prefill:
+                self.chunked = head
+            else:
+                started.append(head)
+        if self.waiting and not blocked:
+            blocked = {Constraint.PREFILL_BUDGET}
+        return computed, blocked, started
+
+    def _stride(self, blocked: set[Constraint], step_ms: float) -> int:
+        """Decode-only steps that can be taken at once: up to the first finish, and up to
+        the next arrival unless the queue is blocked on a ledger anyway."""
+        steps = min(r.output_tokens - r.generated_tokens for r in self.decoding)
+        if self.pending and not (blocked and self.waiting):
+            gap = self.pending[0].arrival_ms - self.now_ms
+            steps = min(steps, max(1, int(np.ceil(gap / step_ms))))
+        return max(steps, 1)
+
+    def step(self) -> None:
+        computed, blocked, started = self._prefill()
+        decoding = self.decoding
+        cost = self.config.step_cost
+        step_ms = cost.step_ms(prefill_tokens=computed, decode_tokens=len(decoding))
+        steps = 1
+        if not computed and decoding and self.chunked is None:
+            steps = self._stride(blocked, step_ms)
+        elif not computed and not decoding:
+            raise RuntimeError(f"simulation stalled at {self.now_ms:.1f} ms: nothing runs, "
+                               f"{len(self.waiting)} waiting, blocked on {blocked}")
+        decode = self.life.decode
+        for run in decoding:
+            decode(run, steps)
+        decoded = len(decoding) * steps
+        self.counters.decode_tokens += decoded
+        done = [r for r in decoding if r.generated_tokens >= r.output_tokens]
+        done += [r for r in started if r.generated_tokens >= r.output_tokens]
+        for run in done:
+            self.life.finish(run)
+        if done:
+            finished = {id(r) for r in done}
+            self.num_running -= len(done)
+            decoding = [r for r in decoding if id(r) not in finished]
+        decoding += [r for r in started if r.generated_tokens < r.output_tokens]
+        self.decoding = decoding
+        elapsed = steps * step_ms
+        self.now_ms += elapsed
+        for run in done:
+            self.records.append(RequestRecord(
+                rid=run.request.rid, arrival_ms=run.request.arrival_ms,
+                admitted_ms=run.admitted_ms, finished_ms=self.now_ms,
+                prompt_tokens=run.prompt_tokens, hit_tokens=run.hit_tokens,
+                usable_hit_tokens=run.usable_hit_tokens))
+        c = self.counters
+        c.steps += steps
+        for constraint in blocked:
+            c.blocked_ms[constraint] += elapsed
+        self._record(steps, computed, decoded, blocked)
+
+    def _record(self, steps: int, computed: int, decoded: int, blocked: set[Constraint]) -> None:
+        cache, tree, c, life = self.cache, self.cache.tree, self.counters, self.life
+        own, held_slots = life.own_pages, life.held_slots_total
+        free_pages, free_slots = cache.pages.num_free, cache.slots.num_free
+        cache_slots = tree.mamba_evictable_slots + tree.mamba_protected_slots
+        c.peak_pages_used = max(c.peak_pages_used, cache.pages.capacity - free_pages)
+        c.peak_pages_pinned = max(c.peak_pages_pinned, own + tree.full_protected_tokens)
+        c.peak_slots_used = max(c.peak_slots_used, cache.slots.capacity - free_slots)
+        c.peak_slots_pinned = max(c.peak_slots_pinned, held_slots + tree.mamba_protected_slots)
+        c.peak_running = max(c.peak_running, self.num_running)
+        self.series.append((
+            self.now_ms, steps, self.num_running, len(self.waiting), computed, decoded, own,
+            tree.full_protected_tokens, tree.full_evictable_tokens, free_pages,
+            life.reserved_pages, held_slots, cache_slots, free_slots, c.prompt_tokens,
+            c.hit_tokens, c.usable_hit_tokens, blocked_mask(blocked),
+        ))
+
+    # ---- the whole run ---------------------------------------------------------------------
+
+    def check_integrity(self) -> None:
+        running = self.decoding + ([self.chunked] if self.chunked else [])
+        if len(running) != self.num_running:
+            raise RuntimeError(f"{self.num_running} requests admitted and unfinished, "
+                               f"{len(running)} tracked")
+        own = [r.take_own() for r in running]
+        held_pages = np.concatenate(own) if own else np.zeros(0, dtype=np.int64)
+        held_slots = np.array([s for r in running for s in r.slots], dtype=np.int64)
+        self.cache.check_integrity(held_pages=held_pages, held_slots=held_slots)
+        if len(held_pages) != self.life.own_pages or len(held_slots) != self.life.held_slots_total:
+            raise RuntimeError("own-page or held-slot totals drifted from the requests'")
+        reserved = sum(r.reserved_pages for r in running)
+        if reserved != self.life.reserved_pages:
+            raise RuntimeError(f"reserved pages drifted: requests {reserved}, "
+                               f"ledger {self.life.reserved_pages}")
+        if self.cache.available_pages < self.life.reserved_pages:
+            raise RuntimeError("more pages promised than free and evictable")
+
+    def run(self) -> SimResult:
+        start = time.perf_counter()
+        total = len(self.workload.requests)
+        every = self.config.integrity_every_steps
+        report_at = 0
+        while True:
+            self._arrive()
+            if not self.waiting and not self.num_running:
+                if not self.pending:
+                    break
+                self.now_ms = max(self.now_ms, self.pending[0].arrival_ms)
+                continue
+            self.step()
+            if every and len(self.series) % every == 0:
+                self.check_integrity()
+            done = self.counters.finished + len(self.unfinished)
+            if done >= report_at:
+                for observer in self.progress:
+                    observer(done, total)
+                report_at = done + max(total // 200, 1)
+        self.check_integrity()
+        for observer in self.progress:
+            observer(total, total)
+        return SimResult(summary=self._summary(time.perf_counter() - start), series=self.series,
+                         requests=tuple(self.records))
+
+    def _summary(self, wall_s: float) -> SimSummary:
+        cap = self.plan.capacity
+        stats = self.host.stats()
+        host_note = ("" if stats is not None else
+                     "not available: no host tier in this run (device-only replay)")
+        return SimSummary(
+            workload=self.workload.name, num_requests=len(self.workload.requests),
+            page_tokens=self.page, token_pages=self.cache.pages.capacity,
+            state_slots=self.cache.slots.capacity, max_running_requests=self.max_running,
+            token_bytes=cap.token_bytes, slot_bytes=cap.slot_bytes, counters=self.counters,
+            unfinished=tuple(self.unfinished), evicted_pages=self.cache.evicted_pages,
+            evicted_slots=self.cache.evicted_slots, host=stats, host_note=host_note,
+            duration_ms=self.now_ms, wall_s=wall_s, notes=tuple(self.notes),
+        )
+
+
+def simulate(plan: Plan, workload: Workload, config: SimConfig | None = None, *,
+             host: HostTier | None = None, progress: Sequence[Progress] = ()) -> SimResult:
+    """Replay `workload` on one rank of `plan`; see the module docstring."""
+    replay = Replay(plan, workload, config or SimConfig(), host or NoHostTier(), progress)
+    return replay.run()

@@ -1,0 +1,104 @@
+"""Per-step time series of a replay: occupancy of every ledger, traffic, hits, what blocked.
+
+One row per simulated step, except that a run of identical decode-only steps (nothing
+arrives, nothing finishes, nothing is admitted) is one row with `steps` > 1. Occupancy is
+sampled at the end of the row's steps. Page and slot columns add up to the pool sizes:
+
+    pages_requests + pages_cache_locked + pages_cache_unlocked + pages_free = token pages
+    slots_requests + slots_cache + slots_free = state slots
+
+`blocked` is a bit mask of `Constraint`s that kept the head of the queue waiting.
+
+>>> s = TimeSeries()
+>>> s.append((0.0, 1, 1, 0, 64, 0, 2, 0, 0, 6, 3, 3, 0, 1, 0, 0, 0, 0))
+>>> s.column("prefill_tokens").tolist(), len(s)
+([64.0], 1)
+"""
+
+from __future__ import annotations
+
+import csv
+from enum import Enum
+from pathlib import Path
+
+import numpy as np
+
+
+class Constraint(Enum):
+    """What can keep a waiting request out: a ledger, or the per-step prefill budget."""
+
+    TOKENS = "token pages (T)"
+    STATE = "state slots (K)"
+    RUNNING = "running requests (N)"
+    PREFILL_BUDGET = "prefill budget per step"
+
+    @property
+    def bit(self) -> int:
+        return 1 << list(Constraint).index(self)
+
+    @property
+    def is_ledger(self) -> bool:
+        return self is not Constraint.PREFILL_BUDGET
+
+
+COLUMNS = (
+    "time_ms",  # clock at the end of the row
+    "steps",  # engine steps this row covers
+    "running",
+    "waiting",
+    "prefill_tokens",  # prompt tokens computed in the row (not cache hits)
+    "decode_tokens",
+    "pages_requests",  # pages running requests own (not yet in the cache)
+    "pages_cache_locked",  # cache pages pinned by running requests
+    "pages_cache_unlocked",  # cache pages eviction may take
+    "pages_free",
+    "pages_reserved",  # promised to admitted requests, not yet allocated
+    "slots_requests",  # state slots running requests hold (working + track)
+    "slots_cache",  # state checkpoints in the cache
+    "slots_free",
+    "prompt_tokens_cum",  # prompt tokens of requests admitted so far
+    "hit_tokens_cum",  # of which cached KV
+    "usable_hit_tokens_cum",  # of which cached KV with a state to continue from
+    "blocked",  # Constraint bit mask
+)
+
+
+def blocked_mask(constraints: set[Constraint]) -> int:
+    mask = 0
+    for constraint in constraints:
+        mask |= constraint.bit
+    return mask
+
+
+def constraints_of(mask: int) -> list[Constraint]:
+    return [c for c in Constraint if mask & c.bit]
+
+
+class TimeSeries:
+    """Rows of COLUMNS, appended as tuples and read back as float columns."""
+
+    def __init__(self) -> None:
+        self._rows: list[tuple] = []
+        self._array: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def append(self, row: tuple) -> None:
+        assert len(row) == len(COLUMNS), f"time series row has {len(row)} fields"
+        self._rows.append(row)
+        self._array = None
+
+    def array(self) -> np.ndarray:
+        if self._array is None:
+            self._array = np.array(self._rows, dtype=np.float64).reshape(-1, len(COLUMNS))
+        return self._array
+
+    def column(self, name: str) -> np.ndarray:
+        return self.array()[:, COLUMNS.index(name)]
+
+    def write_csv(self, path: Path) -> None:
+        with Path(path).open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(COLUMNS)
+            writer.writerows(self._rows)
