@@ -63,6 +63,7 @@ class HostObject(Enum):
 
 class CopyStatus(Enum):
     COPIED = "host copy"
+    ABSENT = "not backed up (yet)"  # per node: the object could be copied but is not
     TRUNCATED = "host row narrower than the device row: loadback corrupts it"
     MISSING = "no host copy: stale after loadback"
     NOT_IN_TREE = "no host copy (per-request buffer, not in the tree)"

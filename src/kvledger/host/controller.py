@@ -1,0 +1,184 @@
+"""HiCacheController: the host tier's policy and bookkeeping between the tree and the pools.
+
+Contract for the facade that drives it (`kvledger.cache`):
+
+* after every `tree.insert`, call `on_insert(result)`; when a request reuses a cached
+  prefix, `on_hit(node)`. Both count a hit on every node of the path and back up what the
+  write policy says is due (`kvledger.host.policy`);
+* route every device eviction through `evict_device`: under write_back it backs victims up
+  first, and it returns the freed indices to the device allocators itself;
+* before using a match whose `host_hit_length` > 0 or whose state is on host only, call
+  `loadback(match, request_slot=…)` right after `match_prefix`; use the returned prefix;
+* in queued mode call `poll()` once per scheduler step (acknowledgements commit transfers
+  and release their locks); synchronous mode acknowledges inside each call.
+
+Locks: a transfer holds device locks on what it reads or must keep (backup: the node;
+loadback: the device prefix) and a host lock on the host copies it reads or hangs from,
+until it is acknowledged. The controller never holds a lock between calls otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kvledger.host.backup import Moves, backup, path_spans
+from kvledger.host.device import DeviceSide
+from kvledger.host.group import HostPoolGroup
+from kvledger.host.loadback import loadback
+from kvledger.host.policy import POLICIES, BackupPolicy
+from kvledger.host.results import BackupOutcome, LoadbackResult
+from kvledger.host.tiers import check_tiers
+from kvledger.host.transfer import Direction, FaultHook, Transfer, TransferQueue
+from kvledger.host.write_back import evict_writing_back
+from kvledger.tree import EvictResult, InsertResult, MatchResult, Node, RadixTree
+
+HIT_TABLE_PRUNE = 4096  # drop hit counts of removed nodes once the table passes this size
+
+
+@dataclass(slots=True)
+class InFlight:
+    """Allocated for transfers not yet acknowledged (not yet referenced by the tree)."""
+
+    host_tokens: int = 0
+    host_state_slots: int = 0
+    device_tokens: int = 0
+    device_state_slots: int = 0
+
+    def add_host(self, tokens: int, slots: int) -> None:
+        self.host_tokens += tokens
+        self.host_state_slots += slots
+        assert self.host_tokens >= 0 and self.host_state_slots >= 0, "in-flight host < 0"
+
+    def add_device(self, tokens: int, slots: int) -> None:
+        self.device_tokens += tokens
+        self.device_state_slots += slots
+        assert self.device_tokens >= 0 and self.device_state_slots >= 0, "in-flight device < 0"
+
+
+class HiCacheController:
+    def __init__(self, *, tree: RadixTree, device: DeviceSide, host: HostPoolGroup,
+                 policy: BackupPolicy = BackupPolicy.WRITE_THROUGH, synchronous: bool = True,
+                 fault: FaultHook | None = None) -> None:
+        if tree.page_size != device.bytes.page_tokens or tree.page_size != host.kv.page_tokens:
+            raise ValueError(f"page sizes differ: tree {tree.page_size}, device "
+                             f"{device.bytes.page_tokens}, host {host.kv.page_tokens}")
+        host.check_device(device.bytes)
+        self.tree = tree
+        self.device = device
+        self.host = host
+        self.policy = POLICIES[policy]
+        self.queue = TransferQueue(mover=self._move, synchronous=synchronous, fault=fault)
+        self.inflight = InFlight()
+        self.hits: dict[Node, int] = {}
+
+    # ---- policy hooks ----------------------------------------------------------------------
+
+    def on_insert(self, result: InsertResult) -> BackupOutcome:
+        return self.on_hit(result.node)
+
+    def on_hit(self, node: Node) -> BackupOutcome:
+        """Count a hit on `node` and its ancestors; back up `node` if the policy says so."""
+        if node.parent is None:
+            return BackupOutcome.NOT_DUE
+        for n, _, _ in path_spans(node):
+            self.hits[n] = self.hits.get(n, 0) + 1
+        if len(self.hits) > HIT_TABLE_PRUNE:
+            self.hits = {n: count for n, count in self.hits.items() if n.alive}
+        if not self.policy.backs_up_at(hits=self.hits[node]):
+            return BackupOutcome.NOT_DUE
+        return self.backup(node)
+
+    def backup(self, node: Node) -> BackupOutcome:
+        """Back up `node` now, whatever the policy (ancestors first)."""
+        return backup(self, node)
+
+    # ---- transfers -------------------------------------------------------------------------
+
+    def loadback(self, match: MatchResult, *, request_slot: int | None = None) -> LoadbackResult:
+        return loadback(self, match, request_slot)
+
+    def poll(self) -> int:
+        """Run and acknowledge queued transfers; returns how many were acknowledged."""
+        return self.queue.poll()
+
+    def _move(self, transfer: Transfer, checkpoint) -> None:
+        moves: Moves = transfer.payload
+        dev = self.device.bytes
+        match transfer.direction:
+            case Direction.BACKUP:
+                self.host.backup(dev, kv_device=moves.kv_device, kv_host=moves.kv_host,
+                                 state_device=moves.state_device, state_host=moves.state_host,
+                                 checkpoint=checkpoint)
+            case Direction.LOADBACK:
+                self.host.loadback(dev, kv_host=moves.kv_host, kv_device=moves.kv_device,
+                                   state_host=moves.state_host, state_device=moves.state_device,
+                                   checkpoint=checkpoint)
+
+    # ---- eviction and device memory --------------------------------------------------------
+
+    def evict_device(self, *, full_tokens: int = 0, mamba_slots: int = 0) -> EvictResult:
+        """Evict from device (backing up first under write_back) and free into the allocators."""
+        if self.policy.backup_on_evict:
+            result = evict_writing_back(self, full_tokens, mamba_slots)
+        else:
+            result = self.tree.evict(full_tokens=full_tokens, mamba_slots=mamba_slots)
+        self.free_device_tokens(result.full_indices)
+        self.free_device_states(result.mamba_slots)
+        return result
+
+    def evict_host(self, *, full_tokens: int = 0, mamba_slots: int = 0) -> EvictResult:
+        """Host LRU eviction (leaves; states tombstoned on internal nodes); frees host slots."""
+        result = self.tree.evict_host(full_tokens=full_tokens, mamba_slots=mamba_slots)
+        self.host.free_kv(result.full_indices)
+        self.host.free_states(result.mamba_slots)
+        return result
+
+    def make_host_room(self, num_tokens: int, num_state_slots: int) -> None:
+        sizes = self.host.sizes()
+        short_tokens = max(0, num_tokens - sizes.kv_free_tokens)
+        short_slots = max(0, num_state_slots - sizes.state_free_slots)
+        if short_tokens or short_slots:
+            self.evict_host(full_tokens=short_tokens, mamba_slots=short_slots)
+
+    def alloc_device_tokens(self, num_tokens: int) -> np.ndarray | None:
+        """Whole fresh device pages for `num_tokens`, evicting device LRU entries if short."""
+        allocator = self.device.token_allocator
+        if num_tokens == 0:
+            return np.zeros(0, dtype=np.int64)
+        if allocator.available_tokens < num_tokens:
+            self.evict_device(full_tokens=num_tokens - allocator.available_tokens)
+        return allocator.alloc(num_tokens)
+
+    def alloc_device_state(self) -> int | None:
+        allocator = self.device.state_allocator
+        if allocator is None:
+            return None
+        if allocator.num_free == 0:
+            self.evict_device(mamba_slots=1)
+        slots = allocator.alloc(1)
+        return None if slots is None else int(slots[0])
+
+    def free_device_tokens(self, token_slots: np.ndarray) -> None:
+        if len(token_slots):
+            self.device.token_allocator.free(token_slots)
+
+    def free_device_states(self, slots: np.ndarray) -> None:
+        if len(slots):
+            assert self.device.state_allocator is not None, "device states without a state pool"
+            self.device.state_allocator.free(slots)
+
+    def copy_state_to_request(self, node: Node, request_slot: int | None) -> None:
+        """Copy-on-write of `node`'s device state into the request's own slot."""
+        if request_slot is None or node.mamba.value is None:
+            return
+        assert self.device.mamba_pool is not None
+        self.device.mamba_pool.copy_slot(int(node.mamba.value), int(request_slot))
+
+    # ---- accounting ------------------------------------------------------------------------
+
+    def check_integrity(self) -> None:
+        """Both tiers: the tree, every pool, and that each index the tree holds is allocated
+        exactly once (host: resident + in flight == used)."""
+        check_tiers(self)

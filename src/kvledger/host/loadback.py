@@ -1,0 +1,114 @@
+"""Loadback: stitch a best match back onto the device, KV root-first plus one state.
+
+`match_prefix` may end at a best match whose KV is partly evicted from device (a suffix of
+the path is host-only) and whose state may be host-only. Loadback copies the KV (and index
+keys) of every evicted node on the path and the best match's state only — not the states
+of its ancestors — then copies that state into the request's own slot (copy-on-write: the
+tree's slot is never written by a request):
+
+    root ── A (device) ── B (host) ── C* (host, state on host)
+    loadback(C): device pages for B and C, one device state slot for C, then
+                 copy_slot(C's slot → request slot)
+
+While the transfer is in flight: a host lock on C pins the host copies being read; device
+locks on A (the deepest device ancestor) and on the match's last device node pin the device
+prefix the request already has. Device pages and the state slot are allocated first,
+evicting device LRU entries if short; when even that fails the request recomputes from its
+device hit (NO_ROOM). A failed transfer frees them (FAILED) and changes nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from kvledger.host.backup import EMPTY, Moves, concat, path_spans
+from kvledger.host.results import LoadbackResult, LoadStatus
+from kvledger.host.transfer import Direction
+from kvledger.tree import Component, MatchResult, Node
+
+if TYPE_CHECKING:
+    from kvledger.host.controller import HiCacheController
+
+
+def _result(status: LoadStatus, node: Node, device_indices: np.ndarray, *, loaded_tokens: int = 0,
+            loaded_state: bool = False, request_slot: int | None = None) -> LoadbackResult:
+    return LoadbackResult(status=status, node=node, device_indices=device_indices,
+                          mamba_slot=node.mamba.value, loaded_tokens=loaded_tokens,
+                          loaded_state=loaded_state, request_slot=request_slot)
+
+
+def loadback(ctrl: HiCacheController, match: MatchResult,
+             request_slot: int | None) -> LoadbackResult:
+    """Make `match.best_match_node` usable on device; see the module docstring."""
+    tree, best, last = ctrl.tree, match.best_match_node, match.last_device_node
+    spans = path_spans(best)
+    missing = [span for span in spans if span[0].full.value is None]
+    need_state = best.parent is not None and best.mamba.value is None
+    if not missing and not need_state:
+        indices = tree.path_device_indices(best)
+        ctrl.copy_state_to_request(best, request_slot)
+        return _result(LoadStatus.DEVICE_HIT, best, indices, request_slot=request_slot)
+    start = missing[0][1] if missing else spans[-1][2]
+    num_tokens = spans[-1][2] - start
+    receipts = [tree.lock_host(best)]
+    for anchor in dict.fromkeys((missing[0][0].parent if missing else best, last)):
+        if anchor.parent is not None:
+            receipts.append(tree.lock(anchor))
+    pages = ctrl.alloc_device_tokens(num_tokens)
+    slot = ctrl.alloc_device_state() if need_state and pages is not None else None
+    if pages is None or (need_state and slot is None):
+        if pages is not None:
+            ctrl.free_device_tokens(pages)
+        for receipt in receipts:
+            tree.unlock(receipt)
+        return _result(LoadStatus.NO_ROOM, last, match.device_indices)
+    state_device = np.array([slot] if need_state else [], dtype=np.int64)
+    ctrl.inflight.add_device(num_tokens, int(need_state))
+    acked: list[bool] = []
+
+    def on_ack(ok: bool) -> None:
+        ctrl.inflight.add_device(-num_tokens, -int(need_state))
+        if ok:
+            _restore(ctrl, best, start, pages, slot)
+            ctrl.copy_state_to_request(best, request_slot)
+        else:
+            ctrl.free_device_tokens(pages)
+            ctrl.free_device_states(state_device)
+        for receipt in receipts:
+            tree.unlock(receipt)
+        acked.append(ok)
+
+    moves = Moves(kv_device=pages, kv_host=concat([n.full.host_value for n, _, _ in missing]),
+                  state_device=state_device,
+                  state_host=np.array([best.mamba.host_value] if need_state else [],
+                                      dtype=np.int64))
+    ctrl.queue.submit(Direction.LOADBACK, payload=moves, on_ack=on_ack)
+    if not acked:
+        return _result(LoadStatus.QUEUED, last, match.device_indices)
+    if not acked[0]:
+        return _result(LoadStatus.FAILED, last, match.device_indices)
+    return _result(LoadStatus.LOADED, best, tree.path_device_indices(best),
+                   loaded_tokens=num_tokens, loaded_state=need_state, request_slot=request_slot)
+
+
+def _restore(ctrl: HiCacheController, best: Node, start: int, pages: np.ndarray,
+             slot: int | None) -> None:
+    """Record device values root-first; slots for KV someone re-inserted meanwhile are freed."""
+    tree = ctrl.tree
+    duplicates: list[np.ndarray] = []
+    for n, first, end in path_spans(best):
+        if end <= start:
+            continue
+        piece = pages[first - start : end - start]
+        if n.full.value is None:
+            tree.restore_device_value(n, Component.FULL, piece)
+        else:
+            duplicates.append(piece)
+    ctrl.free_device_tokens(concat(duplicates) if duplicates else EMPTY)
+    if slot is not None:
+        if best.mamba.value is None:
+            tree.restore_device_value(best, Component.MAMBA, slot)
+        else:
+            ctrl.free_device_states(np.array([slot], dtype=np.int64))
