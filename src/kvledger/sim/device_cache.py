@@ -40,11 +40,11 @@ class DeviceCache:
     @property
     def available_pages(self) -> int:
         """Free pages plus pages eviction could free (unlocked cache entries)."""
-        return self.pages.num_free + self.tree.full_evictable_tokens
+        return self.pages.num_free + self.tree.sizes().full_evictable_tokens
 
     @property
     def available_slots(self) -> int:
-        return self.slots.num_free + self.tree.mamba_evictable_slots
+        return self.slots.num_free + self.tree.sizes().mamba_evictable_slots
 
     def match(self, keys: np.ndarray) -> MatchResult:
         return self.host.loadback(self.tree, self.tree.match_prefix(keys), self.alloc_pages)

@@ -184,7 +184,7 @@ class Replay:
         self._record(steps, computed, decoded, blocked)
 
     def _record(self, steps: int, computed: int, decoded: int, blocked: set[Constraint]) -> None:
-        cache, tree, c, life = self.cache, self.cache.tree, self.counters, self.life
+        cache, tree, c, life = self.cache, self.cache.tree.sizes(), self.counters, self.life
         own, held_slots = life.own_pages, life.held_slots_total
         free_pages, free_slots = cache.pages.num_free, cache.slots.num_free
         cache_slots = tree.mamba_evictable_slots + tree.mamba_protected_slots

@@ -26,7 +26,7 @@ True
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -99,6 +99,14 @@ class Workload:
 
     def head(self, num_requests: int) -> Workload:
         return Workload(name=self.name, requests=self.requests[:num_requests])
+
+    def stretched(self, factor: float) -> Workload:
+        """Arrivals `factor` times further apart (2.0 halves the request rate)."""
+        if not factor > 0:
+            raise WorkloadError(f"--time-scale {factor}: expected a positive factor")
+        return Workload(name=f"{self.name} (time ×{factor:g})" if factor != 1 else self.name,
+                        requests=tuple(replace(r, arrival_ms=r.arrival_ms * factor)
+                                       for r in self.requests))
 
     def share(self, rank: int, num_ranks: int) -> Workload:
         """The requests a round-robin router sends to `rank` of `num_ranks`."""

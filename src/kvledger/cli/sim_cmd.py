@@ -1,0 +1,137 @@
+"""`kvledger simulate`: replay a trace or a generated workload on a deployment's plan."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from kvledger.cli.app import command, console, emit_json, err_console, user_errors
+from kvledger.cli.options import (
+    AvailOpt,
+    GpuOpt,
+    JsonOpt,
+    ModelOpt,
+    PlanInputs,
+    RulesOpt,
+    WeightsOpt,
+    plan_from,
+)
+from kvledger.rules import DEFAULT_RULES
+from kvledger.sim.config import SimConfig, StepCost
+
+SIM_DEFAULTS, COST_DEFAULTS = SimConfig(), StepCost()  # flag defaults are the dataclasses' own
+
+if TYPE_CHECKING:
+    from kvledger.plan import Plan
+    from kvledger.sim.replay import SimResult
+
+TraceOpt = Annotated[Path | None, typer.Option(
+    "--trace", help="Mooncake FAST'25 JSONL trace (timestamp, input_length, output_length, "
+    "hash_ids).", exists=True, dir_okay=False)]
+WorkloadOpt = Annotated[str | None, typer.Option(
+    "--workload", help="Generated workload: chat, agent, shared-prompt or zipf.")]
+NumOpt = Annotated[int | None, typer.Option(
+    "--num-requests", help="Generated requests (default 1,000), or the first N of a trace.")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Generator seed.")]
+RateOpt = Annotated[float | None, typer.Option(
+    "--rate", help="Generated sessions (or requests) started per second (default 1).")]
+ScaleOpt = Annotated[float, typer.Option(
+    "--time-scale", help="Stretch arrival times by this factor (2 = half the request rate).")]
+ChunkOpt = Annotated[int, typer.Option(
+    "--chunked-prefill-size", help="Prefill tokens per step (SGLang's flag of that name).")]
+TrackOpt = Annotated[int, typer.Option(
+    "--mamba-track-interval", help="Decode tokens between state checkpoints (SGLang's flag).")]
+OverheadOpt = Annotated[float, typer.Option(
+    "--step-overhead-ms", help="Step-time model: fixed cost of one forward pass (ms).")]
+PrefillCostOpt = Annotated[float, typer.Option(
+    "--prefill-ms-per-token", help="Step-time model: cost per prefill token (ms).")]
+DecodeCostOpt = Annotated[float, typer.Option(
+    "--decode-ms-per-token", help="Step-time model: cost per decoded token (ms).")]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadInputs:
+    trace: Path | None = None
+    workload: str | None = None
+    num_requests: int | None = None
+    seed: int = 0
+    rate: float | None = None
+    time_scale: float = 1.0
+
+
+def sim_config(chunked_prefill_size: int, mamba_track_interval: int, step_overhead_ms: float,
+               prefill_ms_per_token: float, decode_ms_per_token: float) -> SimConfig:
+    return SimConfig(
+        chunked_prefill_tokens=chunked_prefill_size,
+        mamba_track_interval_tokens=mamba_track_interval,
+        step_cost=StepCost(overhead_ms=step_overhead_ms, prefill_ms_per_token=prefill_ms_per_token,
+                           decode_ms_per_token=decode_ms_per_token),
+    )
+
+
+def run_simulation(plan: Plan, work: WorkloadInputs, config: SimConfig, *,
+                   progress: bool) -> SimResult:
+    """Load the workload and replay it, with a progress bar on stderr when asked."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from kvledger.sim.replay import simulate
+    from kvledger.sim.sources import load_workload
+
+    workload = load_workload(trace=work.trace, generator=work.workload,
+                             num_requests=work.num_requests, seed=work.seed,
+                             rate_per_s=work.rate, time_scale=work.time_scale)
+    if not progress:
+        return simulate(plan, workload, config)
+    bar = Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn(), console=err_console, transient=True)
+    with bar:
+        task = bar.add_task(f"replaying {workload.name}", total=len(workload.requests))
+        return simulate(plan, workload, config,
+                        progress=[lambda done, total: bar.update(task, completed=done)])
+
+
+@command(help="Replay a workload (a Mooncake trace or a generator) against the prefix tree "
+         "under a deployment's capacity plan: hit rates, evictions, which ledger blocks. "
+         "SGLang deployment flags may follow, as for `kvledger plan`.")
+def simulate(ctx: typer.Context, trace: TraceOpt = None, workload: WorkloadOpt = None,
+             num_requests: NumOpt = None, seed: SeedOpt = 0, rate: RateOpt = None,
+             time_scale: ScaleOpt = 1.0,
+             chunked_prefill_size: ChunkOpt = SIM_DEFAULTS.chunked_prefill_tokens,
+             mamba_track_interval: TrackOpt = SIM_DEFAULTS.mamba_track_interval_tokens,
+             step_overhead_ms: OverheadOpt = COST_DEFAULTS.overhead_ms,
+             prefill_ms_per_token: PrefillCostOpt = COST_DEFAULTS.prefill_ms_per_token,
+             decode_ms_per_token: DecodeCostOpt = COST_DEFAULTS.decode_ms_per_token,
+             csv: Annotated[Path | None, typer.Option(
+                 "--csv", help="Write the per-step time series here.", dir_okay=False)] = None,
+             no_progress: Annotated[bool, typer.Option(
+                 "--no-progress", help="No progress bar on stderr.")] = False,
+             model: ModelOpt = None, rules: RulesOpt = DEFAULT_RULES, gpu: GpuOpt = None,
+             available_gib: AvailOpt = None, weights_gib: WeightsOpt = None,
+             json: JsonOpt = False) -> None:
+    from kvledger.report.sim_json import sim_json
+    from kvledger.report.sim_view import render_sim
+
+    with user_errors():
+        plan, ignored = plan_from(PlanInputs(model, rules, gpu, available_gib, weights_gib),
+                                  ctx.args)
+        result = run_simulation(
+            plan, WorkloadInputs(trace, workload, num_requests, seed, rate, time_scale),
+            sim_config(chunked_prefill_size, mamba_track_interval, step_overhead_ms,
+                       prefill_ms_per_token, decode_ms_per_token),
+            progress=not no_progress)
+        if csv is not None:
+            result.series.write_csv(csv)
+    if json:
+        doc = sim_json(result.summary)
+        doc["ignored_flags"] = list(ignored)
+        doc["csv"] = str(csv) if csv else None
+        emit_json(doc)
+        return
+    render_sim(result.summary, console)
+    if csv is not None:
+        console.print(f"time series: {len(result.series):,} rows → {csv}")
+    for flag in ignored:
+        console.print(f"[yellow]ignored flag: {flag}[/]")

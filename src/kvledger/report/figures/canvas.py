@@ -1,0 +1,66 @@
+"""Figure plumbing shared by every figure: the palette, a blank figure, saving to SVG and PNG.
+
+Figures are built on `matplotlib.figure.Figure` directly (no pyplot, so no global backend
+state and nothing opens a window); saving picks the Agg or SVG canvas from the suffix.
+SVG text stays text (`svg.fonttype none`) so a report can be searched and diffed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib as mpl
+from matplotlib.figure import Figure
+
+# One colour per thing the article distinguishes, used the same way in every figure.
+PALETTE = {
+    "kv": "#3b6fb6",  # token KV (latent rows, K+V)
+    "indexer": "#e3a33b",  # DSA index keys
+    "indexer_written": "#b8791a",
+    "state": "#4f9a5a",  # linear-attention state (conv + temporal)
+    "conv": "#8cc496",
+    "tail": "#b05a8a",  # compress tail (per-request buffer)
+    "side": "#9a9a9a",  # other unbudgeted buffers
+    "free": "#e8e8e8",
+    "cache_unlocked": "#a9c4e6",
+    "blocked": "#d9534f",
+    "ok": "#4f9a5a",
+    "bad": "#d9534f",
+    "warn": "#e3a33b",
+    "muted": "#6b6b6b",
+}
+
+mpl.rcParams.update({
+    "svg.fonttype": "none",
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+})
+
+
+def new_figure(width_in: float, height_in: float) -> Figure:
+    return Figure(figsize=(width_in, height_in), layout="constrained")
+
+
+def save_figure(fig: Figure, out_dir: Path, stem: str) -> tuple[Path, Path]:
+    """Write `stem.svg` and `stem.png` into `out_dir`; return both paths."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    svg, png = out_dir / f"{stem}.svg", out_dir / f"{stem}.png"
+    fig.savefig(svg, format="svg")
+    fig.savefig(png, format="png", dpi=150)
+    return svg, png
+
+
+def svg_text(fig: Figure) -> str:
+    """The figure as an inline SVG element (for a self-contained HTML page)."""
+    from io import StringIO
+
+    buffer = StringIO()
+    fig.savefig(buffer, format="svg")
+    text = buffer.getvalue()
+    return text[text.index("<svg"):]
+
+
+def gib(n: int) -> str:
+    return f"{n / 2**30:,.2f} GiB"

@@ -1,0 +1,100 @@
+"""HTML tables for the report page: ledgers, capacity, simulation results. Escaped, no scripts.
+
+>>> from kvledger.ledger import Ledger, LedgerRow
+>>> print(ledger_table(Ledger(name="per token", per="token", rows=(
+...     LedgerRow(component="KV <row>", count=11, unit_bytes=528),))).splitlines()[0])
+<table class="ledger"><caption>per token — 5,808 B per token</caption>
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from html import escape
+
+from kvledger.ledger import Ledger
+from kvledger.plan import Plan
+from kvledger.sim.metrics import SimSummary
+from kvledger.sim.series import Constraint
+
+
+def table(caption: str, header: Sequence[str], rows: Iterable[Sequence[object]],
+          css: str = "") -> str:
+    cls = f' class="{css}"' if css else ""
+    out = [f"<table{cls}><caption>{escape(caption)}</caption>",
+           "<tr>" + "".join(f"<th>{escape(h)}</th>" for h in header) + "</tr>"]
+    for row in rows:
+        out.append("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def ledger_table(ledger: Ledger) -> str:
+    rows = [(r.component, r.detail, f"{r.count:,}", f"{r.unit_bytes:,}", f"{r.total_bytes:,}")
+            for r in ledger.rows]
+    rows += [(f"({r.component})", r.detail, f"{r.count:,}", f"{r.unit_bytes:,}",
+              f"({r.total_bytes:,})") for r in ledger.memo]
+    rows.append(("total", "", "", "", f"{ledger.total_bytes:,}"))
+    return table(f"{ledger.name} — {ledger.total_bytes:,} B per {ledger.per}",
+                 ("component", "detail", "count", "unit bytes", "total bytes"), rows, "ledger")
+
+
+def capacity_table(plan: Plan) -> str:
+    cap, lay = plan.capacity, plan.layout
+    rows: list[tuple[str, str, str]] = [
+        ("memory", cap.memory.source, ""),
+        ("slack (1 − mem_fraction_static)", f"{cap.memory.mem_fraction_static:g}",
+         f"{cap.slack_bytes:,}"),
+        ("multimodal reservation", "", f"{cap.mm_reservation_bytes:,}"),
+        ("rest for the cache", "", f"{cap.rest_bytes:,}"),
+    ]
+    if cap.slot_bytes:
+        rows.append(("K state slots (+1 padding)", f"{cap.state_slots:,}", f"{cap.state_pool_bytes:,}"))
+    rows.append((f"T tokens (+{lay.page_tokens} padding)", f"{cap.max_total_tokens:,}",
+                 f"{cap.token_pool_bytes:,}"))
+    rows.append(("unused after flooring", "", f"{cap.unused_bytes:,}"))
+    rows.append(("side buffers (unbudgeted)", "", f"{cap.side.total_bytes:,}"))
+    for limit, n in cap.limits.items():
+        rows.append((f"N limit: {limit.value}", f"{n:,}",
+                     "binds" if limit is cap.binding else f"headroom ×{n / cap.max_running_requests:,.2f}"))
+    rows.append(("N running requests", f"{cap.max_running_requests:,}", f"binding: {cap.binding.value}"))
+    return table("Capacity per rank", ("quantity", "value", "bytes"), rows, "capacity")
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.1f} %" if whole else "—"
+
+
+def sim_tables(s: SimSummary) -> str:
+    c = s.counters
+    hits = table("Prefix cache", ("tokens", "count", "of prompt"), [
+        ("prompt tokens", f"{c.prompt_tokens:,}", "100 %"),
+        ("KV hit (token hit rate)", f"{c.hit_tokens:,}", _pct(c.hit_tokens, c.prompt_tokens)),
+        ("usable hit: KV with a state", f"{c.usable_hit_tokens:,}",
+         _pct(c.usable_hit_tokens, c.prompt_tokens)),
+        ("recomputed: state checkpoint shallower than the KV", f"{c.recomputed_tokens:,}",
+         _pct(c.recomputed_tokens, c.prompt_tokens)),
+        ("prefill computed", f"{c.prefill_tokens:,}", _pct(c.prefill_tokens, c.prompt_tokens)),
+        ("decoded", f"{c.decode_tokens:,}", ""),
+    ])
+    span = s.duration_ms
+    blocked = c.blocked_ms
+    page_bytes = s.page_tokens * s.token_bytes
+    ledgers = table("Ledgers on one rank", (
+        "ledger", "capacity", "peak used", "peak pinned", "time the queue was blocked", "evicted"), [
+        (Constraint.TOKENS.value, f"{s.token_pages:,} pages", f"{c.peak_pages_used:,}",
+         f"{c.peak_pages_pinned:,}", _pct(blocked[Constraint.TOKENS], span),
+         f"{s.evicted_pages:,} pages ({s.evicted_pages * page_bytes:,} B)"),
+        (Constraint.STATE.value, f"{s.state_slots:,} slots", f"{c.peak_slots_used:,}",
+         f"{c.peak_slots_pinned:,}", _pct(blocked[Constraint.STATE], span),
+         f"{s.evicted_slots:,} states ({s.evicted_slots * s.slot_bytes:,} B)"),
+        (Constraint.RUNNING.value, f"{s.max_running_requests:,}", f"{c.peak_running:,}", "",
+         _pct(blocked[Constraint.RUNNING], span), ""),
+        (Constraint.PREFILL_BUDGET.value + " (compute)", "", "", "",
+         _pct(blocked[Constraint.PREFILL_BUDGET], span), ""),
+    ])
+    host = s.host
+    host_rows = ([("host tier", s.host_note)] if host is None else [
+        ("backup bytes", f"{host.backup_bytes:,}"), ("loadback bytes", f"{host.loadback_bytes:,}"),
+        ("host evicted pages", f"{host.host_evicted_pages:,}"),
+        ("prompt tokens loaded back", f"{host.loadback_hit_tokens:,}")])
+    return "\n".join([hits, ledgers, table("Host tier (HiCache)", ("", ""), host_rows)])

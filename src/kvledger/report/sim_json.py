@@ -1,0 +1,62 @@
+"""The `kvledger simulate --json` document.
+
+Schema `kvledger.simulate/1` (keys never removed within a major version):
+
+    schema, workload, requests{offered, finished, unfinished[{rid, reason}]},
+    pools{page_tokens, token_pages, state_slots, max_running_requests, token_bytes, slot_bytes},
+    tokens{prompt, hit, usable_hit, recomputed_shallow_state, prefill_computed, decoded},
+    rates{token_hit, usable_hit},
+    checkpoints{saved, already_cached, skipped_no_slot},
+    evictions{full_kv_pages, full_kv_tokens, full_kv_bytes, mamba_states, mamba_bytes},
+    host{available, note, backup_bytes, loadback_bytes, host_evicted_pages,
+         loadback_hit_tokens} (numbers null when not available),
+    blocked_ms{constraint: ms}, binding, peaks{pages_used, pages_pinned, slots_used,
+    slots_pinned, running}, time{simulated_ms, steps, queue_ms_mean, wall_s}, notes[]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvledger.sim.metrics import SimSummary
+
+SCHEMA = "kvledger.simulate/1"
+
+
+def sim_json(s: SimSummary) -> dict[str, Any]:
+    c = s.counters
+    host = s.host
+    return {
+        "schema": SCHEMA,
+        "workload": s.workload,
+        "requests": {"offered": s.num_requests, "finished": c.finished,
+                     "unfinished": [{"rid": u.rid, "reason": u.reason} for u in s.unfinished]},
+        "pools": {"page_tokens": s.page_tokens, "token_pages": s.token_pages,
+                  "state_slots": s.state_slots, "max_running_requests": s.max_running_requests,
+                  "token_bytes": s.token_bytes, "slot_bytes": s.slot_bytes},
+        "tokens": {"prompt": c.prompt_tokens, "hit": c.hit_tokens,
+                   "usable_hit": c.usable_hit_tokens,
+                   "recomputed_shallow_state": c.recomputed_tokens,
+                   "prefill_computed": c.prefill_tokens, "decoded": c.decode_tokens},
+        "rates": {"token_hit": c.token_hit_rate, "usable_hit": c.usable_hit_rate},
+        "checkpoints": {"saved": c.checkpoints_saved, "already_cached": c.checkpoints_existing,
+                        "skipped_no_slot": c.checkpoints_skipped},
+        "evictions": {"full_kv_pages": s.evicted_pages, "full_kv_tokens": s.evicted_tokens,
+                      "full_kv_bytes": s.evicted_tokens * s.token_bytes,
+                      "mamba_states": s.evicted_slots,
+                      "mamba_bytes": s.evicted_slots * s.slot_bytes},
+        "host": {"available": host is not None, "note": s.host_note,
+                 "backup_bytes": host.backup_bytes if host else None,
+                 "loadback_bytes": host.loadback_bytes if host else None,
+                 "host_evicted_pages": host.host_evicted_pages if host else None,
+                 "loadback_hit_tokens": host.loadback_hit_tokens if host else None},
+        "blocked_ms": {k.value: round(v, 3) for k, v in c.blocked_ms.items()},
+        "binding": s.binding.value if s.binding else None,
+        "peaks": {"pages_used": c.peak_pages_used, "pages_pinned": c.peak_pages_pinned,
+                  "slots_used": c.peak_slots_used, "slots_pinned": c.peak_slots_pinned,
+                  "running": c.peak_running},
+        "time": {"simulated_ms": round(s.duration_ms, 3), "steps": c.steps,
+                 "queue_ms_mean": round(c.queue_ms / c.admitted, 3) if c.admitted else 0.0,
+                 "wall_s": round(s.wall_s, 3)},
+        "notes": list(s.notes),
+    }

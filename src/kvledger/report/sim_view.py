@@ -1,0 +1,101 @@
+"""Rich rendering of a simulation summary: hits, each ledger's use and blocking, evictions."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from kvledger.sim.metrics import SimSummary
+from kvledger.sim.series import Constraint
+from kvledger.units import GB, fmt_bytes
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.1f} %" if whole else "—"
+
+
+def _gb(n: int) -> str:
+    return f"{n / GB:,.1f} GB"
+
+
+def hits_table(s: SimSummary) -> Table:
+    c = s.counters
+    table = Table(title="Prefix cache", title_justify="left")
+    table.add_column("tokens")
+    table.add_column("count", justify="right")
+    table.add_column("of prompt", justify="right")
+    table.add_row("prompt tokens (admitted requests)", f"{c.prompt_tokens:,}", "100 %")
+    table.add_row("KV hit (token hit rate)", f"{c.hit_tokens:,}", _pct(c.hit_tokens, c.prompt_tokens))
+    table.add_row("usable hit: KV with a state (usable hit rate)", f"{c.usable_hit_tokens:,}",
+                  _pct(c.usable_hit_tokens, c.prompt_tokens))
+    table.add_row("recomputed: state checkpoint shallower than the KV", f"{c.recomputed_tokens:,}",
+                  _pct(c.recomputed_tokens, c.prompt_tokens))
+    table.add_row("prefill computed", f"{c.prefill_tokens:,}", _pct(c.prefill_tokens, c.prompt_tokens))
+    table.add_row("decoded", f"{c.decode_tokens:,}", "")
+    table.add_row("state checkpoints saved / already cached / skipped (no slot)",
+                  f"{c.checkpoints_saved:,} / {c.checkpoints_existing:,} / "
+                  f"{c.checkpoints_skipped:,}", "")
+    return table
+
+
+def ledgers_table(s: SimSummary) -> Table:
+    c, span = s.counters, s.duration_ms
+    page_bytes = s.page_tokens * s.token_bytes
+    table = Table(title=f"Ledgers on one rank (page = {s.page_tokens} tokens)",
+                  title_justify="left",
+                  caption="used: not free (requests + cache); pinned: what eviction cannot take; "
+                          "blocked: time the head of the queue waited on it",
+                  caption_justify="left")
+    for col in ("ledger", "capacity", "peak used", "peak pinned", "blocked", "evicted"):
+        table.add_column(col, justify="left" if col == "ledger" else "right")
+    blocked = c.blocked_ms
+
+    def waited(constraint: Constraint) -> str:
+        return f"{blocked[constraint] / 1000:,.1f} s\n{_pct(blocked[constraint], span)}"
+
+    table.add_row(
+        Constraint.TOKENS.value, f"{s.token_pages:,} pages\n{s.token_pages * page_bytes / GB:,.1f} GB",
+        f"{c.peak_pages_used:,}\n{_pct(c.peak_pages_used, s.token_pages)}",
+        f"{c.peak_pages_pinned:,}\n{_pct(c.peak_pages_pinned, s.token_pages)}",
+        waited(Constraint.TOKENS),
+        f"{s.evicted_pages:,} pages\n{_gb(s.evicted_pages * page_bytes)}",
+    )
+    table.add_row(
+        Constraint.STATE.value, f"{s.state_slots:,} slots\n{_gb(s.state_slots * s.slot_bytes)}",
+        f"{c.peak_slots_used:,}\n{_pct(c.peak_slots_used, s.state_slots)}",
+        f"{c.peak_slots_pinned:,}\n{_pct(c.peak_slots_pinned, s.state_slots)}",
+        waited(Constraint.STATE),
+        f"{s.evicted_slots:,} states\n{_gb(s.evicted_slots * s.slot_bytes)}",
+    )
+    table.add_row(Constraint.RUNNING.value, f"{s.max_running_requests:,}", f"{c.peak_running:,}",
+                  "", waited(Constraint.RUNNING), "")
+    table.add_row(Text(f"{Constraint.PREFILL_BUDGET.value} (compute)", style="dim"), "", "", "",
+                  waited(Constraint.PREFILL_BUDGET), "")
+    return table
+
+
+def render_sim(s: SimSummary, console: Console) -> None:
+    c = s.counters
+    head = (f"[bold]{s.workload}[/]: {s.num_requests:,} requests, {c.finished:,} finished, "
+            f"{len(s.unfinished):,} unfinished; simulated {s.duration_ms / 1000:,.1f} s in "
+            f"{c.steps:,} steps; mean queueing {c.queue_ms / max(c.admitted, 1) / 1000:,.2f} s")
+    parts: list = [head, hits_table(s), ledgers_table(s)]
+    if s.host is None:
+        parts.append(Text(f"host tier (backup / loadback bytes): {s.host_note}", style="yellow"))
+    else:
+        h = s.host
+        parts.append(Text(f"host tier: backup {fmt_bytes(h.backup_bytes)}, loadback "
+                          f"{fmt_bytes(h.loadback_bytes)}, host evictions {h.host_evicted_pages:,} "
+                          f"pages, {h.loadback_hit_tokens:,} prompt tokens loaded back"))
+    for u in s.unfinished[:10]:
+        parts.append(Text(f"unfinished: request {u.rid}: {u.reason}", style="red"))
+    if len(s.unfinished) > 10:
+        parts.append(Text(f"… and {len(s.unfinished) - 10:,} more unfinished", style="red"))
+    for note in s.notes:
+        parts.append(Text(f"note: {note}", style="yellow"))
+    binding = s.binding
+    verdict = (f"binding ledger: {binding.value}" if binding
+               else "no ledger kept a request waiting")
+    parts.append(Text(f"{verdict}; replay took {s.wall_s:,.2f} s", style="bold"))
+    console.print(Group(*parts))

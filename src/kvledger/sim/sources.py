@@ -1,0 +1,37 @@
+"""Where a simulated workload comes from: a trace file or a named generator.
+
+>>> w = load_workload(generator="zipf", num_requests=20, seed=2)
+>>> len(w.requests), w.name
+(20, 'zipf (seed 2)')
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kvledger.sim.generators import GeneratorParams, get_generator
+from kvledger.sim.trace import read_trace
+from kvledger.sim.workload import Workload, WorkloadError
+
+
+def load_workload(*, trace: Path | str | None = None, generator: str | None = None,
+                  num_requests: int | None = None, seed: int = 0, rate_per_s: float | None = None,
+                  time_scale: float = 1.0) -> Workload:
+    """Exactly one of `trace` and `generator`. For a trace, `num_requests` keeps its first
+    requests; for a generator it is how many to make (default 1,000)."""
+    if (trace is None) == (generator is None):
+        raise WorkloadError("give exactly one of --trace FILE and --workload NAME")
+    if num_requests is not None and num_requests < 1:
+        raise WorkloadError(f"--num-requests {num_requests}: expected at least 1")
+    if trace is not None:
+        if rate_per_s is not None:
+            raise WorkloadError("--rate applies to generated workloads; use --time-scale for "
+                                "a trace")
+        workload = read_trace(Path(trace))
+        if num_requests is not None:
+            workload = workload.head(num_requests)
+    else:
+        params = GeneratorParams(num_requests=num_requests or GeneratorParams().num_requests,
+                                 seed=seed, rate_per_s=rate_per_s or GeneratorParams().rate_per_s)
+        workload = get_generator(generator).generate(params)
+    return workload.stretched(time_scale) if time_scale != 1 else workload

@@ -1,0 +1,66 @@
+"""`kvledger simulate`, `figures` and `report` through the real CLI."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+from typer.testing import CliRunner
+
+from kvledger.cli import app
+from kvledger.sim.series import COLUMNS
+
+runner = CliRunner()
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args))
+
+
+def test_simulate_json_and_csv(tmp_path):
+    out = tmp_path / "series.csv"
+    result = invoke("simulate", "--workload", "shared-prompt", "--num-requests", "60",
+                    "--no-progress", "--json", "--csv", str(out), "--kv-cache-dtype", "fp8_e4m3")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["schema"] == "kvledger.simulate/1"
+    assert doc["requests"] == {"offered": 60, "finished": 60, "unfinished": []}
+    # GLM-5.3-Flash, scaled fp8, 100 GiB: the SPEC §5 pools (T = 7,780,672, K = 343, N = 68)
+    assert doc["pools"]["token_pages"] == 7_780_672 // 64
+    assert (doc["pools"]["state_slots"], doc["pools"]["max_running_requests"]) == (343, 68)
+    assert doc["pools"]["token_bytes"] == 7_260
+    assert doc["tokens"]["usable_hit"] <= doc["tokens"]["hit"] <= doc["tokens"]["prompt"]
+    assert doc["host"]["available"] is False and doc["host"]["backup_bytes"] is None
+    rows = list(csv.reader(out.open()))
+    assert tuple(rows[0]) == COLUMNS and len(rows) > 1
+
+
+def test_simulate_table_names_the_ledgers():
+    result = runner.invoke(app, ["simulate", "--workload", "chat", "--num-requests", "40",
+                                 "--no-progress"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    for text in ("token hit rate", "usable hit rate", "token pages (T)", "state slots (K)",
+                 "running requests (N)", "host tier", "not available"):
+        assert text in result.output
+
+
+def test_simulate_input_errors_are_one_line():
+    both = invoke("simulate", "--workload", "chat", "--trace", __file__)
+    assert both.exit_code == 2 and "exactly one of --trace FILE and --workload NAME" in both.output
+    unknown = invoke("simulate", "--workload", "nope")
+    assert unknown.exit_code == 2 and "--workload 'nope'" in unknown.output
+    bad = invoke("simulate", "--trace", __file__, "--no-progress")
+    assert bad.exit_code == 2 and "line 1: not valid JSON" in bad.output
+
+
+def test_figures_and_report_write_their_files(tmp_path):
+    figs = invoke("figures", "--out", str(tmp_path / "figs"))
+    assert figs.exit_code == 0, figs.output
+    svgs = sorted(p.name for p in (tmp_path / "figs").glob("*.svg"))
+    assert svgs == ["fig1_layer_map.svg", "fig2_token_bytes.svg", "fig3_pool_tree.svg",
+                    "fig4_index_page.svg", "fig5_hicache_cover.svg"]
+    page = tmp_path / "report.html"
+    rep = invoke("report", "--out", str(page), "--workload", "zipf", "--num-requests", "40")
+    assert rep.exit_code == 0, rep.output
+    html = page.read_text()
+    assert html.count("<svg") == 7 and "Simulation: zipf (seed 0)" in html

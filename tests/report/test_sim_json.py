@@ -1,0 +1,24 @@
+"""`simulate --json`: every number is the summary's, host metrics are null when unavailable."""
+
+from __future__ import annotations
+
+from kvledger.report.sim_json import SCHEMA, sim_json
+from kvledger.sim.replay import simulate
+from sim.sim_factories import request, small_plan, workload
+
+
+def test_json_mirrors_the_summary():
+    w = workload(request(0, 0, {1: 1000}), request(1, 1e7, {1: 1000}))
+    s = simulate(small_plan(), w).summary
+    doc = sim_json(s)
+    assert doc["schema"] == SCHEMA
+    assert doc["tokens"] == {"prompt": 2000, "hit": 960, "usable_hit": 960,
+                             "recomputed_shallow_state": 0, "prefill_computed": 1040,
+                             "decoded": 16}
+    assert doc["rates"] == {"token_hit": 0.48, "usable_hit": 0.48}
+    assert doc["host"] == {"available": False, "note": s.host_note, "backup_bytes": None,
+                           "loadback_bytes": None, "host_evicted_pages": None,
+                           "loadback_hit_tokens": None}
+    assert doc["binding"] is None
+    assert set(doc["blocked_ms"]) == {"token pages (T)", "state slots (K)",
+                                      "running requests (N)", "prefill budget per step"}
