@@ -72,3 +72,5 @@ def test_misuse_raises():
         p.set_rows(0, [1, 2], torch.zeros(2, 576))
     with pytest.raises(TypeError, match="integers"):
         p.get_rows(0, torch.tensor([1.0]))
+    with pytest.raises(TypeError, match="integers"):  # a mask would read slots 0 and 1
+        p.get_rows(0, torch.tensor([True, False]))

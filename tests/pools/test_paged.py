@@ -74,9 +74,11 @@ def test_free_is_by_page_and_misuse_raises():
 def test_a_last_loc_that_contradicts_its_position_raises():
     a = PagedTokenAllocator(num_pages=4, page_tokens=4)
     locs = a.alloc_extend([0], [3], [-1])
-    with pytest.raises(AllocatorError, match="offset"):
+    with pytest.raises(AllocatorError, match="does not match position 2"):
         a.alloc_extend([3], [4], [int(locs[1])])  # slot of position 1 given for position 2
-    with pytest.raises(AllocatorError, match="not allocated"):
+    with pytest.raises(AllocatorError, match="offset"):  # the batched path says the same
+        a.alloc_extend([3, 0], [4, 1], [int(locs[1]), -1])
+    with pytest.raises(AllocatorError, match="free page"):
         a.alloc_decode([3], [9])  # right offset, but page 2 is free
     with pytest.raises(ValueError, match="prefix_lens"):
         a.alloc_extend([3], [2], [int(locs[-1])])

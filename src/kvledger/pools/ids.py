@@ -42,7 +42,9 @@ class IdAllocator:
         # Top of the stack is the end; reversed so the first allocation returns 1, 2, 3, …
         self._stack = np.arange(capacity, 0, -1, dtype=np.int64)
         self._top = capacity
-        self._in_use = np.zeros(capacity + 1, dtype=bool)
+        # in_use[0] (the reserved id) and in_use[capacity + 1] (a sentinel) are never True, so
+        # a clipped lookup answers "not allocated" for any out-of-range id in one call.
+        self._in_use = np.zeros(capacity + 2, dtype=bool)
 
     @property
     def num_free(self) -> int:
@@ -61,6 +63,8 @@ class IdAllocator:
             raise ValueError(f"cannot allocate {n} {self.what}s")
         if n > self._top:
             return None
+        if n == 0:
+            return np.empty(0, dtype=np.int64)
         ids = self._stack[self._top - n : self._top][::-1].copy()
         self._top -= n
         self._in_use[ids] = True
@@ -77,30 +81,30 @@ class IdAllocator:
         """`free` for an int64 array the caller built without repeats (e.g. by np.unique)."""
         if arr.size == 0:
             return
-        lo, hi = int(arr.min()), int(arr.max())
-        if lo <= NULL_ID or hi > self.capacity:
-            bad = lo if lo <= NULL_ID else hi
-            kind = "the reserved" if bad == NULL_ID else "out-of-range"
-            raise AllocatorError(f"free of {kind} {self.what} {bad} (valid 1..{self.capacity})")
-        held = self._in_use[arr]
+        held = self.is_allocated(arr)
         if not held.all():
+            bad = int(arr[~held][0])
+            if bad == NULL_ID:
+                raise AllocatorError(f"free of the reserved {self.what} {NULL_ID}")
+            if not 0 < bad <= self.capacity:
+                raise AllocatorError(
+                    f"free of out-of-range {self.what} {bad} (valid 1..{self.capacity})")
             raise AllocatorError(
-                f"free of {self.what} {int(arr[~held][0])} that is not allocated "
-                "(double free, or never handed out)"
+                f"free of {self.what} {bad} that is not allocated (double free, or never handed out)"
             )
         self._in_use[arr] = False
         self._stack[self._top : self._top + arr.size] = arr
         self._top += arr.size
 
     def is_allocated(self, ids: np.ndarray) -> np.ndarray:
-        """Vectorised membership: True where the id is currently handed out."""
-        return self._in_use[ids]
+        """Vectorised membership: True where the id is handed out (False out of range)."""
+        return np.take(self._in_use, ids, mode="clip")
 
     def check_integrity(self) -> None:
         """free + used + reserved == capacity + 1, the free stack and the in-use mask disjoint."""
         used = int(np.count_nonzero(self._in_use))
-        if self._in_use[NULL_ID]:
-            raise IntegrityError(f"reserved {self.what} {NULL_ID} is marked in use")
+        if self._in_use[NULL_ID] or self._in_use[-1]:
+            raise IntegrityError(f"reserved {self.what} {NULL_ID} or the sentinel is marked in use")
         if self._top + used + 1 != self.capacity + 1:
             raise IntegrityError(
                 f"{self.what}s: free {self._top} + used {used} + reserved 1 "
@@ -114,7 +118,7 @@ class IdAllocator:
         listed[free] = True
         if int(np.count_nonzero(listed)) != free.size:
             raise IntegrityError(f"free {self.what} stack holds an id twice")
-        if not np.array_equal(listed[1:], ~self._in_use[1:]):
+        if not np.array_equal(listed[1:], ~self._in_use[1:-1]):
             raise IntegrityError(f"a {self.what} is both free and in use, or neither")
 
 

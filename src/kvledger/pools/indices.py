@@ -24,8 +24,8 @@ IndexLike = torch.Tensor | np.ndarray | Sequence[int] | int
 
 def as_index(index: IndexLike, *, size: int, what: str, device: torch.device | str) -> torch.Tensor:
     """A 1-D int64 tensor on `device`, every entry in 0..size−1, else IndexError naming `what`."""
-    if isinstance(index, torch.Tensor) and index.is_floating_point():
-        raise TypeError(f"{what} indices must be integers, got {index.dtype}")
+    if not _integer_typed(index):
+        raise TypeError(f"{what} indices must be integers, got {index.dtype}")  # type: ignore[union-attr]
     out = torch.as_tensor(index, dtype=torch.int64, device=device)
     if out.dim() == 0:
         out = out.reshape(1)
@@ -37,6 +37,15 @@ def as_index(index: IndexLike, *, size: int, what: str, device: torch.device | s
             bad = int(lo) if int(lo) < 0 else int(hi)
             raise IndexError(f"{what} {bad} out of range 0..{size - 1}")
     return out
+
+
+def _integer_typed(index: IndexLike) -> bool:
+    """Arrays must hold integers: a bool mask or floats would be silently reinterpreted."""
+    if isinstance(index, torch.Tensor):
+        return not (index.is_floating_point() or index.is_complex() or index.dtype == torch.bool)
+    if isinstance(index, np.ndarray):
+        return index.dtype.kind in "iu"
+    return True
 
 
 def check_layer(layer: int, num_layers: int, what: str) -> int:

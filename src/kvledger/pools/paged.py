@@ -54,6 +54,7 @@ class PagedTokenAllocator:
             raise ValueError(f"page_tokens must be ≥ 1, got {page_tokens}")
         self.page_tokens = page_tokens
         self.pages = IdAllocator(capacity=num_pages, what="page")
+        self._offsets = np.arange(page_tokens, dtype=np.int64)
 
     @property
     def num_pages(self) -> int:
@@ -101,23 +102,30 @@ class PagedTokenAllocator:
         last = _int64(last_locs, "last_locs")
         if last.shape != prefix.shape:
             raise ValueError(f"last_locs has {last.size} entries for {prefix.size} requests")
+        if prefix.size == 1:
+            return self._extend_one(int(prefix[0]), int(seq[0]), int(last[0]))
         extend, in_tail, new_pages = self._extend_shape(prefix, seq)
-        tail = in_tail > 0
-        if tail.any():
-            self._check_last(last[tail], prefix[tail] - 1)
+        has_tail = in_tail > 0
+        if has_tail.any():
+            self._check_last(last[has_tail], prefix[has_tail] - 1)
         pages = self.pages.alloc(int(new_pages.sum()))
         if pages is None:
             return None
-        req = np.repeat(np.arange(prefix.size), extend)
-        j = np.arange(req.size) - (np.cumsum(extend) - extend)[req]  # offset in the extension
-        locs = np.empty(req.size, dtype=np.int64)
-        in_page = j < in_tail[req]
-        locs[in_page] = last[req[in_page]] + 1 + j[in_page]
-        rest = ~in_page
-        k = j[rest] - in_tail[req[rest]]  # offset into this request's fresh pages
-        first_page = (np.cumsum(new_pages) - new_pages)[req[rest]]
-        locs[rest] = pages[first_page + k // self.page_tokens] * self.page_tokens + k % self.page_tokens
-        return locs
+        p = self.page_tokens
+        # Each request's page table, in position order: the page of its last token when the
+        # extension starts inside it, then its fresh pages.
+        entries = new_pages + has_tail
+        table_start = np.cumsum(entries) - entries
+        table = np.empty(int(entries.sum()), dtype=np.int64)
+        fresh = np.ones(table.size, dtype=bool)
+        fresh[table_start[has_tail]] = False
+        table[~fresh] = last[has_tail] // p
+        table[fresh] = pages
+        # Token j of request i sits at position v = prefix_i + j, on entry v // P − prefix_i // P
+        # of that table, at offset v % P.
+        pos = np.arange(int(extend.sum())) + np.repeat(prefix - (np.cumsum(extend) - extend), extend)
+        entry = np.repeat(table_start - prefix // p, extend) + pos // p
+        return table[entry] * p + pos % p
 
     def alloc_decode(self, seq_lens: ArrayLike, last_locs: ArrayLike) -> np.ndarray | None:
         """One slot per request for its token at position seq−1 (seq counts the new token)."""
@@ -126,22 +134,33 @@ class PagedTokenAllocator:
             raise ValueError(f"last_locs has {last.size} entries for {seq.size} requests")
         if seq.size and int(seq.min()) < 1:
             raise ValueError("seq_lens must count the new token (≥ 1)")
-        opens = (seq - 1) % self.page_tokens == 0
-        same = ~opens
-        if same.any():
-            self._check_last(last[same], seq[same] - 2)
-        pages = self.pages.alloc(int(np.count_nonzero(opens)))
-        if pages is None:
-            return None
+        p = self.page_tokens
+        offset = (seq - 1) % p  # the new token's offset in its page
+        opens = offset == 0
         locs = last + 1
-        locs[opens] = pages * self.page_tokens
+        # A token that does not open a page lands right after its predecessor, in a held page.
+        fits = (locs % p == offset) & self.pages.is_allocated(locs // p)
+        if not (fits | opens).all():
+            raise AllocatorError("a last_loc does not match its position or lies in a free page")
+        num_open = int(np.count_nonzero(opens))
+        if num_open:
+            pages = self.pages.alloc(num_open)
+            if pages is None:
+                return None
+            locs[opens] = pages * p
         return locs
 
     def free(self, token_locs: ArrayLike) -> None:
         """Free the pages holding these token slots (SGLang frees unique(loc // page_size))."""
-        locs = _int64(token_locs, "token_locs")
-        if locs.size:
-            self.pages.free_unique(np.unique(locs // self.page_tokens))
+        pages = _int64(token_locs, "token_locs") // self.page_tokens
+        if pages.size > 1:
+            # A request's slots come in runs of one page: drop repeats within runs first, so
+            # the sort in np.unique sees one entry per page.
+            runs = np.empty(pages.size, dtype=bool)
+            runs[0] = True
+            np.not_equal(pages[1:], pages[:-1], out=runs[1:])
+            pages = np.unique(pages[runs])
+        self.pages.free_unique(pages)
 
     def free_pages(self, pages: ArrayLike) -> None:
         self.pages.free(pages)
@@ -152,8 +171,25 @@ class PagedTokenAllocator:
             raise IntegrityError("token slots != (pages + NULL_PAGE) × page_tokens")
 
     def _page_tokens(self, pages: np.ndarray) -> np.ndarray:
-        offsets = np.arange(self.page_tokens, dtype=np.int64)
-        return (pages[:, None] * self.page_tokens + offsets).reshape(-1)
+        return (pages[:, None] * self.page_tokens + self._offsets).reshape(-1)
+
+    def _extend_one(self, prefix: int, seq: int, last: int) -> np.ndarray | None:
+        """`alloc_extend` of one request in scalars: chunked prefill's usual call, ~3x faster."""
+        p = self.page_tokens
+        if not 0 <= prefix <= seq:
+            raise ValueError("need 0 ≤ prefix_lens ≤ seq_lens for every request")
+        in_tail = min(seq - prefix, -prefix % p)
+        if in_tail and (last % p != (prefix - 1) % p or not self.pages.is_allocated(last // p)):
+            raise AllocatorError(f"last_loc {last} does not match position {prefix - 1} "
+                                 "or lies in a free page")
+        fresh_tokens = seq - prefix - in_tail
+        pages = self.pages.alloc(-(-fresh_tokens // p))
+        if pages is None:
+            return None
+        fresh = self._page_tokens(pages)[:fresh_tokens]
+        if not in_tail:
+            return fresh
+        return np.concatenate((np.arange(last + 1, last + 1 + in_tail, dtype=np.int64), fresh))
 
     def _extend_shape(self, prefix: np.ndarray,
                       seq: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -169,8 +205,6 @@ class PagedTokenAllocator:
 
     def _check_last(self, last: np.ndarray, positions: np.ndarray) -> None:
         """The slot given as a request's last token must sit where its position says."""
-        if int(last.min()) < self.page_tokens or int(last.max()) >= self.num_token_slots:
-            raise AllocatorError(f"last_locs {last.tolist()} outside the allocatable token slots")
         if (last % self.page_tokens != positions % self.page_tokens).any():
             raise AllocatorError("a last_loc's page offset does not match its position")
         if not self.pages.is_allocated(last // self.page_tokens).all():
