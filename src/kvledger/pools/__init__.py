@@ -6,15 +6,13 @@ from kvledger.pools.dsa import DsaTokenPool
 from kvledger.pools.errors import AllocatorError, IntegrityError, LayerKindError
 from kvledger.pools.gqa import GqaKVPool
 from kvledger.pools.hybrid import HybridLinearKVPool
-from kvledger.pools.ids import NULL_ID, IdAllocator, StateSlotAllocator
+from kvledger.pools.ids import NULL_SLOT, IdAllocator, StateSlotAllocator
 from kvledger.pools.index_keys import IndexKeyCache
 from kvledger.pools.latent import LatentKVPool
 from kvledger.pools.paged import NULL_PAGE, PagedTokenAllocator
 from kvledger.pools.req_to_token import ReqToTokenPool
 from kvledger.pools.state import MambaPool
 from kvledger.pools.tail import CompressTail
-
-NULL_SLOT = NULL_ID  # state slot 0: the padding slot of every MambaPool
 
 __all__ = [
     "NULL_PAGE", "NULL_SLOT", "AllocatorError", "CompressTail", "DevicePools", "DsaTokenPool",

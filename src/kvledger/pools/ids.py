@@ -29,6 +29,7 @@ import numpy as np
 from kvledger.pools.errors import AllocatorError, IntegrityError
 
 NULL_ID = 0  # the reserved padding id of every id space
+NULL_SLOT = NULL_ID  # state slot 0: the padding slot of every MambaPool
 
 
 class IdAllocator:
