@@ -3,8 +3,8 @@
 Contract for the facade that drives it (`kvledger.cache`):
 
 * after every `tree.insert`, call `on_insert(result)`; when a request reuses a cached
-  prefix, `on_hit(node)`. Both count a hit on every node of the path and back up what the
-  write policy says is due (`kvledger.host.policy`);
+  prefix, `on_hit(node)`. Both count a hit on every node of the path and back up each node
+  the write policy says is due (`kvledger.host.policy`);
 * route every device eviction through `evict_device`: under write_back it backs victims up
   first, and it returns the freed indices to the device allocators itself;
 * before using a match whose `host_hit_length` > 0 or whose state is on host only, call
@@ -79,16 +79,27 @@ class HiCacheController:
         return self.on_hit(result.node)
 
     def on_hit(self, node: Node) -> BackupOutcome:
-        """Count a hit on `node` and its ancestors; back up `node` if the policy says so."""
+        """Count a hit on `node` and every ancestor, and back up each that is due, root first.
+
+        Returns `node`'s own outcome (NOT_DUE when the policy does not back it up yet). A
+        node created by a split inherits the count of the node it was cut from (its busiest
+        child), as SGLang's `_split_node` copies `hit_count`.
+        """
         if node.parent is None:
             return BackupOutcome.NOT_DUE
-        for n, _, _ in path_spans(node):
-            self.hits[n] = self.hits.get(n, 0) + 1
+        spans = path_spans(node)
+        for n, _, _ in reversed(spans):  # bottom-up: a split parent's children are counted
+            if n not in self.hits:
+                self.hits[n] = max((self.hits.get(c, 0) for c in n.children.values()), default=0)
+        for n, _, _ in spans:
+            self.hits[n] += 1
         if len(self.hits) > HIT_TABLE_PRUNE:
             self.hits = {n: count for n, count in self.hits.items() if n.alive}
-        if not self.policy.backs_up_at(hits=self.hits[node]):
-            return BackupOutcome.NOT_DUE
-        return self.backup(node)
+        outcome = BackupOutcome.NOT_DUE
+        for n, _, _ in spans:
+            if self.policy.backs_up_at(hits=self.hits[n]):
+                outcome = self.backup(n)
+        return outcome if self.policy.backs_up_at(hits=self.hits[node]) else BackupOutcome.NOT_DUE
 
     def backup(self, node: Node) -> BackupOutcome:
         """Back up `node` now, whatever the policy (ancestors first)."""

@@ -6,14 +6,15 @@ rules a backed-up node has host copies of its KV, index keys and state; under th
 release the same node's host KV is truncated (512 of 528 B) and its index keys have none.
 
 >>> from kvledger.hicache import ARTICLE_HOST, OUR_HOST
+>>> from kvledger.plan import make_plan
 >>> from kvledger.tree import Component, RadixTree
->>> from factories import glm_layout
+>>> lay = make_plan(kv_cache_dtype="fp8_e4m3").layout  # GLM-5.3-Flash, 528 B rows
 >>> tree = RadixTree(page_size=64)
 >>> node = tree.insert(list(range(64)), list(range(64, 128)), 1).node
 >>> tree.set_host_value(node, Component.FULL, list(range(64)))
->>> [s.name for s in node_coverage(node, glm_layout(), OUR_HOST).values()]
+>>> [s.name for s in node_coverage(node, lay, OUR_HOST).values()]
 ['COPIED', 'COPIED', 'ABSENT', 'NOT_IN_TREE']
->>> [s.name for s in node_coverage(node, glm_layout(), ARTICLE_HOST).values()]
+>>> [s.name for s in node_coverage(node, lay, ARTICLE_HOST).values()]
 ['TRUNCATED', 'MISSING', 'ABSENT', 'NOT_IN_TREE']
 """
 
