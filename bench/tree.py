@@ -113,8 +113,11 @@ def run_workload(requests: list[np.ndarray], page_size: int) -> dict:
     for tokens in requests:
         t = clock()
         match = tree.match_prefix(tokens)
+        t2 = clock()
         receipt = tree.lock(match.last_device_node)
-        seconds["match"] += clock() - t
+        t3 = clock()
+        seconds["match"] += t2 - t
+        seconds["lock"] += t3 - t2
         calls["match"] += 1
         hit = match.device_hit_length
         hit_tokens += hit
@@ -145,6 +148,7 @@ def run_workload(requests: list[np.ndarray], page_size: int) -> dict:
         "match_ops_per_s": calls["match"] / seconds["match"],
         "insert_ops_per_s": calls["insert"] / seconds["insert"],
         "evict_ops_per_s": calls["evict"] / seconds["evict"] if calls["evict"] else None,
+        "lock_unlock_pairs_per_s": len(requests) / (seconds["lock"] + seconds["unlock"]),
         "evict_calls": calls["evict"],
         "token_hit_rate": hit_tokens / prompt_tokens,
     }

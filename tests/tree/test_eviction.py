@@ -35,7 +35,7 @@ def test_full_pressure_evicts_the_least_recent_leaf_then_prunes_stateless_parent
     assert sorted(second.full_indices.tolist()) == list(range(100))
     assert second.mamba_slots.tolist() == [0]
     assert tree.root.children == {}
-    assert tree.sizes().full_device_tokens == 0
+    assert tree.sizes().full_tokens == 0
     tree.check_integrity()
 
 
@@ -73,7 +73,7 @@ def test_mamba_pressure_tombstones_internal_nodes_and_keeps_their_kv():
     m = tree.match_prefix(strip(0, 150))  # the leaf's state still serves the whole path
     assert (m.device_hit_length, m.mamba_src_slot) == (150, 1)
     sizes = tree.sizes()
-    assert (sizes.mamba_device_slots, sizes.full_device_tokens) == (1, 150)
+    assert (sizes.mamba_slots, sizes.full_tokens) == (1, 150)
     tree.check_integrity()
 
 
@@ -120,7 +120,7 @@ def test_evict_counts_side_effect_frees_toward_both_targets():
     freed = tree.evict(full_tokens=10, mamba_slots=1)
     # Evicting one leaf for FULL freed its state too, which meets the MAMBA target.
     assert (freed.num_full_tokens, freed.num_mamba_slots) == (10, 1)
-    assert tree.sizes().mamba_device_slots == 1
+    assert tree.sizes().mamba_slots == 1
     tree.check_integrity()
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from kvledger.tree import Component, RadixTree
+from kvledger.tree import Component, RadixTree, Tier
 from kvledger.tree.tokens import readonly
 from tree.radix_factories import strip
 
@@ -24,41 +24,41 @@ def _tree() -> tuple[RadixTree, object, object]:
 
 
 def _bump_lock(tree, parent, child):
-    child.full.lock_ref += 1
+    child.full.locks[Tier.DEVICE] += 1
 
 
 def _drift_counter(tree, parent, child):
-    tree.full_evictable_tokens += 1
+    tree.books[Tier.DEVICE].full_evictable_tokens += 1
 
 
 def _drop_from_mamba_lru(tree, parent, child):
-    tree.mamba_lru.remove(parent)
+    tree.books[Tier.DEVICE].states.remove(parent)
 
 
 def _share_a_slot(tree, parent, child):
-    child.full.value = readonly(np.r_[strip(10, 9), [0]])
+    child.full.values[Tier.DEVICE] = readonly(np.r_[strip(10, 9), [0]])
 
 
 def _orphan_device_kv(tree, parent, child):
-    parent.full.value = None
+    parent.full.values[Tier.DEVICE] = None
 
 
 def _two_slot_state(tree, parent, child):
-    parent.mamba.value = (0, 1)
+    parent.mamba.values[Tier.DEVICE] = (0, 1)
 
 
 def _state_without_kv(tree, parent, child):
-    child.mamba.host_value = 5
-    tree.host_mamba_lru.add(child)
-    tree.host_mamba_evictable_slots += 1
+    child.mamba.values[Tier.HOST] = 5
+    tree.books[Tier.HOST].states.add(child)
+    tree.books[Tier.HOST].mamba_evictable_slots += 1
 
 
 def _stale_child_count(tree, parent, child):
-    parent.num_host_children = 1
+    parent.num_children_on[Tier.HOST] = 1
 
 
 def _negative_host_lock(tree, parent, child):
-    parent.full.host_lock_ref = -1
+    parent.full.locks[Tier.HOST] = -1
 
 
 def _wrong_child_key(tree, parent, child):
@@ -68,15 +68,15 @@ def _wrong_child_key(tree, parent, child):
 @pytest.mark.parametrize(
     ("corrupt", "message"),
     [
-        (_bump_lock, "receipts account for 1"),
-        (_drift_counter, "full_evictable_tokens=1 but the nodes hold 0"),
+        (_bump_lock, "device FULL lock=2 but receipts account for 1"),
+        (_drift_counter, "device full_evictable_tokens=1 but the nodes hold 0"),
         (_drop_from_mamba_lru, "device state and MAMBA LRU membership disagree"),
         (_share_a_slot, "device FULL slot is held by two nodes"),
         (_orphan_device_kv, "device FULL is not root-connected"),
         (_two_slot_state, "is not exactly one slot"),
-        (_state_without_kv, "host MAMBA state without host FULL KV"),
-        (_stale_child_count, "num_host_children=1 is stale"),
-        (_negative_host_lock, "FULL host_lock_ref=-1"),
+        (_state_without_kv, "host MAMBA state without FULL KV"),
+        (_stale_child_count, "host child count 1 is stale"),
+        (_negative_host_lock, "host FULL lock=-1"),
         (_wrong_child_key, "not under its first page"),
     ],
 )
@@ -90,6 +90,6 @@ def test_check_integrity_names_the_broken_invariant(corrupt: Callable, message: 
 def test_missing_heap_entry_for_an_evictable_leaf_is_caught():
     tree = RadixTree(page_size=1)
     tree.insert(strip(0, 4), strip(0, 4), 0)
-    tree.device_leaves._pushed.clear()
-    with pytest.raises(RuntimeError, match="FULL-evictable on device but has no heap entry"):
+    tree.books[Tier.DEVICE].leaves._pushed.clear()
+    with pytest.raises(RuntimeError, match="device FULL is evictable but has no heap entry"):
         tree.check_integrity()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kvledger.tree.lru import LeafHeap, LruList
 from kvledger.tree.node import Node
 
@@ -58,3 +60,24 @@ def test_leaf_heap_compacts_when_stale_entries_pile_up():
         heap.push(a)
     assert len(heap) < 1_100  # one live entry plus at most the compaction slack
     assert heap.has_entry(a) and heap.pop(lambda n: True) is a
+
+
+def test_leaf_heap_and_lru_list_check_their_own_integrity():
+    a, b = _nodes(2)
+    a.last_access, b.last_access = 1, 2
+    heap = LeafHeap()
+    heap.push(a)
+    heap.push(b)
+    heap.check_integrity()
+    heap._heap.reverse()  # breaks the heap order
+    with pytest.raises(RuntimeError, match="heap order broken"):
+        heap.check_integrity()
+    heap._heap = []
+    with pytest.raises(RuntimeError, match="without heap entries"):
+        heap.check_integrity()
+    lru = LruList()
+    lru.add(a)
+    lru.check_integrity()
+    a.alive = False
+    with pytest.raises(RuntimeError, match="removed nodes"):
+        lru.check_integrity()

@@ -61,7 +61,7 @@ def test_shared_system_prompt_needs_a_checkpoint_before_it_hits(kv, states):
     assert m.mamba_branching_seqlen is None  # 200 floors to 192: no deeper grid point
     assert m.device_indices.tolist() == list(range(192))
     sizes = tree.sizes()
-    assert (sizes.full_device_tokens, sizes.mamba_device_slots) == (240 + 32, 3)
+    assert (sizes.full_tokens, sizes.mamba_slots) == (240 + 32, 3)
     tree.check_integrity()
 
 
@@ -183,7 +183,7 @@ def test_insert_returns_the_callers_duplicates_and_keeps_existing_state(kv, stat
     assert len(same.duplicate_indices) == 0 and same.mamba_existed
     empty = tree.insert([], [], 6)
     assert (empty.prefix_length, empty.mamba_existed, empty.node is tree.root) == (0, True, True)
-    assert tree.sizes().mamba_device_slots == 1
+    assert tree.sizes().mamba_slots == 1
     tree.check_integrity()
 
 

@@ -244,24 +244,19 @@ class TreeMachine(RuleBasedStateMachine):
 
     @invariant()
     def sizes_match_the_model(self) -> None:
-        s = self.tree.sizes()
-        kv, states = self.pinned(Tier.DEVICE)
-        host_kv, host_states = self.pinned(Tier.HOST)
-        assert kv <= set(self.dev) and host_kv <= set(self.host)
         page = self.page_size
-        assert (s.full_device_tokens, s.full_protected_tokens) == (
-            page * len(self.dev),
-            page * len(kv),
-        )
-        assert (s.mamba_device_slots, s.mamba_protected_slots) == (len(self.dstate), len(states))
-        assert (s.host_full_tokens, s.host_full_protected_tokens) == (
-            page * len(self.host),
-            page * len(host_kv),
-        )
-        assert (s.host_mamba_slots, s.host_mamba_protected_slots) == (
-            len(self.hstate),
-            len(host_states),
-        )
+        for tier, kv, states in (
+            (Tier.DEVICE, self.dev, self.dstate),
+            (Tier.HOST, self.host, self.hstate),
+        ):
+            s = self.tree.sizes(tier)
+            pinned_kv, pinned_states = self.pinned(tier)
+            assert pinned_kv <= set(kv)
+            assert (s.full_tokens, s.full_protected_tokens) == (
+                page * len(kv),
+                page * len(pinned_kv),
+            )
+            assert (s.mamba_slots, s.mamba_protected_slots) == (len(states), len(pinned_states))
 
 
 class TreeMachinePage2(TreeMachine):

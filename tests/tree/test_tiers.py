@@ -42,8 +42,8 @@ def test_backup_goes_root_first_and_state_after_kv():
     with pytest.raises(ValueError, match="already on host"):
         tree.set_host_value(parent, Component.FULL, strip(600, 10))
     tree.set_host_value(parent, Component.MAMBA, 3)
-    sizes = tree.sizes()
-    assert (sizes.host_full_tokens, sizes.host_mamba_slots) == (10, 1)
+    sizes = tree.sizes(Tier.HOST)
+    assert (sizes.full_tokens, sizes.mamba_slots) == (10, 1)
     tree.check_integrity()
 
 
@@ -56,7 +56,7 @@ def test_device_eviction_keeps_backed_up_nodes_as_host_hits():
     assert sorted(freed.full_indices.tolist()) == list(range(20))
     assert sorted(freed.mamba_slots.tolist()) == [0, 1]
     assert parent.alive and child.alive
-    assert tree.sizes().full_device_tokens == 0
+    assert tree.sizes().full_tokens == 0
 
     m = tree.match_prefix(strip(0, 25))
     assert (m.full_kv_hit_length, m.device_hit_length, m.host_hit_length) == (20, 0, 20)
@@ -73,7 +73,7 @@ def test_loadback_is_root_first_and_restores_a_device_hit():
     tree.evict(full_tokens=20)
     with pytest.raises(ValueError, match="load back the parent"):
         tree.restore_device_value(child, Component.FULL, strip(50, 10))
-    with pytest.raises(ValueError, match="load back .*FULL KV first"):
+    with pytest.raises(ValueError, match="load back .*FULL KV before its state"):
         tree.restore_device_value(parent, Component.MAMBA, 7)
     tree.restore_device_value(parent, Component.FULL, strip(50, 10))
     tree.restore_device_value(child, Component.FULL, strip(60, 10))
@@ -112,11 +112,11 @@ def test_split_of_a_backed_up_node_splits_host_values_and_host_locks():
     assert node.full.host_value.tolist() == [104, 105, 106, 107]
     assert (top.full.host_lock_ref, node.full.host_lock_ref) == (1, 1)
     assert (top.mamba.host_value, node.mamba.host_value, node.mamba.host_lock_ref) == (None, 4, 1)
-    sizes = tree.sizes()
-    assert (sizes.host_full_protected_tokens, sizes.host_mamba_protected_slots) == (8, 1)
+    sizes = tree.sizes(Tier.HOST)
+    assert (sizes.full_protected_tokens, sizes.mamba_protected_slots) == (8, 1)
     tree.unlock(receipt)
-    sizes = tree.sizes()
-    assert (sizes.host_full_evictable_tokens, sizes.host_mamba_evictable_slots) == (8, 1)
+    sizes = tree.sizes(Tier.HOST)
+    assert (sizes.full_evictable_tokens, sizes.mamba_evictable_slots) == (8, 1)
     tree.check_integrity()
 
 
@@ -143,7 +143,7 @@ def test_evict_host_is_leaf_first_and_respects_host_locks():
         list(range(1000, 1010)),
         [],
     )
-    assert tree.sizes().host_full_tokens == 0 and tree.sizes().full_device_tokens == 20
+    assert tree.sizes(Tier.HOST).full_tokens == 0 and tree.sizes().full_tokens == 20
     tree.check_integrity()
 
 
@@ -156,7 +156,7 @@ def test_evict_host_removes_host_only_nodes_and_prunes_stateless_parents():
     for node in [shared, *shared.children.values()]:
         _back_up(tree, node, host, host_states)
     tree.evict(full_tokens=100)
-    assert tree.sizes().full_device_tokens == 0 and tree.sizes().host_full_tokens == 7
+    assert tree.sizes().full_tokens == 0 and tree.sizes(Tier.HOST).full_tokens == 7
     freed = tree.evict_host(mamba_slots=2)
     # Both host states go; each host-only leaf is then useless and removed, then the
     # stateless shared prefix too.

@@ -3,7 +3,7 @@
 from kvledger.tree.node import Component, Node, Tier
 from kvledger.tree.printer import format_tree
 from kvledger.tree.radix import RadixTree
-from kvledger.tree.results import EvictResult, InsertResult, LockReceipt, MatchResult, TreeSizes
+from kvledger.tree.results import EvictResult, InsertResult, LockReceipt, MatchResult, TierSizes
 
 __all__ = [
     "Component",
@@ -14,6 +14,6 @@ __all__ = [
     "Node",
     "RadixTree",
     "Tier",
-    "TreeSizes",
+    "TierSizes",
     "format_tree",
 ]

@@ -1,13 +1,14 @@
-"""Eviction policies for both tiers. They pick victims and return indices; nothing is freed here.
+"""Eviction on one tier. It picks victims and returns their indices; nothing is freed here.
 
-FULL, leaf first by least recent use: only a node with no child on that tier and no lock can
-lose its KV, so residency stays root-connected. The node's state on that tier goes with its
-KV. A node with a copy on the other tier stays (as host-only or device-only); otherwise it is
-removed, and parents left childless and stateless are pruned.
+Device and host follow the same rules:
 
-MAMBA, by least recent use of the state (a state is refreshed only when a request consumes
-it): an internal node loses just its state and stays as a tombstone, its KV still serving
-deeper matches; a node left with no children and no state anywhere is pruned with its KV.
+* FULL, leaf first by least recent use: only a node with no child holding KV on this tier
+  and no lock on this tier can lose its KV there, so residency stays root-connected. The
+  node's state on this tier goes with its KV. A node with a copy on the other tier stays;
+  otherwise it is removed, and parents left childless and stateless are pruned.
+* MAMBA, by least recent use of the state (a state is refreshed only when a request consumes
+  it): an internal node loses just its state and stays as a tombstone, its KV still serving
+  deeper matches; a node left with no children and no state on any tier is pruned with its KV.
 
 Worked example (page 1): ``abc`` and ``abd`` share ``ab``, whose node has no state (it was
 created by a split). Evicting one state drops the least recently used leaf ``c`` (state and
@@ -19,138 +20,68 @@ KV); ``ab`` keeps serving ``abd``::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
-from kvledger.tree.core import (
-    EMPTY_INDICES,
-    TreeCore,
-    is_device_leaf,
-    is_host_leaf,
-    mamba_host_unlocked,
-    mamba_unlocked,
-)
+from kvledger.tree.core import EMPTY_INDICES, TreeCore
+from kvledger.tree.node import Node, Tier
 from kvledger.tree.results import EvictResult
 
-if TYPE_CHECKING:
-    from kvledger.tree.node import Node
 
-
-def _result(full: list[np.ndarray], mamba: list[int]) -> EvictResult:
-    if not full:
-        full_indices = EMPTY_INDICES
-    elif len(full) == 1:
-        full_indices = full[0]
-    else:
-        full_indices = np.concatenate(full)
-    return EvictResult(full_indices=full_indices, mamba_slots=np.array(mamba, dtype=np.int64))
-
-
-def evict_device(core: TreeCore, full_tokens: int, mamba_slots: int) -> EvictResult:
-    """Free at least ``full_tokens`` device KV slots and ``mamba_slots`` device states, or all
+def evict(core: TreeCore, tier: Tier, full_tokens: int, mamba_slots: int) -> EvictResult:
+    """Free at least ``full_tokens`` KV slots and ``mamba_slots`` states on ``tier``, or all
     that can go. Slots freed as a side effect (a leaf's state, a pruned parent) count too."""
+    book = core.books[tier]
     freed_full: list[np.ndarray] = []
     freed_mamba: list[int] = []
     num_full = 0
     while num_full < full_tokens:
-        node = core.device_leaves.pop(is_device_leaf)
+        node = book.leaves.pop(book.is_leaf)
         if node is None:
             break
-        num_full += _evict_device_leaf(core, node, freed_full, freed_mamba)
-    victims = core.mamba_lru.oldest(mamba_slots - len(freed_mamba), mamba_unlocked)
-    for node in victims:
-        freed_mamba.append(core._mamba_device_off(node))
-        _prune_device(core, node, freed_full)
-    return _result(freed_full, freed_mamba)
+        num_full += _evict_leaf(core, tier, node, freed_full, freed_mamba)
+    for node in book.states.oldest(mamba_slots - len(freed_mamba), book.state_unlocked):
+        freed_mamba.append(core._mamba_off(tier, node))
+        _prune(core, tier, node, freed_full)
+    if not freed_full:
+        full_indices = EMPTY_INDICES
+    else:
+        full_indices = freed_full[0] if len(freed_full) == 1 else np.concatenate(freed_full)
+    return EvictResult(full_indices=full_indices, mamba_slots=np.array(freed_mamba, dtype=np.int64))
 
 
-def _evict_device_leaf(
-    core: TreeCore, node: Node, freed_full: list[np.ndarray], freed_mamba: list[int]
+def _evict_leaf(
+    core: TreeCore, tier: Tier, node: Node, freed_full: list[np.ndarray], freed_mamba: list[int]
 ) -> int:
-    if node.mamba.value is not None:
-        freed_mamba.append(core._mamba_device_off(node))
-    value = core._full_device_off(node)
+    if node.mamba.values[tier] is not None:
+        freed_mamba.append(core._mamba_off(tier, node))
+    value = core._full_off(tier, node)
     freed_full.append(value)
     num_freed = len(value)
-    if node.full.host_value is None:
+    if node.full.values[tier.other] is None:
         parent = node.parent
         core._remove_node(node)
-        num_freed += _prune_device(core, parent, freed_full)
+        num_freed += _prune(core, tier, parent, freed_full)
     return num_freed
 
 
-def evict_host(core: TreeCore, full_tokens: int, mamba_slots: int) -> EvictResult:
-    """Host counterpart of ``evict_device``; returns host indices."""
-    freed_full: list[np.ndarray] = []
-    freed_mamba: list[int] = []
-    num_full = 0
-    while num_full < full_tokens:
-        node = core.host_leaves.pop(is_host_leaf)
-        if node is None:
-            break
-        num_full += _evict_host_leaf(core, node, freed_full, freed_mamba)
-    victims = core.host_mamba_lru.oldest(mamba_slots - len(freed_mamba), mamba_host_unlocked)
-    for node in victims:
-        freed_mamba.append(core._mamba_host_off(node))
-        _prune_host(core, node, freed_full)
-    return _result(freed_full, freed_mamba)
-
-
-def _evict_host_leaf(
-    core: TreeCore, node: Node, freed_full: list[np.ndarray], freed_mamba: list[int]
-) -> int:
-    if node.mamba.host_value is not None:
-        freed_mamba.append(core._mamba_host_off(node))
-    host_value = core._full_host_off(node)
-    freed_full.append(host_value)
-    num_freed = len(host_value)
-    if node.full.value is None:
-        parent = node.parent
-        core._remove_node(node)
-        num_freed += _prune_host(core, parent, freed_full)
-    return num_freed
-
-
-def _prune_device(core: TreeCore, node: Node, freed_full: list[np.ndarray]) -> int:
-    """Drop device KV of childless, stateless, unlocked nodes from ``node`` upwards.
+def _prune(core: TreeCore, tier: Tier, node: Node, freed_full: list[np.ndarray]) -> int:
+    """Drop KV on ``tier`` of childless, stateless nodes unlocked there, from ``node`` upwards.
 
     Such a node can never be a match point (no state at or below it), so its KV is dead
-    weight; the node itself goes too unless its KV is backed up on host."""
+    weight; the node itself goes too unless it still holds KV on the other tier."""
     num_freed = 0
     while (
         node.parent is not None
         and not node.children
-        and node.mamba.value is None
-        and node.mamba.host_value is None
-        and node.full.lock_ref == 0
+        and node.mamba.values == [None, None]
+        and node.full.locks[tier] == 0
     ):
-        if node.full.value is not None:
-            value = core._full_device_off(node)
+        if node.full.values[tier] is not None:
+            value = core._full_off(tier, node)
             freed_full.append(value)
             num_freed += len(value)
-        if node.full.host_value is not None:
+        if node.full.values[tier.other] is not None:
             break
-        parent = node.parent
-        core._remove_node(node)
-        node = parent
-    return num_freed
-
-
-def _prune_host(core: TreeCore, node: Node, freed_full: list[np.ndarray]) -> int:
-    """Host counterpart of ``_prune_device``, for host-only nodes."""
-    num_freed = 0
-    while (
-        node.parent is not None
-        and not node.children
-        and node.mamba.value is None
-        and node.mamba.host_value is None
-        and node.full.value is None
-        and node.full.host_lock_ref == 0
-    ):
-        host_value = core._full_host_off(node)
-        freed_full.append(host_value)
-        num_freed += len(host_value)
         parent = node.parent
         core._remove_node(node)
         node = parent

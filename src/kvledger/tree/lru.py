@@ -55,6 +55,11 @@ class LruList:
     def __iter__(self) -> Iterator[Node]:
         return iter(self._order)
 
+    def check_integrity(self) -> None:
+        dead = [node for node in self._order if not node.alive]
+        if dead:
+            raise RuntimeError(f"LRU list holds removed nodes {dead[:3]}")
+
     def oldest(self, count: int, eligible: Callable[[Node], bool]) -> list[Node]:
         """Up to ``count`` eligible nodes, least recent first."""
         picked: list[Node] = []
@@ -104,6 +109,17 @@ class LeafHeap:
 
     def entries(self) -> list[tuple[int, int, Node]]:
         return list(self._heap)
+
+    def check_integrity(self) -> None:
+        """Heap order holds and every live entry the index records is in the heap."""
+        heap = self._heap
+        for i in range(1, len(heap)):
+            if heap[(i - 1) // 2][:2] > heap[i][:2]:
+                raise RuntimeError(f"leaf heap order broken at position {i}")
+        present = {(node.id, stamp) for stamp, _, node in heap}
+        missing = [n for n, s in self._pushed.items() if (n.id, s) not in present]
+        if missing:
+            raise RuntimeError(f"leaf heap index lists {missing[:3]} without heap entries")
 
     def __len__(self) -> int:
         return len(self._heap)

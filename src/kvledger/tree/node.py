@@ -23,7 +23,7 @@ Residency rules (enforced by ``RadixTree.check_integrity``):
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import Enum, IntEnum
 
 import numpy as np
 
@@ -41,23 +41,45 @@ class Component(Enum):
     MAMBA = "mamba"  # linear-attention state, one slot per node
 
 
-class Tier(Enum):
-    """Where a value lives: device HBM or host DRAM."""
+class Tier(IntEnum):
+    """Where a value lives. Also the index of that tier in per-tier lists."""
 
-    DEVICE = "device"
-    HOST = "host"
+    DEVICE = 0  # HBM
+    HOST = 1  # DRAM
+
+    @property
+    def other(self) -> Tier:
+        return Tier(1 - self)
 
 
 class ComponentData:
-    """One component's values and pins on one node (mutable; the tree owns all writes)."""
+    """One component's values and pins on one node, per tier (the tree owns all writes).
 
-    __slots__ = ("value", "host_value", "lock_ref", "host_lock_ref")
+    ``values[tier]``: FULL, a read-only int64 array with one slot per key token; MAMBA, one
+    int slot. ``locks[tier]`` pins that value against eviction on that tier.
+    """
+
+    __slots__ = ("values", "locks")
 
     def __init__(self) -> None:
-        self.value = None  # FULL: read-only int64 array of device slots; MAMBA: int slot
-        self.host_value = None  # same shape, host indices
-        self.lock_ref = 0  # pins `value` against device eviction
-        self.host_lock_ref = 0  # pins `host_value` against host eviction
+        self.values: list = [None, None]
+        self.locks = [0, 0]
+
+    @property
+    def value(self):
+        return self.values[Tier.DEVICE]
+
+    @property
+    def host_value(self):
+        return self.values[Tier.HOST]
+
+    @property
+    def lock_ref(self) -> int:
+        return self.locks[Tier.DEVICE]
+
+    @property
+    def host_lock_ref(self) -> int:
+        return self.locks[Tier.HOST]
 
 
 class Node:
@@ -71,8 +93,7 @@ class Node:
         "full",
         "mamba",
         "last_access",
-        "num_device_children",
-        "num_host_children",
+        "num_children_on",
         "alive",
     )
 
@@ -84,8 +105,7 @@ class Node:
         self.full = ComponentData()
         self.mamba = ComponentData()
         self.last_access = 0  # logical clock; FULL eviction picks the smallest
-        self.num_device_children = 0  # children whose FULL is on device
-        self.num_host_children = 0  # children whose FULL is on host
+        self.num_children_on = [0, 0]  # per tier: children holding FULL on that tier
         self.alive = True  # False once removed from the tree
 
     @property
@@ -96,10 +116,6 @@ class Node:
     def tokens(self) -> np.ndarray:
         """The key as a read-only int64 array (a view, no copy)."""
         return np.frombuffer(self.key, dtype=TOKEN_DTYPE)
-
-    @property
-    def is_root(self) -> bool:
-        return self.parent is None and self.alive
 
     def component(self, component: Component) -> ComponentData:
         match component:

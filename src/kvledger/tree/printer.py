@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kvledger.tree.node import ComponentData, Node, Tier
+
 if TYPE_CHECKING:
-    from kvledger.tree.node import Node
     from kvledger.tree.radix import RadixTree
 
 
@@ -29,39 +30,33 @@ def _tokens(node: Node, max_ids: int) -> str:
     return "[" + " ".join(map(str, ids)) + more + "]"
 
 
-def _where(device: object, host: object, lock: int, host_lock: int, show_slot: bool) -> str:
+def _where(data: ComponentData, show_slot: bool) -> str:
     parts = []
-    if device is not None:
-        parts.append(f"D={device}" if show_slot else "D")
-        if lock:
-            parts[-1] += f"(lock {lock})"
-    if host is not None:
-        parts.append(f"H={host}" if show_slot else "H")
-        if host_lock:
-            parts[-1] += f"(lock {host_lock})"
+    for tier, value in enumerate(data.values):
+        if value is not None:
+            letter = "DH"[tier]
+            lock = data.locks[tier]
+            parts.append(f"{letter}={value}" if show_slot else letter)
+            parts[-1] += f"(lock {lock})" if lock else ""
     return "+".join(parts) or "-"
 
 
 def describe_node(node: Node, max_ids: int = 4) -> str:
-    full, state = node.full, node.mamba
-    kv = _where(full.value, full.host_value, full.lock_ref, full.host_lock_ref, False)
-    st = _where(state.value, state.host_value, state.lock_ref, state.host_lock_ref, True)
-    return f"#{node.id} {_tokens(node, max_ids)} {node.num_tokens} tok  FULL {kv}  MAMBA {st}"
+    kv, state = _where(node.full, False), _where(node.mamba, True)
+    return f"#{node.id} {_tokens(node, max_ids)} {node.num_tokens} tok  FULL {kv}  MAMBA {state}"
 
 
 def format_tree(tree: RadixTree, max_ids: int = 4) -> str:
-    """The whole tree, one node per line, with a header of device sizes."""
-    s = tree.sizes()
-    lines = [
-        f"root  page_size={tree.page_size}  FULL {s.full_device_tokens} tok "
-        f"({s.full_evictable_tokens} evictable)  MAMBA {s.mamba_device_slots} slots "
-        f"({s.mamba_evictable_slots} evictable)"
-        + (
-            f"  host FULL {s.host_full_tokens} tok, MAMBA {s.host_mamba_slots}"
-            if s.host_full_tokens
-            else ""
-        )
-    ]
+    """The whole tree, one node per line, with a header of sizes per tier."""
+    d, h = tree.sizes(Tier.DEVICE), tree.sizes(Tier.HOST)
+    header = (
+        f"root  page_size={tree.page_size}  FULL {d.full_tokens} tok "
+        f"({d.full_evictable_tokens} evictable)  MAMBA {d.mamba_slots} slots "
+        f"({d.mamba_evictable_slots} evictable)"
+    )
+    if h.full_tokens:
+        header += f"  host: FULL {h.full_tokens} tok, MAMBA {h.mamba_slots} slots"
+    lines = [header]
     stack = [
         (child, "", i == 0) for i, child in enumerate(_ordered(tree.root, tree.page_size)[::-1])
     ]

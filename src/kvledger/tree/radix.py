@@ -37,12 +37,15 @@ from __future__ import annotations
 import numpy as np
 
 from kvledger.tree.core import EMPTY_INDICES, TreeCore
-from kvledger.tree.eviction import evict_device, evict_host
+from kvledger.tree.eviction import evict
 from kvledger.tree.integrity import check_tree
 from kvledger.tree.node import TOKEN_BYTES, Component, Node, Tier
-from kvledger.tree.results import EvictResult, InsertResult, LockReceipt, MatchResult, TreeSizes
-from kvledger.tree.tiers import record_backup, record_loadback
+from kvledger.tree.results import EvictResult, InsertResult, LockReceipt, MatchResult, TierSizes
+from kvledger.tree.tiers import record_copy
 from kvledger.tree.tokens import as_index_array, as_slot, as_token_array, readonly
+
+# Match and insert act on device values only; a plain int indexes per-tier lists fastest.
+DEVICE = int(Tier.DEVICE)
 
 
 class RadixTree(TreeCore):
@@ -98,24 +101,24 @@ class RadixTree(TreeCore):
         depth = 0
         for i, node in enumerate(path, 1):
             depth += node.num_tokens
-            state = node.mamba
-            if state.value is not None:
+            on_device, on_host = node.mamba.values
+            if on_device is not None:
                 best, best_len, best_at = node, depth, i
                 device, device_len, device_at = node, depth, i
-            elif state.host_value is not None:
+            elif on_host is not None:
                 best, best_len, best_at = node, depth, i
         for node in path[:best_at]:
             self._touch(node)
-        if best.mamba.value is not None:
-            self.mamba_lru.refresh(best)
-        if best.mamba.host_value is not None:
-            self.host_mamba_lru.refresh(best)
+        for tier, slot in enumerate(best.mamba.values):
+            if slot is not None:
+                self.books[tier].states.refresh(best)
         if device_at == 0:
             indices = EMPTY_INDICES
         elif device_at == 1:
-            indices = path[0].full.value
+            indices = path[0].full.values[DEVICE]
         else:
-            indices = readonly(np.concatenate([node.full.value for node in path[:device_at]]))
+            chunks = [node.full.values[DEVICE] for node in path[:device_at]]
+            indices = readonly(np.concatenate(chunks))
         grid = self.mamba_checkpoint_tokens
         aligned = hit_tokens // grid * grid
         return MatchResult(
@@ -125,7 +128,7 @@ class RadixTree(TreeCore):
             full_kv_hit_length=hit_tokens,
             host_hit_length=best_len - device_len,
             mamba_branching_seqlen=aligned if aligned > best_len else None,
-            mamba_src_slot=best.mamba.value,
+            mamba_src_slot=best.mamba.values[DEVICE],
         )
 
     # ---- insert ----------------------------------------------------------------------------
@@ -160,10 +163,10 @@ class RadixTree(TreeCore):
                 )
             first, last = pos // TOKEN_BYTES, (pos + len(child.key)) // TOKEN_BYTES
             ours = indices[first:last]
-            cached = child.full.value
+            cached = child.full.values[DEVICE]
             self._touch(child)
             if cached is None:
-                self._full_device_on(child, readonly(ours.copy()))
+                self._full_on(DEVICE, child, readonly(ours.copy()))
             else:
                 differs = ours != cached
                 if differs.any():
@@ -174,15 +177,15 @@ class RadixTree(TreeCore):
         if pos < end:
             node = self._new_node(node, data[pos:])
             self._touch(node)
-            self._full_device_on(node, readonly(indices[prefix:].copy()))
-            self._mamba_device_on(node, slot)
+            self._full_on(DEVICE, node, readonly(indices[prefix:].copy()))
+            self._mamba_on(DEVICE, node, slot)
             existed = False
-        elif node.parent is None or node.mamba.value is not None:
+        elif node.parent is None or node.mamba.values[DEVICE] is not None:
             existed = True  # the root keeps no state; an existing state wins
             if node.parent is not None:
-                self.mamba_lru.refresh(node)
+                self.books[DEVICE].states.refresh(node)
         else:
-            self._mamba_device_on(node, slot)
+            self._mamba_on(DEVICE, node, slot)
             existed = False
         if not duplicates:
             dup = EMPTY_INDICES
@@ -201,9 +204,9 @@ class RadixTree(TreeCore):
         self._require_live(node, "path_device_indices")
         chunks = []
         while node.parent is not None:
-            if node.full.value is None:
+            if node.full.values[DEVICE] is None:
                 raise ValueError(f"path_device_indices: {node!r} has no FULL KV on device")
-            chunks.append(node.full.value)
+            chunks.append(node.full.values[DEVICE])
             node = node.parent
         if len(chunks) <= 1:
             return chunks[0] if chunks else EMPTY_INDICES
@@ -213,21 +216,11 @@ class RadixTree(TreeCore):
 
     def lock(self, node: Node) -> LockReceipt:
         """Pin ``node``'s device KV and all its ancestors', plus its device state if any."""
-        self._require_live(node, "lock")
-        if node.full.value is None:
-            raise ValueError(f"lock: {node!r} has no FULL KV on device; lock_host pins host copies")
-        mamba = node.mamba.value is not None
-        self._lock_device(node, +1, mamba)
-        return self._issue(node, Tier.DEVICE, mamba)
+        return self._lock_on(Tier.DEVICE, node, "lock")
 
     def lock_host(self, node: Node) -> LockReceipt:
         """Pin ``node``'s host KV and all its ancestors', plus its host state if any."""
-        self._require_live(node, "lock_host")
-        if node.full.host_value is None:
-            raise ValueError(f"lock_host: {node!r} has no FULL KV on host")
-        mamba = node.mamba.host_value is not None
-        self._lock_host(node, +1, mamba)
-        return self._issue(node, Tier.HOST, mamba)
+        return self._lock_on(Tier.HOST, node, "lock_host")
 
     def unlock(self, receipt: LockReceipt) -> None:
         """Undo exactly what ``receipt``'s lock did; each receipt unlocks once."""
@@ -235,13 +228,14 @@ class RadixTree(TreeCore):
         if self.receipts.get(receipt_id) is not receipt:
             raise ValueError(f"unlock: {receipt!r} is not an outstanding receipt of this tree")
         del self.receipts[receipt_id]
-        match receipt.tier:
-            case Tier.DEVICE:
-                self._lock_device(receipt.node, -1, receipt.mamba_locked)
-            case Tier.HOST:
-                self._lock_host(receipt.node, -1, receipt.mamba_locked)
+        self._lock(receipt.tier, receipt.node, -1, receipt.mamba_locked)
 
-    def _issue(self, node: Node, tier: Tier, mamba: bool) -> LockReceipt:
+    def _lock_on(self, tier: Tier, node: Node, action: str) -> LockReceipt:
+        self._require_live(node, action)
+        if node.full.values[tier] is None:
+            raise ValueError(f"{action}: {node!r} has no FULL KV on {tier.name.lower()}")
+        mamba = node.mamba.values[tier] is not None
+        self._lock(tier, node, +1, mamba)
         receipt = LockReceipt(
             receipt_id=self._next_receipt_id, node=node, tier=tier, mamba_locked=mamba
         )
@@ -263,41 +257,36 @@ class RadixTree(TreeCore):
     def evict(self, *, full_tokens: int = 0, mamba_slots: int = 0) -> EvictResult:
         """Drop at least ``full_tokens`` device KV slots and ``mamba_slots`` device states (or
         everything unlocked that can go) and return the freed device indices."""
-        return evict_device(
-            self, _count(full_tokens, "full_tokens"), _count(mamba_slots, "mamba_slots")
+        return evict(
+            self,
+            Tier.DEVICE,
+            _count(full_tokens, "full_tokens"),
+            _count(mamba_slots, "mamba_slots"),
         )
 
     def evict_host(self, *, full_tokens: int = 0, mamba_slots: int = 0) -> EvictResult:
         """Host counterpart of ``evict``; returns freed host indices."""
-        return evict_host(
-            self, _count(full_tokens, "full_tokens"), _count(mamba_slots, "mamba_slots")
+        return evict(
+            self, Tier.HOST, _count(full_tokens, "full_tokens"), _count(mamba_slots, "mamba_slots")
         )
 
     # ---- host tier hooks -------------------------------------------------------------------
 
     def set_host_value(self, node: Node, component: Component, host_indices: object) -> None:
-        """Record a finished backup of ``node``'s ``component`` (see ``tiers.record_backup``)."""
+        """Record a finished backup of ``node``'s ``component`` (see ``tiers.record_copy``)."""
         self._require_live(node, "set_host_value")
-        record_backup(self, node, component, host_indices)
+        record_copy(self, Tier.HOST, node, component, host_indices)
 
     def restore_device_value(self, node: Node, component: Component, indices: object) -> None:
-        """Record a finished loadback of ``node``'s ``component`` (see ``tiers.record_loadback``)."""
+        """Record a finished loadback of ``node``'s ``component`` (see ``tiers.record_copy``)."""
         self._require_live(node, "restore_device_value")
-        record_loadback(self, node, component, indices)
+        record_copy(self, Tier.DEVICE, node, component, indices)
 
     # ---- accounting ------------------------------------------------------------------------
 
-    def sizes(self) -> TreeSizes:
-        return TreeSizes(
-            full_evictable_tokens=self.full_evictable_tokens,
-            full_protected_tokens=self.full_protected_tokens,
-            mamba_evictable_slots=self.mamba_evictable_slots,
-            mamba_protected_slots=self.mamba_protected_slots,
-            host_full_evictable_tokens=self.host_full_evictable_tokens,
-            host_full_protected_tokens=self.host_full_protected_tokens,
-            host_mamba_evictable_slots=self.host_mamba_evictable_slots,
-            host_mamba_protected_slots=self.host_mamba_protected_slots,
-        )
+    def sizes(self, tier: Tier = Tier.DEVICE) -> TierSizes:
+        """Evictable and protected sizes per component on ``tier``."""
+        return self.books[tier].sizes()
 
     def check_integrity(self) -> None:
         """Recompute every size, order and invariant from the nodes; RuntimeError on drift."""

@@ -85,38 +85,24 @@ class LockReceipt(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TreeSizes:
-    """Evictable (unlocked) and protected (locked) sizes per component and tier.
+class TierSizes:
+    """Evictable (unlocked) and protected (locked) sizes of one tier, per component.
 
-    >>> s = TreeSizes(full_evictable_tokens=96, full_protected_tokens=32,
-    ...               mamba_evictable_slots=3, mamba_protected_slots=1,
-    ...               host_full_evictable_tokens=0, host_full_protected_tokens=0,
-    ...               host_mamba_evictable_slots=0, host_mamba_protected_slots=0)
-    >>> s.full_device_tokens, s.mamba_device_slots
+    >>> s = TierSizes(full_evictable_tokens=96, full_protected_tokens=32,
+    ...               mamba_evictable_slots=3, mamba_protected_slots=1)
+    >>> s.full_tokens, s.mamba_slots
     (128, 4)
     """
 
-    full_evictable_tokens: int  # device KV tokens on unlocked nodes
-    full_protected_tokens: int  # device KV tokens on locked nodes
-    mamba_evictable_slots: int  # device states on unlocked nodes
-    mamba_protected_slots: int  # device states on locked nodes
-    host_full_evictable_tokens: int  # host KV tokens on nodes without a host lock
-    host_full_protected_tokens: int  # host KV tokens on host-locked nodes
-    host_mamba_evictable_slots: int  # host states without a host lock
-    host_mamba_protected_slots: int  # host states with a host lock
+    full_evictable_tokens: int  # KV tokens on nodes without a lock on this tier
+    full_protected_tokens: int  # KV tokens on nodes locked on this tier
+    mamba_evictable_slots: int  # states without a lock on this tier
+    mamba_protected_slots: int  # states locked on this tier
 
     @property
-    def full_device_tokens(self) -> int:
+    def full_tokens(self) -> int:
         return self.full_evictable_tokens + self.full_protected_tokens
 
     @property
-    def mamba_device_slots(self) -> int:
+    def mamba_slots(self) -> int:
         return self.mamba_evictable_slots + self.mamba_protected_slots
-
-    @property
-    def host_full_tokens(self) -> int:
-        return self.host_full_evictable_tokens + self.host_full_protected_tokens
-
-    @property
-    def host_mamba_slots(self) -> int:
-        return self.host_mamba_evictable_slots + self.host_mamba_protected_slots

@@ -30,51 +30,41 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kvledger.tree.node import Component, Node
+from kvledger.tree.node import Component, Node, Tier
 from kvledger.tree.tokens import as_index_array, as_slot, readonly
 
 if TYPE_CHECKING:
     from kvledger.tree.core import TreeCore
 
+# How callers name the copy onto each tier and its argument, for error messages.
+_METHOD = {Tier.DEVICE: "restore_device_value", Tier.HOST: "set_host_value"}
+_ARGUMENT = {Tier.DEVICE: "indices", Tier.HOST: "host_indices"}
+_VERB = {Tier.DEVICE: "load back", Tier.HOST: "back up"}
 
-def record_backup(core: TreeCore, node: Node, component: Component, host_indices: object) -> None:
-    """FULL: one host slot per key token (parent backed up first). MAMBA: one host slot
-    (the node's FULL backed up first)."""
+
+def record_copy(
+    core: TreeCore, tier: Tier, node: Node, component: Component, indices: object
+) -> None:
+    """Record that ``node``'s ``component`` now also lives on ``tier`` at ``indices``.
+
+    FULL: one slot per key token, and the parent must hold FULL on ``tier`` first.
+    MAMBA: one slot, and the node must hold FULL on ``tier`` first.
+    """
+    method, verb = _METHOD[tier], _VERB[tier]
     if node.parent is None:
-        raise ValueError("set_host_value: the root holds nothing to back up")
+        raise ValueError(f"{method}: the root holds nothing to {verb}")
+    data = node.component(component)
+    if data.values[tier] is not None:
+        raise ValueError(f"{method}: {node!r} {component.name} is already on {tier.name.lower()}")
     match component:
         case Component.FULL:
-            if node.full.host_value is not None:
-                raise ValueError(f"set_host_value: {node!r} FULL is already on host")
-            if node.parent.full.host_value is None:
-                raise ValueError(f"set_host_value: back up the parent of {node!r} first")
-            values = as_index_array(host_indices, "host_indices", node.num_tokens)
-            core._full_host_on(node, readonly(values.copy()))
+            if node.parent.full.values[tier] is None:
+                raise ValueError(f"{method}: {verb} the parent of {node!r} first")
+            values = as_index_array(indices, _ARGUMENT[tier], node.num_tokens)
+            if tier is Tier.DEVICE:
+                core._touch(node)
+            core._full_on(tier, node, readonly(values.copy()))
         case Component.MAMBA:
-            if node.mamba.host_value is not None:
-                raise ValueError(f"set_host_value: {node!r} MAMBA is already on host")
-            if node.full.host_value is None:
-                raise ValueError(f"set_host_value: back up {node!r}'s FULL KV before its state")
-            core._mamba_host_on(node, as_slot(host_indices, "host_indices"))
-
-
-def record_loadback(core: TreeCore, node: Node, component: Component, indices: object) -> None:
-    """FULL: one device slot per key token (parent on device first). MAMBA: one device
-    slot (the node's FULL on device first)."""
-    if node.parent is None:
-        raise ValueError("restore_device_value: the root holds nothing to load back")
-    match component:
-        case Component.FULL:
-            if node.full.value is not None:
-                raise ValueError(f"restore_device_value: {node!r} FULL is already on device")
-            if node.parent.full.value is None:
-                raise ValueError(f"restore_device_value: load back the parent of {node!r} first")
-            values = as_index_array(indices, "indices", node.num_tokens)
-            core._touch(node)
-            core._full_device_on(node, readonly(values.copy()))
-        case Component.MAMBA:
-            if node.mamba.value is not None:
-                raise ValueError(f"restore_device_value: {node!r} MAMBA is already on device")
-            if node.full.value is None:
-                raise ValueError(f"restore_device_value: load back {node!r}'s FULL KV first")
-            core._mamba_device_on(node, as_slot(indices, "indices"))
+            if node.full.values[tier] is None:
+                raise ValueError(f"{method}: {verb} {node!r}'s FULL KV before its state")
+            core._mamba_on(tier, node, as_slot(indices, _ARGUMENT[tier]))

@@ -19,6 +19,13 @@ from kvledger.tree.node import INDEX_DTYPE, TOKEN_DTYPE
 
 
 def _as_int_array(values: object, field: str, what: str) -> np.ndarray:
+    if (
+        type(values) is np.ndarray
+        and values.dtype == TOKEN_DTYPE
+        and values.ndim == 1
+        and values.flags.c_contiguous
+    ):
+        return values  # the common case, checked in the cheapest order
     if isinstance(values, np.ndarray):
         array = values
     else:
