@@ -127,43 +127,22 @@ class TreeMachine(RuleBasedStateMachine):
         pinned = set(self.pages(tokens, 0, n))
         self.receipts.append((receipt, pinned, tuple(tokens[:n]) if n else None))
 
-    @rule(tokens=token_lists, depth=st.integers(1, 6))
-    def lock_any_device_node(self, tokens: list[int], depth: int) -> None:
-        """Lock a node on the path whether or not it holds a state (chunked prefill does)."""
+    @rule(tokens=token_lists, depth=st.integers(1, 6), tier=st.sampled_from(Tier))
+    def lock_on_path(self, tokens: list[int], depth: int, tier: Tier) -> None:
+        """Lock any node holding KV on ``tier`` on the path, with or without a state (chunked
+        prefill locks stateless nodes; the host tier locks what a transfer reads)."""
         m = self.match(tokens)
-        nodes = [
-            n
-            for n in path_nodes(self.tree, tokens[: m.full_kv_hit_length])
-            if n.full.value is not None
-        ]
+        covered = path_nodes(self.tree, tokens[: m.full_kv_hit_length])
+        nodes = [n for n in covered if n.full.values[tier] is not None][:depth]
         if not nodes:
             return
-        nodes = nodes[:depth]
-        end = sum(n.num_tokens for n in nodes)  # device copies are root-connected: a prefix
-        receipt = self.tree.lock(nodes[-1])
-        assert receipt.mamba_locked == (tuple(tokens[:end]) in self.dstate)
-        pinned = set(self.pages(tokens, 0, end))
-        self.receipts.append(
-            (receipt, pinned, tuple(tokens[:end]) if receipt.mamba_locked else None)
-        )
-
-    @rule(tokens=token_lists)
-    def lock_host(self, tokens: list[int]) -> None:
-        m = self.match(tokens)
-        nodes = [
-            n
-            for n in path_nodes(self.tree, tokens[: m.full_kv_hit_length])
-            if n.full.host_value is not None
-        ]
-        if not nodes:
-            return
-        end = sum(n.num_tokens for n in nodes)  # host copies are root-connected: a prefix
-        receipt = self.tree.lock_host(nodes[-1])
-        assert receipt.mamba_locked == (tuple(tokens[:end]) in self.hstate)
-        pinned = set(self.pages(tokens, 0, end))
-        self.receipts.append(
-            (receipt, pinned, tuple(tokens[:end]) if receipt.mamba_locked else None)
-        )
+        end = sum(n.num_tokens for n in nodes)  # copies on a tier are root-connected: a prefix
+        lock = {Tier.DEVICE: self.tree.lock, Tier.HOST: self.tree.lock_host}[tier]
+        receipt = lock(nodes[-1])
+        states = self.dstate if tier is Tier.DEVICE else self.hstate
+        assert receipt.mamba_locked == (tuple(tokens[:end]) in states)
+        state = tuple(tokens[:end]) if receipt.mamba_locked else None
+        self.receipts.append((receipt, set(self.pages(tokens, 0, end)), state))
 
     @precondition(lambda self: self.receipts)
     @rule(pick=st.integers(0, 1_000))

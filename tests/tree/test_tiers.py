@@ -22,10 +22,21 @@ def _two_level_tree() -> tuple[RadixTree, object, object]:
     return tree, parent, child
 
 
-def _back_up(tree: RadixTree, node, host: Slots, states: Slots) -> None:
-    tree.set_host_value(node, Component.FULL, host.take(node.num_tokens))
-    if node.mamba.value is not None:
-        tree.set_host_value(node, Component.MAMBA, states.one())
+def _back_up(tree: RadixTree, *nodes) -> None:
+    """Back up ``nodes`` root-first: host KV slots from 1000, host state slots from 0."""
+    host, states = Slots(1000), Slots(0)
+    for node in nodes:
+        tree.set_host_value(node, Component.FULL, host.take(node.num_tokens))
+        if node.mamba.value is not None:
+            tree.set_host_value(node, Component.MAMBA, states.one())
+
+
+@pytest.fixture
+def backed_up() -> tuple[RadixTree, object, object]:
+    """The two-level tree with both nodes backed up to host."""
+    tree, parent, child = _two_level_tree()
+    _back_up(tree, parent, child)
+    return tree, parent, child
 
 
 def test_backup_goes_root_first_and_state_after_kv():
@@ -47,11 +58,8 @@ def test_backup_goes_root_first_and_state_after_kv():
     tree.check_integrity()
 
 
-def test_device_eviction_keeps_backed_up_nodes_as_host_hits():
-    tree, parent, child = _two_level_tree()
-    host, host_states = Slots(1000), Slots(0)
-    _back_up(tree, parent, host, host_states)
-    _back_up(tree, child, host, host_states)
+def test_device_eviction_keeps_backed_up_nodes_as_host_hits(backed_up):
+    tree, parent, child = backed_up
     freed = tree.evict(full_tokens=20)
     assert sorted(freed.full_indices.tolist()) == list(range(20))
     assert sorted(freed.mamba_slots.tolist()) == [0, 1]
@@ -65,11 +73,8 @@ def test_device_eviction_keeps_backed_up_nodes_as_host_hits():
     tree.check_integrity()
 
 
-def test_loadback_is_root_first_and_restores_a_device_hit():
-    tree, parent, child = _two_level_tree()
-    host, host_states = Slots(1000), Slots(0)
-    _back_up(tree, parent, host, host_states)
-    _back_up(tree, child, host, host_states)
+def test_loadback_is_root_first_and_restores_a_device_hit(backed_up):
+    tree, parent, child = backed_up
     tree.evict(full_tokens=20)
     with pytest.raises(ValueError, match="load back the parent"):
         tree.restore_device_value(child, Component.FULL, strip(50, 10))
@@ -88,8 +93,7 @@ def test_loadback_is_root_first_and_restores_a_device_hit():
 
 def test_insert_over_host_only_kv_adopts_the_callers_slots():
     tree, parent, child = _two_level_tree()
-    host, host_states = Slots(1000), Slots(0)
-    _back_up(tree, parent, host, host_states)
+    _back_up(tree, parent)
     tree.evict(full_tokens=20)  # child (no host copy) removed; parent host-only
     assert not child.alive and parent.full.value is None
     done = tree.insert(strip(0, 12), strip(300, 12), 9)
@@ -120,11 +124,8 @@ def test_split_of_a_backed_up_node_splits_host_values_and_host_locks():
     tree.check_integrity()
 
 
-def test_evict_host_is_leaf_first_and_respects_host_locks():
-    tree, parent, child = _two_level_tree()
-    host, host_states = Slots(1000), Slots(0)
-    _back_up(tree, parent, host, host_states)
-    _back_up(tree, child, host, host_states)
+def test_evict_host_is_leaf_first_and_respects_host_locks(backed_up):
+    tree, parent, child = backed_up
     receipt = tree.lock_host(child)
     pinned = tree.evict_host(full_tokens=100, mamba_slots=5)
     # The child's host lock pins host KV on its whole path but only its own state, so only
@@ -152,9 +153,7 @@ def test_evict_host_removes_host_only_nodes_and_prunes_stateless_parents():
     a = tree.insert(np.r_[strip(0, 5), [7]], strip(0, 6), 0).node
     tree.insert(np.r_[strip(0, 5), [8]], strip(6, 6), 1)
     shared = a.parent
-    host, host_states = Slots(1000), Slots(0)
-    for node in [shared, *shared.children.values()]:
-        _back_up(tree, node, host, host_states)
+    _back_up(tree, shared, *shared.children.values())
     tree.evict(full_tokens=100)
     assert tree.sizes().full_tokens == 0 and tree.sizes(Tier.HOST).full_tokens == 7
     freed = tree.evict_host(mamba_slots=2)
@@ -170,8 +169,7 @@ def test_lock_needs_a_value_on_that_tier():
     tree, parent, child = _two_level_tree()
     with pytest.raises(ValueError, match="lock_host: .* no FULL KV on host"):
         tree.lock_host(parent)
-    host, host_states = Slots(1000), Slots(0)
-    _back_up(tree, parent, host, host_states)
+    _back_up(tree, parent)
     tree.evict(full_tokens=20)
     with pytest.raises(ValueError, match="lock: .* no FULL KV on device"):
         tree.lock(parent)
