@@ -7,6 +7,8 @@ import dataclasses
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kvledger.sim.config import SimConfig
 from kvledger.sim.generators import GENERATORS, GeneratorParams
@@ -120,3 +122,30 @@ def test_conservation_under_pressure(name, deploy):
     assert s.evicted_pages > 0 or s.evicted_slots > 0  # the pools were small enough to evict
     assert c.decode_tokens == sum(r.output_tokens for r in w.requests
                                   if r.rid not in {u.rid for u in s.unfinished})
+
+
+_segment = st.tuples(st.integers(1, 6), st.integers(1, 700))
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    prompts=st.lists(st.tuples(st.lists(_segment, min_size=1, max_size=4), st.integers(0, 300),
+                               st.floats(0, 5_000)), min_size=1, max_size=12),
+    pages=st.integers(12, 80), slots=st.integers(5, 30), running=st.integers(1, 6),
+    chunk=st.sampled_from([64, 256, 8192]),
+)
+def test_any_workload_conserves_pages_slots_and_requests(prompts, pages, slots, running, chunk):
+    arrivals = sorted(at for _, _, at in prompts)
+    w = workload(*(request(i, at, segs, output=out)
+                   for i, ((segs, out, _), at) in enumerate(zip(prompts, arrivals, strict=True))))
+    plan = small_plan(max_total_tokens=pages * 64, max_mamba_cache_size=slots,
+                      max_running_requests=running)
+    result = simulate(plan, w, SimConfig(chunked_prefill_tokens=chunk, integrity_every_steps=1))
+    s = result.summary
+    assert s.counters.finished + len(s.unfinished) == len(w.requests)
+    for r in result.requests:
+        assert r.usable_hit_tokens <= r.hit_tokens < r.prompt_tokens
+    assert result.series.column("running").max(initial=0) <= s.max_running_requests
+    assert result.series.column("pages_free").min(initial=s.token_pages) >= 0
+    assert s.counters.peak_pages_used <= s.token_pages
+    assert s.counters.peak_slots_used <= s.state_slots

@@ -18,7 +18,7 @@ h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 
 table { border-collapse: collapse; margin: 1em 0; font-size: 0.85em; }
 caption { text-align: left; font-weight: 600; padding: 0.3em 0; }
 th, td { border: 1px solid #ddd; padding: 0.25em 0.6em; text-align: right; }
-th:first-child, td:first-child, td:nth-child(2) { text-align: left; }
+th:first-child, td:first-child, th:nth-child(2), td:nth-child(2) { text-align: left; }
 figure { margin: 1.5em 0; } figure svg { max-width: 100%; height: auto; }
 figcaption { font-size: 0.85em; color: #555; }
 .note { color: #8a6d00; font-size: 0.9em; }

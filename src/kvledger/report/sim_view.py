@@ -97,5 +97,8 @@ def render_sim(s: SimSummary, console: Console) -> None:
     binding = s.binding
     verdict = (f"binding ledger: {binding.value}" if binding
                else "no ledger kept a request waiting")
+    compute_ms = c.blocked_ms[Constraint.PREFILL_BUDGET]
+    if compute_ms > max((c.blocked_ms[k] for k in Constraint if k.is_ledger), default=0):
+        verdict += " (compute, the prefill budget, kept the queue waiting longer)"
     parts.append(Text(f"{verdict}; replay took {s.wall_s:,.2f} s", style="bold"))
     console.print(Group(*parts))

@@ -5,7 +5,12 @@ is free, used or reserved — without the bytes. Index 0 is the null page / null
 out never (SGLang writes padded tokens there), so usable indices are 1..capacity.
 
 Check-then-commit: `alloc(n)` returns None when fewer than n are free and changes nothing.
-Freeing an index twice, or one that was never handed out, is a programmer error (assert).
+Freeing an index twice is caught by `check_integrity`, which the replay runs against every
+index the tree and the running requests claim.
+
+Why not `kvledger.pools.ids.IdAllocator`, the same stack with an in-use mask: importing
+anything from `kvledger.pools` loads torch (its package builds tensor pools), which would
+multiply the simulator's start-up time; the replay needs none of it.
 
 >>> pages = IndexAllocator(capacity=4, what="page")
 >>> got = pages.alloc(3)

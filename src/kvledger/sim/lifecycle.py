@@ -56,8 +56,8 @@ class Lifecycle:
 
     # ---- admission -------------------------------------------------------------------------
 
-    def never_fits(self, total_tokens: int) -> str | None:
-        pages = cdiv(total_tokens, self.page)
+    def never_fits(self, kv_tokens: int) -> str | None:
+        pages = cdiv(kv_tokens, self.page)
         if pages > self.cache.pages.capacity:
             return f"needs {pages} token pages, the pool has {self.cache.pages.capacity}"
         if self.held_slots > self.cache.slots.capacity:
@@ -71,7 +71,7 @@ class Lifecycle:
         match = self.cache.match(run.seq_keys[:matchable])
         usable_pages = match.device_hit_length
         receipt = self.cache.tree.lock(match.last_device_node) if usable_pages else None
-        need_pages = cdiv(run.total_tokens, page) - usable_pages
+        need_pages = cdiv(run.kv_total_tokens, page) - usable_pages
         short: set[Constraint] = set()
         if running_full:
             short.add(Constraint.RUNNING)
@@ -132,8 +132,9 @@ class Lifecycle:
         return end - start
 
     def decode(self, run: Running, steps: int) -> None:
-        """`steps` decode steps; the caller counts the decoded tokens (hot path)."""
-        before = run.computed_tokens + run.generated_tokens
+        """`steps` decode steps, each feeding the last sampled token (its KV is written) and
+        sampling the next; the caller counts the decoded tokens (hot path)."""
+        before = run.computed_tokens + run.generated_tokens - 1  # kv_tokens, generated ≥ 1
         after = before + steps
         run.generated_tokens += steps
         if after > run.covered_tokens:
@@ -202,7 +203,7 @@ class Lifecycle:
         if self.tracked:
             self._cache_prefix(run, run.last_track_tokens, slot_index=1)
         else:
-            self._cache_prefix(run, align_down(run.seq_tokens, self.page), slot_index=0)
+            self._cache_prefix(run, align_down(run.kv_tokens, self.page), slot_index=0)
         self.cache.free_pages(run.take_own())
         self.own_pages -= run.num_own_pages
         run.own_pages, run.num_own_pages = [], 0

@@ -31,7 +31,7 @@ from kvledger.sim.host_port import HostTier, NoHostTier
 from kvledger.sim.lifecycle import CheckpointMode, Lifecycle
 from kvledger.sim.metrics import Counters, RequestRecord, SimSummary, Unfinished
 from kvledger.sim.pages import PageKeyer
-from kvledger.sim.running import Running
+from kvledger.sim.running import Running, kv_total_tokens
 from kvledger.sim.series import Constraint, TimeSeries, blocked_mask
 from kvledger.sim.workload import Workload, WorkloadError
 
@@ -58,6 +58,10 @@ def _check_plan(plan: Plan, config: SimConfig) -> list[str]:
         raise WorkloadError(f"--mamba-track-interval {config.mamba_track_interval_tokens}: must "
                             f"be a multiple of the checkpoint grid ({grid} tokens)")
     notes = []
+    if lay.deployment.enable_hierarchical_cache:
+        notes.append("--enable-hierarchical-cache: the replay is device-only; kvledger.host "
+                     "allocates real host memory and has no accounting-only mode to plug in "
+                     "here yet, so host backup/loadback bytes are not available")
     if lay.deployment.attn_dp_size > 1:
         notes.append(f"attention DP {lay.deployment.attn_dp_size}: rank 0's round-robin share "
                      "of the requests is replayed against one rank's pools")
@@ -100,7 +104,8 @@ class Replay:
         while self.pending and self.pending[0].arrival_ms <= self.now_ms:
             request = self.pending.popleft()
             self.counters.arrived += 1
-            if reason := self.life.never_fits(request.total_tokens):
+            if reason := self.life.never_fits(kv_total_tokens(request.prompt_tokens,
+                                                              request.output_tokens)):
                 self.unfinished.append(Unfinished(rid=request.rid, reason=reason))
                 continue
             self.waiting.append(Running(request=request, seq_keys=self.keyer.keys(request)))

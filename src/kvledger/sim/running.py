@@ -3,8 +3,8 @@
 Its sequence (prompt then output) is laid out in pages::
 
     pages:  |== tree (locked) ==|====== own pages ======|.. reserved, not yet allocated ..|
-            0            tree_pages            held_pages                      total_pages
-    tokens: 0 ... usable hit ... computed_tokens (prefill) ... prompt + generated
+            0            tree_pages            held_pages               ⌈kv_total_tokens / P⌉
+    tokens: 0 ... usable hit ... computed_tokens (prefill) ... kv_tokens (decode)
 
 `tree_pages` come from the prefix cache and are pinned by `receipt`; own pages were allocated
 for this request and are its to free or donate. `reserved_pages` is what admission promised
@@ -19,6 +19,12 @@ from kvledger.sim.workload import Request
 from kvledger.tree.results import LockReceipt
 
 EMPTY = np.zeros(0, dtype=np.int64)
+
+
+def kv_total_tokens(prompt_tokens: int, output_tokens: int) -> int:
+    """KV a request ever holds: its prompt and every output token but the last, which is
+    sampled and returned, never fed back (SGLang's kv_committed_len at finish)."""
+    return prompt_tokens + max(output_tokens - 1, 0)
 
 
 class Running:
@@ -50,8 +56,8 @@ class Running:
         self.usable_hit_tokens = 0  # of which backed by a state
 
     @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.output_tokens
+    def kv_total_tokens(self) -> int:
+        return kv_total_tokens(self.prompt_tokens, self.output_tokens)
 
     @property
     def tree_pages(self) -> int:
@@ -66,8 +72,9 @@ class Running:
         return self.computed_tokens < self.prompt_tokens
 
     @property
-    def seq_tokens(self) -> int:
-        return self.computed_tokens + self.generated_tokens
+    def kv_tokens(self) -> int:
+        """Tokens whose KV exists: the last sampled token is fed (and cached) next step."""
+        return self.computed_tokens + max(self.generated_tokens - 1, 0)
 
     def take_own(self) -> np.ndarray:
         """All own pages as one array (and keep them as one chunk)."""
