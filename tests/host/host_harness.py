@@ -54,16 +54,26 @@ def device_side(kind: str = "dsa", *, num_pages: int = 24, state_slots: int = 8)
                       mamba_pool=mamba)
 
 
+MAX_TOKEN = 10_000  # token ids the tests use stay below this
+
+
 @dataclass
 class Harness:
     ctrl: HiCacheController
     seed: int = 0
-    truth_kv: dict[tuple[int, int], torch.Tensor] = field(default_factory=dict)  # (tok, plane)
-    truth_index: dict[tuple[int, int], torch.Tensor] = field(default_factory=dict)  # (page key, layer)
     truth_state: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.gen = torch.Generator().manual_seed(self.seed)
+        dev = self.dev
+        # What a deterministic model writes for a token: KV rows per plane, index pages by
+        # the page's first token, states by the prefix's last token.
+        self.truth_kv = torch.zeros((len(dev.kv_planes), MAX_TOKEN, dev.row_bytes),
+                                    dtype=torch.uint8)
+        self.truth_index = torch.zeros((len(dev.index_pages), MAX_TOKEN, dev.index_page_bytes),
+                                       dtype=torch.uint8)
+        self.known_kv = torch.zeros(MAX_TOKEN, dtype=torch.bool)
+        self.known_index = torch.zeros(MAX_TOKEN, dtype=torch.bool)
 
     @property
     def tree(self) -> RadixTree:
@@ -75,6 +85,12 @@ class Harness:
 
     def _random(self, shape: tuple[int, ...]) -> torch.Tensor:
         return torch.randint(0, 256, shape, dtype=torch.uint8, generator=self.gen)
+
+    def _learn(self, truth: torch.Tensor, known: torch.Tensor, tokens: torch.Tensor) -> None:
+        new = torch.unique(tokens[~known[tokens]])
+        if new.numel():
+            truth[:, new] = self._random((truth.shape[0], new.numel(), truth.shape[2]))
+            known[new] = True
 
     def request(self, tokens: np.ndarray) -> tuple[np.ndarray, int] | None:
         """Device pages and a state slot for `tokens`, filled as a deterministic model would:
@@ -91,15 +107,15 @@ class Harness:
             self.ctrl.free_device_tokens(slots if slots is not None else np.zeros(0, np.int64))
             self.ctrl.free_device_states(state if state is not None else np.zeros(0, np.int64))
             return None
+        toks, locs = torch.from_numpy(tokens), torch.from_numpy(slots)
+        self._learn(self.truth_kv, self.known_kv, toks)
         for q, plane in enumerate(self.dev.kv_planes):
-            for tok, loc in zip(tokens.tolist(), slots.tolist(), strict=True):
-                row = self.truth_kv.setdefault((tok, q), self._random((plane.shape[1],)))
-                plane[loc] = row
+            plane[locs] = self.truth_kv[q, toks]
+        firsts, pages = toks[::PAGE], locs[::PAGE] // PAGE
+        if self.dev.index_pages:
+            self._learn(self.truth_index, self.known_index, firsts)
         for i, layer in enumerate(self.dev.index_pages):
-            for first in range(0, len(tokens), PAGE):
-                page = self.truth_index.setdefault((int(tokens[first]), i),
-                                                   self._random((layer.shape[1],)))
-                layer[int(slots[first]) // PAGE] = page
+            layer[pages] = self.truth_index[i, firsts]
         slot = int(state[0])
         conv, temporal = self.truth_state.setdefault(int(tokens[-1]), (
             self._random(tuple(self.dev.conv[:, slot].shape)),
@@ -130,19 +146,54 @@ class Harness:
     def check_bytes(self, tokens: np.ndarray, device_indices: np.ndarray,
                     state_slot: int | None) -> None:
         """Every byte the device holds for `tokens` (and its end state) equals the truth."""
-        index = torch.from_numpy(np.array(device_indices))
+        n = len(device_indices)
+        toks, locs = torch.from_numpy(tokens[:n]), torch.from_numpy(np.array(device_indices))
         for q, plane in enumerate(self.dev.kv_planes):
-            got = plane[index]
-            want = torch.stack([self.truth_kv[(int(t), q)] for t in tokens[: len(index)]])
-            assert torch.equal(got, want), f"KV plane {q} differs after loadback"
-        for p in range(len(index) // PAGE):
-            for i, layer in enumerate(self.dev.index_pages):
-                got = layer[int(device_indices[p * PAGE]) // PAGE]
-                assert torch.equal(got, self.truth_index[(int(tokens[p * PAGE]), i)]), "index page"
+            assert torch.equal(plane[locs], self.truth_kv[q, toks]), f"KV plane {q} differs"
+        for i, layer in enumerate(self.dev.index_pages):
+            got = layer[locs[::PAGE] // PAGE]
+            assert torch.equal(got, self.truth_index[i, toks[::PAGE]]), f"index layer {i}"
         if state_slot is not None:
-            conv, temporal = self.truth_state[int(tokens[len(index) - 1])]
+            conv, temporal = self.truth_state[int(tokens[n - 1])]
             assert torch.equal(self.dev.conv[:, state_slot], conv), "conv state differs"
             assert torch.equal(self.dev.temporal[:, state_slot], temporal), "temporal differs"
+
+    def check_all_bytes(self) -> None:
+        """Every copy on either tier holds the truth (walks the tree, changes nothing)."""
+        host = self.ctrl.host
+        dev_tokens, dev_slots, host_tokens, host_slots = [], [], [], []
+        stack = list(self.tree.root.children.values())
+        while stack:
+            node = stack.pop()
+            stack.extend(node.children.values())
+            if node.full.value is not None:
+                dev_tokens.append(node.tokens)
+                dev_slots.append(node.full.value)
+            if node.full.host_value is not None:
+                host_tokens.append(node.tokens)
+                host_slots.append(node.full.host_value)
+            conv, temporal = self.truth_state.get(int(node.tokens[-1]), (None, None))
+            for slot, convs, temporals in (
+                    (node.mamba.value, self.dev.conv.transpose(0, 1),
+                     self.dev.temporal.transpose(0, 1)),
+                    (node.mamba.host_value, host.state and host.state.conv,
+                     host.state and host.state.temporal)):
+                if slot is not None:
+                    assert torch.equal(convs[slot], conv), f"{node!r}: conv state"
+                    assert torch.equal(temporals[slot], temporal), f"{node!r}: temporal state"
+        if dev_tokens:
+            toks = torch.from_numpy(np.concatenate(dev_tokens))
+            self.check_bytes(toks.numpy(), np.concatenate(dev_slots), None)
+        if host_tokens:
+            toks = torch.from_numpy(np.concatenate(host_tokens))
+            slots = np.concatenate(host_slots)
+            pages = host.kv.read_pages(slots)  # (pages, Q, P, B)
+            got = pages.permute(1, 0, 2, 3).reshape(len(self.dev.kv_planes), len(slots), -1)
+            assert torch.equal(got, self.truth_kv[:, toks]), "host KV differs"
+            if host.indexer is not None:
+                index = host.indexer.canonical[torch.from_numpy(slots[::PAGE] // PAGE)]
+                assert torch.equal(index.transpose(0, 1), self.truth_index[:, toks[::PAGE]]), \
+                    "host index pages differ"
 
 
 def harness(*, kind: str = "dsa", layout: HostLayout = HostLayout.PAGE_FIRST,
