@@ -5,7 +5,10 @@ Per token t and head (S is d_k × d_v, α a per-channel forget gate, β a write 
     x_t        = conv(q, k, v inputs of t−3 .. t), then SiLU      (kernel 4)
     S'         = diag(α_t) · S_{t−1}                               (decay)
     S_t        = S' + β_t · k_t ⊗ (v_t − S'ᵀ k_t)                   (delta rule)
-    o_t        = S_tᵀ q_t                                          (read)
+    o_t        = S_tᵀ q_t = S'ᵀ q_t + β_t (k_t · q_t)(v_t − S'ᵀ k_t)  (read)
+
+The read uses the right-hand form (an identity, the one chunked KDA kernels use), so S'ᵀk
+and S'ᵀq come out of one reduction per step.
 
 The recurrence runs token by token, so a state resumed from a checkpoint continues exactly
 as if the prompt had never been cut. The conv inputs are rounded to the conv-state dtype
@@ -48,7 +51,10 @@ def kda_layer(p: KdaParams, cfg: TinyConfig, h: torch.Tensor, chunks: list[SeqCh
     q = l2_norm(q) * dk**-0.5
     k = l2_norm(k)
 
-    out = _recurrence(cfg, chunks, windows, temporal, (q, k, v, decay, beta), layer_id, store)
+    kq = fixed_sum(k * q, dim=-1).view(n_tokens, heads, 1)
+    k_and_q = torch.stack((k, q), dim=2).unsqueeze(-1)  # (N, heads, 2, dk, 1)
+    out = _recurrence(cfg, chunks, windows, temporal, (k_and_q, k, v, kq, decay, beta),
+                      layer_id, store)
     gated = rms_norm(out, p.out_norm) * gate
     h = h + linear(gated.reshape(n_tokens, heads * dk), p.w_out)
     return h + mlp(p.mlp, h)
@@ -80,35 +86,32 @@ def _recurrence(cfg: TinyConfig, chunks: list[SeqChunk], windows: list[torch.Ten
                 temporal: torch.Tensor, inputs: tuple[torch.Tensor, ...], layer_id: int,
                 store: ModelStore) -> torch.Tensor:
     """Step all chunks together, one position at a time; save checkpoints on the way."""
-    q, k, v, decay, beta = inputs
+    k_and_q, k, v, kq, decay, beta = inputs
     keep = cfg.conv_kernel - 1
-    offsets, lengths = [], [c.num_new_tokens for c in chunks]
-    total = 0
-    for n in lengths:
-        offsets.append(total)
-        total += n
+    lengths = torch.tensor([c.num_new_tokens for c in chunks])
+    offsets = torch.cumsum(lengths, 0) - lengths
+    saves = {(b, at - c.start_tokens - 1): slot
+             for b, c in enumerate(chunks) for at, slot in c.checkpoints}
     out = torch.empty_like(v)
     state_dtype = cfg.temporal_torch_dtype
-    for i in range(max(lengths)):
-        active = [b for b, n in enumerate(lengths) if n > i]
-        rows = torch.tensor([offsets[b] + i for b in active], dtype=torch.int64)
-        idx = torch.tensor(active, dtype=torch.int64)
-        s = temporal[idx] * decay[rows]
-        kk = k[rows].unsqueeze(-1)
-        predicted = fixed_sum(s * kk, dim=-2)
-        s = s + (beta[rows] * kk) * (v[rows] - predicted).unsqueeze(-2)
+    for i in range(int(lengths.max())):
+        active = torch.nonzero(lengths > i).squeeze(1)
+        rows = offsets[active] + i
+        s = temporal[active] * decay[rows]
+        read = fixed_sum(s.unsqueeze(2) * k_and_q[rows], dim=-2)  # (A, heads, 2, dv)
+        delta = v[rows] - read[:, :, 0]
+        b = beta[rows]
+        s = s + (b * k[rows].unsqueeze(-1)) * delta.unsqueeze(-2)
         if state_dtype != torch.float32:
             s = round_to(s, state_dtype)
-        out[rows] = fixed_sum(s * q[rows].unsqueeze(-1), dim=-2)
-        temporal[idx] = s
-        for j, b in enumerate(active):
-            chunk = chunks[b]
-            length = chunk.start_tokens + i + 1
-            for at, slot in chunk.checkpoints:
-                if at == length:
-                    conv_after = windows[b][i + 1:i + 1 + keep]
-                    store.write_state(layer_id, torch.tensor([slot]), conv_after.unsqueeze(0),
-                                      s[j:j + 1])
+        out[rows] = read[:, :, 1] + (b.view(-1, b.shape[1], 1) * kq[rows]) * delta
+        temporal[active] = s
+        for j, b in enumerate(active.tolist()):
+            slot = saves.get((b, i))
+            if slot is not None:
+                conv_after = windows[b][i + 1:i + 1 + keep]
+                store.write_state(layer_id, torch.tensor([slot]), conv_after.unsqueeze(0),
+                                  s[j:j + 1])
     slots = torch.tensor([c.state_slot for c in chunks], dtype=torch.int64)
     final_conv = torch.stack([w[w.shape[0] - keep:] for w in windows])
     store.write_state(layer_id, slots, final_conv, temporal)

@@ -1,9 +1,11 @@
-"""Device pools for the tiny model, built from its specs with the real pool classes.
+"""Device pools and the host tier for the tiny model, built with the real pool classes.
 
 ``kvledger.pools.build`` sizes pools from a capacity plan of a real model; the tiny model
 states its sizes directly (``PoolSizes``) and gets the same classes: a DSA token pool
 (latent rows, index keys, compress tail), a state pool, request rows, a paged token
-allocator and a state-slot allocator, each with its NULL page / slot reserved.
+allocator and a state-slot allocator, each with its NULL page / slot reserved. The host tier (``HostTier``) is a
+``HostPoolGroup`` of KV, INDEXER and MAMBA host pools driven by a ``HiCacheController``;
+``indexer=False`` builds the article release's group, which has no INDEXER pool.
 
 >>> from kvledger.engine.config import TinyConfig
 >>> pools = build_device_pools(TinyConfig(), PoolSizes(num_pages=4, page_tokens=16))
@@ -18,6 +20,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvledger.engine.config import CONV_DTYPE, TinyConfig
+from kvledger.engine.host_check import HostDigests
+from kvledger.host.controller import HiCacheController
+from kvledger.host.device import DeviceBytes, DeviceSide
+from kvledger.host.group import HostPoolGroup
+from kvledger.host.kv_pool import HostKVPool
+from kvledger.host.layout import HostLayout
+from kvledger.host.policy import BackupPolicy
+from kvledger.host.side_pools import HostIndexerPool, HostStatePool
 from kvledger.pools.dsa import DsaTokenPool
 from kvledger.pools.errors import IntegrityError
 from kvledger.pools.hybrid import HybridLinearKVPool
@@ -26,6 +36,7 @@ from kvledger.pools.paged import PagedTokenAllocator
 from kvledger.pools.req_to_token import ReqToTokenPool
 from kvledger.pools.state import MambaPool
 from kvledger.specs import TailSpec
+from kvledger.tree import RadixTree
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,3 +92,40 @@ def build_device_pools(cfg: TinyConfig, sizes: PoolSizes) -> TinyPools:
                             linear_layer_ids=cfg.linear_layer_ids, num_layers=cfg.num_layers)
     return TinyPools(kv=kv, token_allocator=allocator,
                      state_allocator=StateSlotAllocator(num_slots=sizes.num_state_slots))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostTier:
+    num_pages: int = 64  # host token pages (the page is the device page)
+    num_state_slots: int = 16  # host state slots (one holds a whole device state slot)
+    policy: BackupPolicy = BackupPolicy.WRITE_THROUGH
+    layout: HostLayout = HostLayout.PAGE_FIRST
+    indexer: bool = True  # False: no host copy of index keys, as in sglang-0.5.21
+    host_row_bytes: int | None = None  # None: the device row; anything else is refused
+
+
+def build_host_tier(pools: TinyPools, tree: RadixTree, tier: HostTier) -> HiCacheController:
+    """Host pools mirroring ``pools`` byte for byte, and the controller over ``tree``; every
+    loadback is checked against fingerprints taken at backup (``HostDigests``)."""
+    kv = pools.kv
+    page = pools.token_allocator.page_tokens
+    dev = DeviceBytes.of(kv.full_kv_pool, kv.mamba_pool, page_tokens=page)
+    conv_bytes, temporal_bytes = dev.state_part_bytes
+    host_kv = HostKVPool(num_pages=tier.num_pages, page_tokens=page,
+                         num_layers=kv.full_kv_pool.num_layers,
+                         device_row_bytes=dev.device_row_bytes,
+                         host_row_bytes=tier.host_row_bytes, layout=tier.layout)
+    indexer = None
+    if tier.indexer:
+        indexer = HostIndexerPool(num_pages=tier.num_pages, page_tokens=page,
+                                  num_layers=len(dev.index_pages),
+                                  page_bytes=dev.index_page_bytes, layout=tier.layout)
+    assert kv.mamba_pool is not None
+    states = HostStatePool(num_slots=tier.num_state_slots, num_layers=kv.mamba_pool.num_layers,
+                           conv_bytes=conv_bytes, temporal_bytes=temporal_bytes,
+                           layout=tier.layout)
+    side = DeviceSide(bytes=dev, token_allocator=pools.token_allocator,
+                      state_allocator=pools.state_allocator, mamba_pool=kv.mamba_pool)
+    group = HostPoolGroup(kv=host_kv, indexer=indexer, state=states)
+    return HiCacheController(tree=tree, device=side, host=group, policy=tier.policy,
+                             synchronous=True, fault=HostDigests(dev, group))

@@ -1,0 +1,350 @@
+"""HybridCache: the facade where device pools, the radix tree and the host tier meet.
+
+The tree stores indices, pools own memory, the host tier copies bytes; this facade is the
+only place that moves indices between them. It knows token ids and slots, never the model.
+
+One request's life, page P, checkpoint grid G (``tree.mamba_checkpoint_tokens``)::
+
+    admit     match prompt[:-1] → best node (FULL and MAMBA each on device or host);
+              load back host-only KV pages root first and the best node's state; lock the
+              best node; copy its state into the request's own slot (copy-on-write).
+    extend    slots for the next chunk (evicting unlocked tree entries when short); ask the
+              model to save the state at the branching point and at the last grid point.
+    commit    after a prefill chunk: insert the prefix up to that grid point with its state
+              (caching an unfinished request), move the lock down to the new node.
+    release   insert what the finished request computed (up to its last grid point), free the
+              rest, unlock.
+
+Capacity is check-then-commit, so a running request never waits for memory:
+
+* pages: ``admit`` reserves every page the request can still need (KV of
+  ``prompt + max_new − 1`` tokens from its device hit on), counting free plus evictable
+  pages minus what running requests reserved;
+* state slots: a running request holds at most ``STATE_SLOTS_PER_REQUEST`` = 4 slots that
+  cannot be evicted — its working, track and branch slots and the one tree state its lock
+  pins (a loaded-back state is that pinned one). Every other state is free or evictable, so
+  admitting while ``4 × running ≤ slots`` guarantees every later slot allocation (SGLang's
+  planning ratio is the same idea: 3 + 2 slots per request with extra_buffer).
+
+``admit`` returns None when a request does not fit now.
+
+Assumptions: the tree's page equals the token allocator's page; a page holds whole kpool
+groups (so a cached prefix never leaves an open group in the compress tail).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from kvledger.host.controller import HiCacheController
+from kvledger.host.results import BackupOutcome, LoadbackResult, LoadStatus
+from kvledger.pools.hybrid import HybridLinearKVPool
+from kvledger.pools.ids import StateSlotAllocator
+from kvledger.pools.paged import PagedTokenAllocator
+from kvledger.tree import EvictResult, InsertResult, LockReceipt, MatchResult, Node, RadixTree
+from kvledger.units import cdiv
+
+_FAILED_LOADBACKS = (LoadStatus.NO_ROOM, LoadStatus.FAILED)
+STATE_SLOTS_PER_REQUEST = 4  # working + track + branch + the pinned tree state
+
+
+@dataclass(slots=True, kw_only=True)
+class CacheSeq:
+    """One running request's holdings (the facade's record; read, never write, outside)."""
+
+    row: int  # request row: req_to_token row and compress-tail row
+    state_slot: int  # the request's own working state
+    track_slot: int  # receives the state at the next grid point
+    branch_slot: int | None  # receives the state at `branch_tokens`, then goes to the tree
+    branch_tokens: int | None  # mamba_branching_seqlen still to save
+    track_tokens: int | None  # grid length whose state sits in track_slot, not yet inserted
+    computed_tokens: int  # tokens with KV and state (the next chunk starts here)
+    cached_tokens: int  # prefix owned by the tree and locked by `receipt`
+    receipt: LockReceipt | None
+    reserved_pages: int  # pages this request may still allocate
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Extension:
+    token_locs: torch.Tensor  # (end,) int64 slots of positions 0..end−1
+    checkpoints: tuple[tuple[int, int], ...]  # (length_tokens, state slot) to save
+
+
+@dataclass(slots=True)
+class CacheStats:
+    admitted: int = 0
+    prefix_hit_tokens: int = 0
+    loadback_tokens: int = 0  # KV tokens copied host → device
+    loadback_states: int = 0
+    loadback_failures: int = 0  # loadbacks refused (no room) or aborted: recomputed instead
+    evicted_tokens: int = 0
+    evicted_states: int = 0
+    inserted_tokens: int = 0
+    branch_states: int = 0  # states saved at mamba_branching_seqlen and kept by the tree
+
+
+class DeviceTier:
+    """The host tier switched off: eviction drops device copies and nothing is backed up.
+
+    Implements the part of ``HiCacheController``'s contract the facade uses, so the facade
+    never asks whether a host tier exists.
+    """
+
+    def __init__(self, tree: RadixTree, tokens: PagedTokenAllocator,
+                 states: StateSlotAllocator) -> None:
+        self.tree, self.tokens, self.states = tree, tokens, states
+
+    def on_insert(self, result: InsertResult) -> BackupOutcome:
+        return BackupOutcome.NOT_DUE
+
+    def on_hit(self, node: Node) -> BackupOutcome:
+        return BackupOutcome.NOT_DUE
+
+    def evict_device(self, *, full_tokens: int = 0, mamba_slots: int = 0) -> EvictResult:
+        result = self.tree.evict(full_tokens=full_tokens, mamba_slots=mamba_slots)
+        self.tokens.free(result.full_indices)
+        self.states.free(result.mamba_slots)
+        return result
+
+    def loadback(self, match: MatchResult, *, request_slot: int | None = None) -> LoadbackResult:
+        node = match.last_device_node
+        assert node is match.best_match_node, "a device-only tree has no host hits"
+        return LoadbackResult(status=LoadStatus.DEVICE_HIT, node=node,
+                              device_indices=match.device_indices, mamba_slot=node.mamba.value,
+                              loaded_tokens=0, loaded_state=False, request_slot=request_slot)
+
+    def check_integrity(self) -> None:
+        self.tree.check_integrity()
+
+
+class HybridCache:
+    def __init__(self, *, kv: HybridLinearKVPool, token_allocator: PagedTokenAllocator,
+                 state_allocator: StateSlotAllocator, tree: RadixTree,
+                 host: HiCacheController | None = None) -> None:
+        if tree.page_size != token_allocator.page_tokens:
+            raise ValueError(f"tree page {tree.page_size} != token page {token_allocator.page_tokens}")
+        if kv.mamba_pool is None:
+            raise ValueError("HybridCache: the pools have no state pool")
+        if host is not None and (host.tree is not tree
+                                 or host.device.token_allocator is not token_allocator
+                                 or host.device.state_allocator is not state_allocator):
+            raise ValueError("HybridCache: the host tier must share this tree and allocators")
+        self.kv = kv
+        self.tokens = token_allocator
+        self.states = state_allocator
+        self.tree = tree
+        self.tier = host if host is not None else DeviceTier(tree, token_allocator, state_allocator)
+        self.page = token_allocator.page_tokens
+        self.grid = tree.mamba_checkpoint_tokens
+        self.req_to_token = kv.req_to_token_pool
+        self.reserved_pages = 0
+        self.running: dict[int, CacheSeq] = {}  # row -> seq
+        self.stats = CacheStats()
+
+    # ---- admission -------------------------------------------------------------------------
+
+    def admit(self, prompt: np.ndarray, final_tokens: int) -> CacheSeq | None:
+        """Match, reserve, load back and lock for a request that will compute KV for
+        ``final_tokens`` tokens; None (nothing changed but tree recency) when it does not fit."""
+        if not 1 <= len(prompt) <= final_tokens:
+            raise ValueError(f"admit: need 1 ≤ prompt ({len(prompt)}) ≤ final_tokens ({final_tokens})")
+        if final_tokens > self.req_to_token.max_context_tokens:
+            raise ValueError(f"admit: {final_tokens} tokens exceed the request row width "
+                             f"{self.req_to_token.max_context_tokens}")
+        if (self.req_to_token.rows.num_free == 0
+                or (len(self.running) + 1) * STATE_SLOTS_PER_REQUEST > self.states.capacity):
+            return None
+        match = self.tree.match_prefix(prompt[: len(prompt) - 1])
+        best = match.best_match_node
+        on_device = [n for n in _path(best) if n.full.value is not None]
+        anchors = dict.fromkeys([*on_device[-1:], match.last_device_node])
+        guards = [self.tree.lock(n) for n in anchors if n.parent is not None]
+        branch = match.mamba_branching_seqlen
+        # If the loadback fails the request recomputes from its device hit: reserve for that.
+        need_pages = cdiv(final_tokens, self.page) - match.device_hit_length // self.page
+        if not self._fits(need_pages):
+            for guard in guards:
+                self.tree.unlock(guard)
+            return None
+        row = int(self.req_to_token.alloc(1)[0])
+        seq = CacheSeq(row=row, state_slot=0, track_slot=0, branch_slot=None, branch_tokens=None,
+                       track_tokens=None, computed_tokens=0, cached_tokens=0, receipt=None,
+                       reserved_pages=need_pages)
+        self.reserved_pages += need_pages
+        self.running[row] = seq
+        seq.state_slot = self._alloc_slot(seq)
+        seq.track_slot = self._alloc_slot(seq)
+        loaded = self.tier.loadback(match, request_slot=None)
+        assert loaded.status is not LoadStatus.QUEUED, "the facade drives a synchronous host tier"
+        self._take(seq, pages=loaded.loaded_tokens // self.page)
+        node = loaded.node
+        if node.parent is not None:
+            seq.receipt = self.tree.lock(node)
+            self.kv.mamba_pool.copy_slot(int(node.mamba.value), seq.state_slot)
+            self.tier.on_hit(node)
+        for guard in guards:
+            self.tree.unlock(guard)
+        hit = loaded.hit_tokens
+        seq.computed_tokens = seq.cached_tokens = hit
+        if hit:
+            self.req_to_token.write_extend(rows=[row], prefix_lens=[0], seq_lens=[hit],
+                                           token_locs=np.array(loaded.device_indices))
+        if branch is not None and branch > hit:
+            seq.branch_tokens, seq.branch_slot = branch, self._alloc_slot(seq)
+        self.stats.admitted += 1
+        self.stats.prefix_hit_tokens += hit
+        self.stats.loadback_tokens += loaded.loaded_tokens
+        self.stats.loadback_states += int(loaded.loaded_state)
+        self.stats.loadback_failures += int(loaded.status in _FAILED_LOADBACKS)
+        return seq
+
+    def _fits(self, pages: int) -> bool:
+        evictable = self.tree.sizes().full_evictable_tokens // self.page
+        return self.tokens.num_free_pages + evictable - self.reserved_pages >= pages
+
+    # ---- chunks ----------------------------------------------------------------------------
+
+    def extend(self, seq: CacheSeq, num_new_tokens: int) -> Extension:
+        """Slots for positions computed .. computed+n−1 and the states to save on the way."""
+        start = seq.computed_tokens
+        end = start + num_new_tokens
+        if num_new_tokens < 1 or end > self.req_to_token.max_context_tokens:
+            raise ValueError(f"extend: {num_new_tokens} tokens from {start} do not fit the row")
+        last = int(self.req_to_token.req_to_token[seq.row, start - 1]) if start else -1
+        pages = self.tokens.pages_needed_extend([start], [end])
+        self._make_room(pages=pages)
+        locs = self.tokens.alloc_extend([start], [end], [last])
+        if locs is None:
+            raise RuntimeError("reservation accounting broken: no pages after eviction")
+        self._take(seq, pages=pages)
+        self.req_to_token.write_extend(rows=[seq.row], prefix_lens=[start], seq_lens=[end],
+                                       token_locs=locs)
+        checkpoints = []
+        if seq.branch_tokens is not None and start < seq.branch_tokens <= end:
+            checkpoints.append((seq.branch_tokens, seq.branch_slot))
+        grid_end = end // self.grid * self.grid
+        if grid_end > start and grid_end != seq.branch_tokens:
+            checkpoints.append((grid_end, seq.track_slot))
+            seq.track_tokens = grid_end
+        row = self.req_to_token.read(seq.row, end).to(torch.int64)
+        return Extension(token_locs=row, checkpoints=tuple(checkpoints))
+
+    def commit(self, seq: CacheSeq, tokens: np.ndarray, num_new_tokens: int, *,
+               cache_unfinished: bool) -> None:
+        """The chunk ran: insert the branching state, and the prefix so far when prefilling."""
+        seq.computed_tokens += num_new_tokens
+        branch = seq.branch_tokens
+        if branch is not None and branch <= seq.computed_tokens:
+            slot, seq.branch_slot, seq.branch_tokens = seq.branch_slot, None, None
+            if self._insert(seq, tokens[:branch], slot):
+                self.stats.branch_states += 1
+            else:
+                self.states.free([slot])
+        if cache_unfinished and self._insert_track(seq, tokens):
+            seq.track_slot = self._alloc_slot(seq)
+
+    def release(self, seq: CacheSeq, tokens: np.ndarray) -> None:
+        """Cache the finished request's KV up to its last grid point; free everything else."""
+        freed = [seq.state_slot] + ([seq.branch_slot] if seq.branch_slot is not None else [])
+        if not self._insert_track(seq, tokens):
+            freed.append(seq.track_slot)
+        self.states.free(freed)
+        own = self.req_to_token.read(seq.row, seq.computed_tokens)[seq.cached_tokens:]
+        self.tokens.free(own.numpy().astype(np.int64))
+        if seq.receipt is not None:
+            self.tree.unlock(seq.receipt)
+        self.req_to_token.free([seq.row])
+        self.reserved_pages -= seq.reserved_pages
+        del self.running[seq.row]
+
+    # ---- tree inserts ----------------------------------------------------------------------
+
+    def _insert_track(self, seq: CacheSeq, tokens: np.ndarray) -> bool:
+        """Insert up to the tracked grid point; True if the tree took the track slot."""
+        length, seq.track_tokens = seq.track_tokens, None
+        if length is None or length <= seq.cached_tokens:
+            return False
+        return self._insert(seq, tokens[:length], seq.track_slot)
+
+    def _insert(self, seq: CacheSeq, tokens: np.ndarray, slot: int) -> bool:
+        """Insert ``tokens`` with ``slot`` as their end state and move the request's lock to
+        the new node; True if the tree adopted ``slot`` (else the caller still owns it)."""
+        locs = self.req_to_token.read(seq.row, len(tokens)).numpy().astype(np.int64)
+        result = self.tree.insert(tokens, locs, slot)
+        self.tier.on_insert(result)
+        if len(result.duplicate_indices):
+            self.tokens.free(result.duplicate_indices)
+            shared = self.tree.path_device_indices(result.node)
+            self.req_to_token.write_extend(rows=[seq.row], prefix_lens=[0],
+                                           seq_lens=[len(shared)], token_locs=np.array(shared))
+        self.stats.inserted_tokens += len(tokens) - result.prefix_length
+        if len(tokens) > seq.cached_tokens:
+            old, seq.receipt = seq.receipt, self.tree.lock(result.node)
+            seq.cached_tokens = len(tokens)
+            if old is not None:
+                self.tree.unlock(old)
+        return not result.mamba_existed
+
+    # ---- memory ----------------------------------------------------------------------------
+
+    def _alloc_slot(self, seq: CacheSeq) -> int:
+        self._make_room(slots=1)
+        slots = self.states.alloc(1)
+        if slots is None:
+            raise RuntimeError(f"request row {seq.row}: no state slot after eviction, although "
+                               f"{STATE_SLOTS_PER_REQUEST} per running request fit")
+        return int(slots[0])
+
+    def _take(self, seq: CacheSeq, *, pages: int) -> None:
+        if pages > seq.reserved_pages:
+            raise RuntimeError(f"request row {seq.row} allocates beyond its reservation")
+        seq.reserved_pages -= pages
+        self.reserved_pages -= pages
+
+    def _make_room(self, *, pages: int = 0, slots: int = 0) -> None:
+        short_pages = pages - self.tokens.num_free_pages
+        short_slots = slots - self.states.num_free
+        if short_pages <= 0 and short_slots <= 0:
+            return
+        freed = self.tier.evict_device(full_tokens=max(short_pages, 0) * self.page,
+                                       mamba_slots=max(short_slots, 0))
+        self.stats.evicted_tokens += freed.num_full_tokens
+        self.stats.evicted_states += freed.num_mamba_slots
+
+    def check_integrity(self) -> None:
+        """Tree and pools consistent, and every page and slot accounted for exactly once."""
+        self.tier.check_integrity()
+        self.kv.check_integrity()
+        self.tokens.check_integrity()
+        self.states.check_integrity()
+        sizes = self.tree.sizes()
+        tree_pages = (sizes.full_evictable_tokens + sizes.full_protected_tokens) // self.page
+        tree_slots = sizes.mamba_evictable_slots + sizes.mamba_protected_slots
+        own_pages = sum(cdiv(s.computed_tokens, self.page) - s.cached_tokens // self.page
+                        for s in self.running.values())
+        used_pages = self.tokens.num_pages - self.tokens.num_free_pages
+        if used_pages != tree_pages + own_pages:
+            raise RuntimeError(f"token pages: {used_pages} used != tree {tree_pages} "
+                               f"+ requests {own_pages}")
+        own_slots = sum(2 + (s.branch_slot is not None) for s in self.running.values())
+        used_slots = self.states.capacity - self.states.num_free
+        if used_slots != tree_slots + own_slots:
+            raise RuntimeError(f"state slots: {used_slots} used != tree {tree_slots} "
+                               f"+ requests {own_slots}")
+        if self.reserved_pages != sum(s.reserved_pages for s in self.running.values()):
+            raise RuntimeError("reserved pages drifted from the requests' reservations")
+        if len(self.running) * STATE_SLOTS_PER_REQUEST > self.states.capacity:
+            raise RuntimeError(f"{len(self.running)} running requests may pin more state slots "
+                               f"than the pool's {self.states.capacity}")
+
+
+def _path(node: Node) -> list[Node]:
+    """Nodes from the root's child down to ``node`` (empty for the root)."""
+    path = []
+    while node.parent is not None:
+        path.append(node)
+        node = node.parent
+    return path[::-1]

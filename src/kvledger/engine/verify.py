@@ -1,0 +1,86 @@
+"""verify: run a workload with the full cache system and cache-free, and compare.
+
+Both runs use the same seeded model and the same engine loop (chunk size, batch limit); only
+the cache differs. Outputs match when every generated token and every logit is bit for bit
+equal (``torch.equal``): the model's fixed-order arithmetic (``engine.fixed``) makes that
+the right bar, no tolerance.
+
+>>> report = verify(WORKLOADS["shared-system"])
+>>> report.all_match, report.requests, report.cached_prompt_tokens > 0
+(True, 10, True)
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+import torch
+
+from kvledger.engine.cached import prefix_cache
+from kvledger.engine.fresh import FreshCache
+from kvledger.engine.loop import Engine, Generation
+from kvledger.engine.model import TinyModel
+from kvledger.engine.script import run_script
+from kvledger.engine.workloads import WORKLOADS, Workload
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VerifyReport:
+    workload: str
+    requests: int
+    prompt_tokens: int
+    generated_tokens: int
+    cached_prompt_tokens: int  # prompt tokens the cached run did not compute
+    loadback_tokens: int
+    loadback_states: int
+    loadback_failures: int
+    evicted_tokens: int
+    mismatched: tuple[int, ...]  # request ids whose tokens or logits differ
+    cached_seconds: float
+    fresh_seconds: float
+
+    @property
+    def all_match(self) -> bool:
+        return not self.mismatched
+
+    @property
+    def hit_rate(self) -> float:
+        return self.cached_prompt_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+
+def same_output(a: Generation, b: Generation) -> bool:
+    return a.token_ids == b.token_ids and torch.equal(a.logits, b.logits)
+
+
+def verify(workload: Workload | str) -> VerifyReport:
+    if isinstance(workload, str):
+        if workload not in WORKLOADS:
+            raise ValueError(f"--workload {workload!r}: expected one of {', '.join(WORKLOADS)}")
+        workload = WORKLOADS[workload]
+    script = workload.script()
+    longest = max(script.request_tokens(workload.max_new_tokens))
+    model = TinyModel(workload.config)
+    sizes = replace(workload.sizes, max_context_tokens=max(longest, workload.sizes.max_context_tokens))
+    cache = prefix_cache(workload.config, sizes, host=workload.host)
+    fresh = FreshCache(workload.config, max_running_requests=workload.max_running_requests,
+                       max_context_tokens=longest, page_tokens=sizes.page_tokens)
+    runs = []
+    for request_cache in (cache, fresh):
+        engine = Engine(model, request_cache, chunk_tokens=workload.chunk_tokens,
+                        max_running_requests=workload.max_running_requests)
+        start = time.perf_counter()
+        outputs = run_script(engine, script, workload.max_new_tokens)
+        runs.append((outputs, engine.stats, time.perf_counter() - start))
+        request_cache.check_integrity()
+    (cached_out, stats, cached_s), (fresh_out, _, fresh_s) = runs
+    mismatched = tuple(a.rid for a, b in zip(cached_out, fresh_out, strict=True)
+                       if not same_output(a, b))
+    cs = cache.cache.stats
+    return VerifyReport(
+        workload=workload.name, requests=stats.requests, prompt_tokens=stats.prompt_tokens,
+        generated_tokens=stats.generated_tokens, cached_prompt_tokens=stats.cached_prompt_tokens,
+        loadback_tokens=cs.loadback_tokens, loadback_states=cs.loadback_states,
+        loadback_failures=cs.loadback_failures, evicted_tokens=cs.evicted_tokens,
+        mismatched=mismatched, cached_seconds=cached_s, fresh_seconds=fresh_s,
+    )

@@ -1,0 +1,108 @@
+"""Named verification workloads: a seeded script plus the engine and memory it runs on.
+
+Each one stresses a different path of the memory system; ``kvledger verify`` runs them with
+the full cache and cache-free and compares every token and every logit.
+
+>>> sorted(WORKLOADS)[:3], DEFAULT_WORKLOADS[0]
+(['bf16', 'branching', 'chunk-mid-page'], 'shared-system')
+>>> WORKLOADS["tiny-pools"].script().num_requests
+9
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kvledger.deploy import StateDtype
+from kvledger.engine.config import TinyConfig
+from kvledger.engine.memory import HostTier, PoolSizes
+from kvledger.engine.script import Script, Turn
+from kvledger.host.policy import BackupPolicy
+from kvledger.specs import RowLayout
+
+
+def _tokens(rng: np.random.Generator, n: int) -> tuple[int, ...]:
+    return tuple(int(t) for t in rng.integers(0, 256, size=n))
+
+
+def shared_system(rng: np.random.Generator) -> Script:
+    """Two system prompts, three questions each, then two more questions each."""
+    systems = [_tokens(rng, 48) for _ in range(2)]
+    first = tuple(Turn(parent=None, tokens=s + _tokens(rng, 5 + 7 * i))
+                  for s in systems for i in range(3))
+    second = tuple(Turn(parent=None, tokens=s + _tokens(rng, 11)) for s in systems for _ in range(2))
+    return Script(waves=(first, second))
+
+
+def multi_turn(rng: np.random.Generator) -> Script:
+    """Three conversations of three turns; each turn resends the whole conversation."""
+    first = tuple(Turn(parent=None, tokens=_tokens(rng, 30 + 9 * i)) for i in range(3))
+    second = tuple(Turn(parent=i, tokens=_tokens(rng, 9)) for i in range(3))
+    third = tuple(Turn(parent=3 + i, tokens=_tokens(rng, 6)) for i in range(3))
+    return Script(waves=(first, second, third))
+
+
+def branching(rng: np.random.Generator) -> Script:
+    """A conversation, then branches from its first and second turns (mid-conversation)."""
+    root = (Turn(parent=None, tokens=_tokens(rng, 41)),)
+    turn2 = (Turn(parent=0, tokens=_tokens(rng, 13)),)
+    turn3 = (Turn(parent=1, tokens=_tokens(rng, 10)),)
+    branches = (Turn(parent=0, tokens=_tokens(rng, 7)), Turn(parent=0, tokens=_tokens(rng, 19)),
+                Turn(parent=1, tokens=_tokens(rng, 5)))
+    return Script(waves=(root, turn2, turn3, branches))
+
+
+def revisit(rng: np.random.Generator) -> Script:
+    """Four system prompts one after another, then all four again: the first ones have
+    left the device by then, so their second visit is a host hit (loadback)."""
+    systems = [_tokens(rng, 80) for _ in range(4)]
+    once = tuple((Turn(parent=None, tokens=s + _tokens(rng, 6)),) for s in systems)
+    again = tuple((Turn(parent=None, tokens=s + _tokens(rng, 6)),) for s in systems)
+    return Script(waves=once + again)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Workload:
+    name: str
+    about: str
+    build: Callable[[np.random.Generator], Script]
+    config: TinyConfig = field(default_factory=TinyConfig)
+    sizes: PoolSizes = field(default_factory=PoolSizes)
+    host: HostTier | None = None
+    chunk_tokens: int = 32
+    max_running_requests: int = 4
+    max_new_tokens: int = 4
+    seed: int = 0
+
+    def script(self) -> Script:
+        return self.build(np.random.default_rng(self.seed))
+
+
+_SMALL = PoolSizes(num_pages=8, num_state_slots=8, max_running_requests=2)
+_HOSTED = PoolSizes(num_pages=14, num_state_slots=8, max_running_requests=2)
+
+WORKLOADS: dict[str, Workload] = {w.name: w for w in (
+    Workload(name="shared-system", about="two system prompts shared by five questions each",
+             build=shared_system),
+    Workload(name="multi-turn", about="three conversations, three turns each", build=multi_turn),
+    Workload(name="branching", about="branches from the first and second turn of a chat",
+             build=branching),
+    Workload(name="tiny-pools", about="8 device pages, 8 state slots: eviction all the time",
+             build=multi_turn, sizes=_SMALL, chunk_tokens=16, max_running_requests=2),
+    Workload(name="chunk-mid-page", about="7-token prefill chunks cut pages and kpool groups",
+             build=multi_turn, chunk_tokens=7),
+    Workload(name="bf16", about="bf16 latent rows and bf16 temporal state", build=branching,
+             config=TinyConfig(kv_layout=RowLayout.BF16, temporal_dtype=StateDtype.BFLOAT16)),
+    *(Workload(name=f"host-{policy.value.replace('_', '-')}",
+               about=f"revisits after device eviction, host tier {policy.value}",
+               build=revisit, sizes=_HOSTED, max_running_requests=2,
+               host=HostTier(num_pages=64, num_state_slots=32, policy=policy))
+      for policy in BackupPolicy),
+)}
+
+# What `kvledger verify` runs when no workload is named: one of each memory path.
+DEFAULT_WORKLOADS = ("shared-system", "multi-turn", "branching", "tiny-pools",
+                     "chunk-mid-page", "host-write-through", "host-write-back")
