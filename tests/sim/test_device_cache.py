@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -35,6 +36,16 @@ def test_insert_frees_duplicates_and_a_second_state():
     assert result.mamba_existed and sorted(result.duplicate_indices.tolist()) == sorted(second.tolist())
     assert cache.pages.num_free == 5 and cache.slots.num_free == 3
     cache.check_integrity(held_pages=EMPTY, held_slots=EMPTY)
+
+
+def test_integrity_catches_a_leaked_or_doubly_held_page():
+    cache = DeviceCache(num_pages=4, num_slots=2, grid_pages=1, host=NoHostTier())
+    got = cache.alloc_pages(2)
+    with pytest.raises(RuntimeError, match="token pages"):
+        cache.check_integrity(held_pages=got[:1], held_slots=EMPTY)  # one page leaked
+    with pytest.raises(RuntimeError, match="token pages"):
+        cache.check_integrity(held_pages=np.concatenate([got, got[:1]]), held_slots=EMPTY)
+    cache.check_integrity(held_pages=got, held_slots=EMPTY)
 
 
 class CacheMachine(RuleBasedStateMachine):

@@ -1,22 +1,35 @@
-"""Device memory: allocators and pools built from a Plan (torch; knows nothing of trees)."""
+"""Device memory: allocators and pools built from a Plan (torch; knows nothing of trees).
 
-from kvledger.pools.accounting import PoolBytes, account
-from kvledger.pools.build import DevicePools, ScaleDown, build_pools, scale_plan
-from kvledger.pools.dsa import DsaTokenPool
-from kvledger.pools.errors import AllocatorError, IntegrityError, LayerKindError
-from kvledger.pools.gqa import GqaKVPool
-from kvledger.pools.hybrid import HybridLinearKVPool
-from kvledger.pools.ids import NULL_SLOT, IdAllocator, StateSlotAllocator
-from kvledger.pools.index_keys import IndexKeyCache
-from kvledger.pools.latent import LatentKVPool
-from kvledger.pools.paged import NULL_PAGE, PagedTokenAllocator
-from kvledger.pools.req_to_token import ReqToTokenPool
-from kvledger.pools.state import MambaPool
-from kvledger.pools.tail import CompressTail
+Names resolve lazily (PEP 562): the allocators (`kvledger.pools.ids`, `kvledger.pools.paged`)
+are numpy-only, so the simulator's accounting mode can use them without loading torch.
+"""
 
-__all__ = [
-    "NULL_PAGE", "NULL_SLOT", "AllocatorError", "CompressTail", "DevicePools", "DsaTokenPool",
-    "GqaKVPool", "HybridLinearKVPool", "IdAllocator", "IndexKeyCache", "IntegrityError",
-    "LatentKVPool", "LayerKindError", "MambaPool", "PagedTokenAllocator", "PoolBytes",
-    "ReqToTokenPool", "ScaleDown", "StateSlotAllocator", "account", "build_pools", "scale_plan",
-]
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+_HOMES = {
+    "PoolBytes": "accounting", "account": "accounting",
+    "DevicePools": "build", "ScaleDown": "build", "build_pools": "build", "scale_plan": "build",
+    "DsaTokenPool": "dsa",
+    "AllocatorError": "errors", "IntegrityError": "errors", "LayerKindError": "errors",
+    "GqaKVPool": "gqa",
+    "HybridLinearKVPool": "hybrid",
+    "NULL_SLOT": "ids", "IdAllocator": "ids", "StateSlotAllocator": "ids",
+    "IndexKeyCache": "index_keys",
+    "LatentKVPool": "latent",
+    "NULL_PAGE": "paged", "PagedTokenAllocator": "paged",
+    "ReqToTokenPool": "req_to_token",
+    "MambaPool": "state",
+    "CompressTail": "tail",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'kvledger.pools' has no attribute {name!r}")
+    return getattr(import_module(f"kvledger.pools.{home}"), name)

@@ -97,6 +97,10 @@ class IdAllocator:
         self._stack[self._top : self._top + arr.size] = arr
         self._top += arr.size
 
+    def allocated(self) -> np.ndarray:
+        """Every id handed out and not yet freed, ascending."""
+        return np.flatnonzero(self._in_use)
+
     def is_allocated(self, ids: np.ndarray) -> np.ndarray:
         """Vectorised membership: True where the id is handed out (False out of range)."""
         return np.take(self._in_use, ids, mode="clip")

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvledger.sim.accounting import IndexAllocator
+from kvledger.pools.ids import IdAllocator
 from kvledger.sim.host_port import HostTier
 from kvledger.tree.radix import RadixTree
 from kvledger.tree.results import InsertResult, MatchResult
@@ -31,8 +31,8 @@ from kvledger.tree.results import InsertResult, MatchResult
 class DeviceCache:
     def __init__(self, *, num_pages: int, num_slots: int, grid_pages: int, host: HostTier) -> None:
         self.tree = RadixTree(page_size=1, mamba_chunk_tokens=grid_pages)
-        self.pages = IndexAllocator(capacity=num_pages, what="token page")
-        self.slots = IndexAllocator(capacity=num_slots, what="state slot")
+        self.pages = IdAllocator(capacity=num_pages, what="token page")
+        self.slots = IdAllocator(capacity=num_slots, what="state slot")
         self.host = host
         self.evicted_pages = 0  # FULL KV pages dropped from device by eviction
         self.evicted_slots = 0  # MAMBA states dropped from device by eviction
@@ -109,5 +109,13 @@ class DeviceCache:
         pages and for state slots, each index exactly once."""
         self.tree.check_integrity()
         tree_pages, tree_slots = self.tree_indices()
-        self.pages.check_integrity(used=np.concatenate([tree_pages, held_pages]))
-        self.slots.check_integrity(used=np.concatenate([tree_slots, held_slots]))
+        for allocator, claimed in ((self.pages, (tree_pages, held_pages)),
+                                   (self.slots, (tree_slots, held_slots))):
+            allocator.check_integrity()
+            claimed_ids = np.sort(np.concatenate(claimed))
+            if not np.array_equal(claimed_ids, allocator.allocated()):
+                raise RuntimeError(
+                    f"{allocator.what}s: the tree and the running requests claim "
+                    f"{claimed_ids.size} ids, the allocator has {allocator.num_used} in use "
+                    "(an id held twice, leaked, or freed while held)"
+                )
