@@ -62,6 +62,7 @@ class CacheSeq:
     branch_tokens: int | None  # mamba_branching_seqlen still to save
     track_tokens: int | None  # grid length whose state sits in track_slot, not yet inserted
     computed_tokens: int  # tokens with KV and state (the next chunk starts here)
+    allocated_tokens: int  # positions with a token slot (computed, or the chunk in flight)
     cached_tokens: int  # prefix owned by the tree and locked by `receipt`
     receipt: LockReceipt | None
     reserved_pages: int  # pages this request may still allocate
@@ -171,7 +172,8 @@ class HybridCache:
             return None
         row = int(self.req_to_token.alloc(1)[0])
         seq = CacheSeq(row=row, state_slot=0, track_slot=0, branch_slot=None, branch_tokens=None,
-                       track_tokens=None, computed_tokens=0, cached_tokens=0, receipt=None,
+                       track_tokens=None, computed_tokens=0, allocated_tokens=0,
+                       cached_tokens=0, receipt=None,
                        reserved_pages=need_pages)
         self.reserved_pages += need_pages
         self.running[row] = seq
@@ -188,7 +190,7 @@ class HybridCache:
         for guard in guards:
             self.tree.unlock(guard)
         hit = loaded.hit_tokens
-        seq.computed_tokens = seq.cached_tokens = hit
+        seq.computed_tokens = seq.allocated_tokens = seq.cached_tokens = hit
         if hit:
             self.req_to_token.write_extend(rows=[row], prefix_lens=[0], seq_lens=[hit],
                                            token_locs=np.array(loaded.device_indices))
@@ -211,6 +213,8 @@ class HybridCache:
         """Slots for positions computed .. computed+n−1 and the states to save on the way."""
         start = seq.computed_tokens
         end = start + num_new_tokens
+        if seq.allocated_tokens != start:
+            raise RuntimeError(f"request row {seq.row}: extend before the last chunk was committed")
         if num_new_tokens < 1 or end > self.req_to_token.max_context_tokens:
             raise ValueError(f"extend: {num_new_tokens} tokens from {start} do not fit the row")
         last = int(self.req_to_token.req_to_token[seq.row, start - 1]) if start else -1
@@ -220,6 +224,7 @@ class HybridCache:
         if locs is None:
             raise RuntimeError("reservation accounting broken: no pages after eviction")
         self._take(seq, pages=pages)
+        seq.allocated_tokens = end
         self.req_to_token.write_extend(rows=[seq.row], prefix_lens=[start], seq_lens=[end],
                                        token_locs=locs)
         checkpoints = []
@@ -252,7 +257,7 @@ class HybridCache:
         if not self._insert_track(seq, tokens):
             freed.append(seq.track_slot)
         self.states.free(freed)
-        own = self.req_to_token.read(seq.row, seq.computed_tokens)[seq.cached_tokens:]
+        own = self.req_to_token.read(seq.row, seq.allocated_tokens)[seq.cached_tokens:]
         self.tokens.free(own.numpy().astype(np.int64))
         if seq.receipt is not None:
             self.tree.unlock(seq.receipt)
@@ -323,7 +328,7 @@ class HybridCache:
         sizes = self.tree.sizes()
         tree_pages = (sizes.full_evictable_tokens + sizes.full_protected_tokens) // self.page
         tree_slots = sizes.mamba_evictable_slots + sizes.mamba_protected_slots
-        own_pages = sum(cdiv(s.computed_tokens, self.page) - s.cached_tokens // self.page
+        own_pages = sum(cdiv(s.allocated_tokens, self.page) - s.cached_tokens // self.page
                         for s in self.running.values())
         used_pages = self.tokens.num_pages - self.tokens.num_free_pages
         if used_pages != tree_pages + own_pages:

@@ -24,10 +24,9 @@ import torch
 from kvledger.engine.batch import ModelStore, SeqChunk
 from kvledger.engine.config import TAIL_DTYPE, TinyConfig
 from kvledger.engine.fixed import fixed_sum, round_to, softmax_weights
-from kvledger.engine.params import IndexerParams
 
 
-def update_index_keys(p: IndexerParams, cfg: TinyConfig, chunk: SeqChunk, keys: torch.Tensor,
+def update_index_keys(ape: torch.Tensor, cfg: TinyConfig, chunk: SeqChunk, keys: torch.Tensor,
                       scores: torch.Tensor, layer_id: int, store: ModelStore) -> None:
     """Pool every group this chunk closes; leave the still-open group in the tail.
 
@@ -45,7 +44,7 @@ def update_index_keys(p: IndexerParams, cfg: TinyConfig, chunk: SeqChunk, keys: 
     if num_closed:
         closed = num_closed * kpool
         group_keys = keys[:closed].view(num_closed, kpool, -1)
-        logits = scores[:closed].view(num_closed, kpool, -1) + p.ape
+        logits = scores[:closed].view(num_closed, kpool, -1) + ape
         weights = softmax_weights(logits, torch.ones_like(logits, dtype=torch.bool), dim=1)
         pooled = fixed_sum(weights * group_keys, dim=1) / fixed_sum(weights, dim=1)
         firsts = open_start + kpool * torch.arange(num_closed)

@@ -34,10 +34,13 @@ def kda_layer(p: KdaParams, cfg: TinyConfig, h: torch.Tensor, chunks: list[SeqCh
     heads, dk = cfg.kda_heads, cfg.kda_head_dim
     n_tokens = h.shape[0]
     x = rms_norm(h, p.norm)
-    conv_in = round_to(linear(x, p.w_qkv), CONV_DTYPE)
-    decay = sigmoid(linear(x, p.w_decay) + p.decay_bias).view(n_tokens, heads, dk, 1)
-    beta = sigmoid(linear(x, p.w_beta)).view(n_tokens, heads, 1, 1)
-    gate = sigmoid(linear(x, p.w_gate)).view(n_tokens, heads, dk)
+    qkv, decay_logit, beta_logit, gate_logit = linear(x, p.w_in).split(p.in_sizes, dim=-1)
+    conv_in = round_to(qkv, CONV_DTYPE)
+    gates = sigmoid(torch.cat((decay_logit + p.decay_bias, beta_logit, gate_logit), dim=-1))
+    decay, beta, gate = gates.split(p.in_sizes[1:], dim=-1)
+    decay = decay.reshape(n_tokens, heads, dk, 1)
+    beta = beta.reshape(n_tokens, heads, 1, 1)
+    gate = gate.reshape(n_tokens, heads, dk)
 
     conv_state, temporal = _initial_states(cfg, chunks, layer_id, store)
     windows, mixed = [], []

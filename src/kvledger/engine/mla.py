@@ -30,14 +30,13 @@ def mla_layer(p: MlaParams, cfg: TinyConfig, h: torch.Tensor, chunks: list[SeqCh
     n_tokens = h.shape[0]
     heads, idx_heads = cfg.mla_heads, cfg.index_heads
     x = rms_norm(h, p.norm)
-    latent = rms_norm(linear(x, p.w_kv_down), p.kv_norm)
-    q = linear(x, p.w_q).view(n_tokens, heads, cfg.qk_head_dim)
+    q, latent, index_q, index_k, index_s, index_w = linear(x, p.w_in).split(p.in_sizes, dim=-1)
+    latent = rms_norm(latent, p.kv_norm)
+    q = q.reshape(n_tokens, heads, cfg.qk_head_dim)
     q_latent = fixed_sum(q.unsqueeze(-1) * p.w_uk, dim=-2)  # (N, heads, rank)
-    ix = p.indexer
-    index_q = linear(x, ix.w_q).view(n_tokens, idx_heads, cfg.index_head_dim)
-    index_k = round_to(linear(x, ix.w_k), TAIL_DTYPE)
-    index_s = round_to(linear(x, ix.w_score), TAIL_DTYPE)
-    index_w = linear(x, ix.w_head)
+    index_q = index_q.reshape(n_tokens, idx_heads, cfg.index_head_dim)
+    index_k = round_to(index_k, TAIL_DTYPE)
+    index_s = round_to(index_s, TAIL_DTYPE)
 
     outs = []
     offset = 0
@@ -47,7 +46,7 @@ def mla_layer(p: MlaParams, cfg: TinyConfig, h: torch.Tensor, chunks: list[SeqCh
         offset += chunk.num_new_tokens
         new_locs = chunk.token_locs[chunk.start_tokens:]
         store.write_latents(layer_id, new_locs, latent[rows])
-        update_index_keys(ix, cfg, chunk, index_k[rows], index_s[rows], layer_id, store)
+        update_index_keys(p.ape, cfg, chunk, index_k[rows], index_s[rows], layer_id, store)
         positions, valid = select_tokens(cfg, chunk, index_q[rows], index_w[rows], layer_id, store)
         n, width = positions.shape
         cached = store.read_latents(layer_id, chunk.token_locs[positions.reshape(-1)])

@@ -33,36 +33,31 @@ class MlpParams:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class KdaParams:
     norm: torch.Tensor  # (D,)
-    w_qkv: torch.Tensor  # (D, 3·H·d): conv inputs for q, k and v
+    # All input projections side by side, one fixed-order product for all of them:
+    # conv inputs for q, k and v (3·H·d) | per-channel forget gate, KDA's fine-grained decay
+    # (H·d) | delta-rule write strength (H) | output gate (H·d)
+    w_in: torch.Tensor  # (D, Σ in_sizes)
+    in_sizes: tuple[int, ...]
     conv: torch.Tensor  # (K, 3·H·d): depthwise causal conv, oldest input first
-    w_decay: torch.Tensor  # (D, H·d): per-channel forget gate (KDA's fine-grained decay)
-    decay_bias: torch.Tensor  # (H·d,): keeps the gates near 0.9 at init
-    w_beta: torch.Tensor  # (D, H): delta-rule write strength per head
-    w_gate: torch.Tensor  # (D, H·d): output gate
+    decay_bias: torch.Tensor  # (H·d,): keeps the gates near 0.92 at init
     out_norm: torch.Tensor  # (d,)
     w_out: torch.Tensor  # (H·d, D)
     mlp: MlpParams
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class IndexerParams:
-    w_q: torch.Tensor  # (D, Hi·128): index queries
-    w_k: torch.Tensor  # (D, 128): one index key per token
-    w_score: torch.Tensor  # (D, 128): per-channel pooling scores (the compress gate)
-    ape: torch.Tensor  # (kpool, 128): score offset by position inside the group
-    w_head: torch.Tensor  # (D, Hi): per-head weights of the index score
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class MlaParams:
     norm: torch.Tensor  # (D,)
-    w_q: torch.Tensor  # (D, Hm·dq)
-    w_kv_down: torch.Tensor  # (D, rank): the latent that is cached
+    # Input projections side by side: query (Hm·dq) | latent, the row that is cached (rank) |
+    # index queries (Hi·128) | index key (128) | per-channel pooling score, the compress gate
+    # (128) | per-head weights of the index score (Hi)
+    w_in: torch.Tensor  # (D, Σ in_sizes)
+    in_sizes: tuple[int, ...]
     kv_norm: torch.Tensor  # (rank,)
     w_uk: torch.Tensor  # (Hm, dq, rank): per-head key up-projection, applied to the query
     w_uv: torch.Tensor  # (Hm, rank, dv): per-head value up-projection of the attended latent
     w_o: torch.Tensor  # (Hm·dv, D)
-    indexer: IndexerParams
+    ape: torch.Tensor  # (kpool, 128): pooling-score offset by position inside the group
     mlp: MlpParams
 
 
@@ -93,29 +88,25 @@ def _mlp(draw: _Draw, cfg: TinyConfig) -> MlpParams:
 
 def _kda(draw: _Draw, cfg: TinyConfig) -> KdaParams:
     d, kd, heads = cfg.hidden_size, cfg.kda_dim, cfg.kda_heads
+    sizes = (3 * kd, kd, heads, kd)
     return KdaParams(
-        norm=draw.norm(d), w_qkv=draw.matrix(d, 3 * kd, fan_in=d),
+        norm=draw.norm(d), w_in=draw.matrix(d, sum(sizes), fan_in=d), in_sizes=sizes,
         conv=draw.matrix(cfg.conv_kernel, 3 * kd, fan_in=cfg.conv_kernel),
-        w_decay=draw.matrix(d, kd, fan_in=d), decay_bias=torch.full((kd,), 2.5),
-        w_beta=draw.matrix(d, heads, fan_in=d), w_gate=draw.matrix(d, kd, fan_in=d),
-        out_norm=draw.norm(cfg.kda_head_dim), w_out=draw.matrix(kd, d, fan_in=kd),
-        mlp=_mlp(draw, cfg),
+        decay_bias=torch.full((kd,), 2.5), out_norm=draw.norm(cfg.kda_head_dim),
+        w_out=draw.matrix(kd, d, fan_in=kd), mlp=_mlp(draw, cfg),
     )
 
 
 def _mla(draw: _Draw, cfg: TinyConfig) -> MlaParams:
     d, rank, heads = cfg.hidden_size, cfg.kv_lora_rank, cfg.mla_heads
     dq, dv, di = cfg.qk_head_dim, cfg.v_head_dim, cfg.index_head_dim
-    indexer = IndexerParams(
-        w_q=draw.matrix(d, cfg.index_heads * di, fan_in=d), w_k=draw.matrix(d, di, fan_in=d),
-        w_score=draw.matrix(d, di, fan_in=d), ape=draw.matrix(cfg.index_kpool, di, fan_in=1),
-        w_head=draw.matrix(d, cfg.index_heads, fan_in=d),
-    )
+    sizes = (heads * dq, rank, cfg.index_heads * di, di, di, cfg.index_heads)
     return MlaParams(
-        norm=draw.norm(d), w_q=draw.matrix(d, heads * dq, fan_in=d),
-        w_kv_down=draw.matrix(d, rank, fan_in=d), kv_norm=draw.norm(rank),
-        w_uk=draw.matrix(heads, dq, rank, fan_in=dq), w_uv=draw.matrix(heads, rank, dv, fan_in=rank),
-        w_o=draw.matrix(heads * dv, d, fan_in=heads * dv), indexer=indexer, mlp=_mlp(draw, cfg),
+        norm=draw.norm(d), w_in=draw.matrix(d, sum(sizes), fan_in=d), in_sizes=sizes,
+        kv_norm=draw.norm(rank), w_uk=draw.matrix(heads, dq, rank, fan_in=dq),
+        w_uv=draw.matrix(heads, rank, dv, fan_in=rank),
+        w_o=draw.matrix(heads * dv, d, fan_in=heads * dv),
+        ape=draw.matrix(cfg.index_kpool, di, fan_in=1), mlp=_mlp(draw, cfg),
     )
 
 

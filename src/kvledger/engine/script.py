@@ -1,7 +1,7 @@
 """Scripts: conversations as waves of turns, each turn continuing an earlier request.
 
-A ``Turn`` is one request: the full text of an earlier request (its prompt and its output)
-if it has a parent, then new tokens. Waves run one after another on the same engine, so a
+A ``Turn`` is one request: the text of an earlier request (its prompt and its output, or
+the first ``keep`` tokens of it: an edited message) if it has a parent, then new tokens. Waves run one after another on the same engine, so a
 later wave can reuse what an earlier one cached. Request ids are global, in script order::
 
     wave 0:  0 = system + question A          1 = system + question B
@@ -31,6 +31,16 @@ from kvledger.engine.loop import Engine, Generation
 class Turn:
     parent: int | None  # an earlier request whose prompt and output come first
     tokens: tuple[int, ...]  # new tokens after it
+    keep: int | None = None  # keep only this many tokens of the parent's text (an edit)
+
+    def __post_init__(self) -> None:
+        if self.keep is not None and (self.parent is None or self.keep < 0):
+            raise ValueError("Turn.keep: needs a parent and a non-negative token count")
+
+    def prefix_tokens(self, parent_tokens: int) -> int:
+        if self.keep is not None and self.keep > parent_tokens:
+            raise ValueError(f"Turn.keep: {self.keep} tokens of a {parent_tokens}-token parent")
+        return parent_tokens if self.keep is None else self.keep
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,8 +64,8 @@ class Script:
         """Prompt + output length of every request, in script order."""
         lengths: list[int] = []
         for wave in self.waves:
-            lengths += [(lengths[t.parent] if t.parent is not None else 0) + len(t.tokens)
-                        + max_new_tokens for t in wave]
+            lengths += [(t.prefix_tokens(lengths[t.parent]) if t.parent is not None else 0)
+                        + len(t.tokens) + max_new_tokens for t in wave]
         return lengths
 
 
@@ -64,7 +74,8 @@ def run_script(engine: Engine, script: Script, max_new_tokens: int) -> list[Gene
     texts: list[tuple[int, ...]] = []
     done: list[Generation] = []
     for wave in script.waves:
-        prompts = [(texts[t.parent] if t.parent is not None else ()) + t.tokens for t in wave]
+        prompts = [(texts[t.parent][: t.prefix_tokens(len(texts[t.parent]))]
+                    if t.parent is not None else ()) + t.tokens for t in wave]
         outs = engine.generate(prompts, max_new_tokens)
         texts += [prompt + out.token_ids for prompt, out in zip(prompts, outs, strict=True)]
         done += outs

@@ -5,14 +5,15 @@ the cache differs. Outputs match when every generated token and every logit is b
 equal (``torch.equal``): the model's fixed-order arithmetic (``engine.fixed``) makes that
 the right bar, no tolerance.
 
->>> report = verify(WORKLOADS["shared-system"])
+>>> report = verify(WORKLOADS["branching"])
 >>> report.all_match, report.requests, report.cached_prompt_tokens > 0
-(True, 10, True)
+(True, 6, True)
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import torch
@@ -21,6 +22,7 @@ from kvledger.engine.cached import prefix_cache
 from kvledger.engine.fresh import FreshCache
 from kvledger.engine.loop import Engine, Generation
 from kvledger.engine.model import TinyModel
+from kvledger.engine.request import RequestCache
 from kvledger.engine.script import run_script
 from kvledger.engine.workloads import WORKLOADS, Workload
 
@@ -36,6 +38,7 @@ class VerifyReport:
     loadback_states: int
     loadback_failures: int
     evicted_tokens: int
+    branch_states: int
     mismatched: tuple[int, ...]  # request ids whose tokens or logits differ
     cached_seconds: float
     fresh_seconds: float
@@ -53,7 +56,10 @@ def same_output(a: Generation, b: Generation) -> bool:
     return a.token_ids == b.token_ids and torch.equal(a.logits, b.logits)
 
 
-def verify(workload: Workload | str) -> VerifyReport:
+def verify(workload: Workload | str,
+           wrap: Callable[[RequestCache], RequestCache] = lambda cache: cache) -> VerifyReport:
+    """Run ``workload`` twice and compare; ``wrap`` decorates both caches (tests use it to
+    check integrity after every call)."""
     if isinstance(workload, str):
         if workload not in WORKLOADS:
             raise ValueError(f"--workload {workload!r}: expected one of {', '.join(WORKLOADS)}")
@@ -62,12 +68,13 @@ def verify(workload: Workload | str) -> VerifyReport:
     longest = max(script.request_tokens(workload.max_new_tokens))
     model = TinyModel(workload.config)
     sizes = replace(workload.sizes, max_context_tokens=max(longest, workload.sizes.max_context_tokens))
-    cache = prefix_cache(workload.config, sizes, host=workload.host)
+    cache = prefix_cache(workload.config, sizes, host=workload.host,
+                         mamba_chunk_tokens=workload.mamba_chunk_tokens)
     fresh = FreshCache(workload.config, max_running_requests=workload.max_running_requests,
                        max_context_tokens=longest, page_tokens=sizes.page_tokens)
     runs = []
     for request_cache in (cache, fresh):
-        engine = Engine(model, request_cache, chunk_tokens=workload.chunk_tokens,
+        engine = Engine(model, wrap(request_cache), chunk_tokens=workload.chunk_tokens,
                         max_running_requests=workload.max_running_requests)
         start = time.perf_counter()
         outputs = run_script(engine, script, workload.max_new_tokens)
@@ -82,5 +89,6 @@ def verify(workload: Workload | str) -> VerifyReport:
         generated_tokens=stats.generated_tokens, cached_prompt_tokens=stats.cached_prompt_tokens,
         loadback_tokens=cs.loadback_tokens, loadback_states=cs.loadback_states,
         loadback_failures=cs.loadback_failures, evicted_tokens=cs.evicted_tokens,
+        branch_states=cs.branch_states,
         mismatched=mismatched, cached_seconds=cached_s, fresh_seconds=fresh_s,
     )

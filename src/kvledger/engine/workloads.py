@@ -46,19 +46,23 @@ def multi_turn(rng: np.random.Generator) -> Script:
 
 
 def branching(rng: np.random.Generator) -> Script:
-    """A conversation, then branches from its first and second turns (mid-conversation)."""
-    root = (Turn(parent=None, tokens=_tokens(rng, 41)),)
-    turn2 = (Turn(parent=0, tokens=_tokens(rng, 13)),)
+    """A three-turn conversation, then branches from mid-conversation: a new follow-up to its
+    first turn, and edits of its first and second messages (keeping 50 and 84 tokens). An
+    edit cuts a cached node in the middle: the KV hit runs past the node's saved state, so
+    the request recomputes from that state and saves a new one where it branches."""
+    root = (Turn(parent=None, tokens=_tokens(rng, 70)),)
+    turn2 = (Turn(parent=0, tokens=_tokens(rng, 30)),)
     turn3 = (Turn(parent=1, tokens=_tokens(rng, 10)),)
-    branches = (Turn(parent=0, tokens=_tokens(rng, 7)), Turn(parent=0, tokens=_tokens(rng, 19)),
-                Turn(parent=1, tokens=_tokens(rng, 5)))
+    branches = (Turn(parent=0, tokens=_tokens(rng, 7)),
+                Turn(parent=0, keep=50, tokens=_tokens(rng, 9)),
+                Turn(parent=1, keep=84, tokens=_tokens(rng, 5)))
     return Script(waves=(root, turn2, turn3, branches))
 
 
 def revisit(rng: np.random.Generator) -> Script:
     """Four system prompts one after another, then all four again: the first ones have
     left the device by then, so their second visit is a host hit (loadback)."""
-    systems = [_tokens(rng, 80) for _ in range(4)]
+    systems = [_tokens(rng, 48) for _ in range(4)]
     once = tuple((Turn(parent=None, tokens=s + _tokens(rng, 6)),) for s in systems)
     again = tuple((Turn(parent=None, tokens=s + _tokens(rng, 6)),) for s in systems)
     return Script(waves=once + again)
@@ -75,6 +79,7 @@ class Workload:
     chunk_tokens: int = 32
     max_running_requests: int = 4
     max_new_tokens: int = 4
+    mamba_chunk_tokens: int | None = None  # None: states at every page end
     seed: int = 0
 
     def script(self) -> Script:
@@ -82,20 +87,25 @@ class Workload:
 
 
 _SMALL = PoolSizes(num_pages=8, num_state_slots=8, max_running_requests=2)
-_HOSTED = PoolSizes(num_pages=14, num_state_slots=8, max_running_requests=2)
+_HOSTED = PoolSizes(num_pages=8, num_state_slots=8, max_running_requests=2)
 
 WORKLOADS: dict[str, Workload] = {w.name: w for w in (
     Workload(name="shared-system", about="two system prompts shared by five questions each",
              build=shared_system),
     Workload(name="multi-turn", about="three conversations, three turns each", build=multi_turn),
-    Workload(name="branching", about="branches from the first and second turn of a chat",
+    Workload(name="branching", about="follow-ups and edits branching from mid-conversation",
              build=branching),
     Workload(name="tiny-pools", about="8 device pages, 8 state slots: eviction all the time",
              build=multi_turn, sizes=_SMALL, chunk_tokens=16, max_running_requests=2),
     Workload(name="chunk-mid-page", about="7-token prefill chunks cut pages and kpool groups",
              build=multi_turn, chunk_tokens=7),
-    Workload(name="bf16", about="bf16 latent rows and bf16 temporal state", build=branching,
-             config=TinyConfig(kv_layout=RowLayout.BF16, temporal_dtype=StateDtype.BFLOAT16)),
+    Workload(name="bf16", about="bf16 latent rows and temporal state, host tier write_back",
+             build=revisit, sizes=_HOSTED, max_running_requests=2,
+             config=TinyConfig(kv_layout=RowLayout.BF16, temporal_dtype=StateDtype.BFLOAT16),
+             host=HostTier(num_pages=64, num_state_slots=32, policy=BackupPolicy.WRITE_BACK)),
+    Workload(name="coarse-grid", about="states only every 32 tokens (2 pages): KV hits run "
+             "deeper than states, so requests recompute from the last state and branch",
+             build=branching, mamba_chunk_tokens=32, chunk_tokens=64),
     *(Workload(name=f"host-{policy.value.replace('_', '-')}",
                about=f"revisits after device eviction, host tier {policy.value}",
                build=revisit, sizes=_HOSTED, max_running_requests=2,
