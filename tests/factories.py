@@ -7,11 +7,14 @@ from pathlib import Path
 import pytest
 
 from kvledger.deploy import Deployment, KVDtype
-from kvledger.model.config import load_model
+from kvledger.model.config import CONFIG_DIR, load_model
 from kvledger.resolve import CacheLayout, resolve
 from kvledger.rules import RULES
 
-SHARED_CONFIGS = Path(__file__).resolve().parents[2] / "shared" / "configs"
+# The real configs: the shared folder beside the checkout when present, else the package's
+# embedded copies of the same files (tests/model checks they are identical).
+_SHARED = Path(__file__).resolve().parents[2] / "shared" / "configs"
+SHARED_CONFIGS = _SHARED if _SHARED.is_dir() else CONFIG_DIR
 
 
 def glm_layout(rules: str = "sglang-0.5.21", **deploy) -> CacheLayout:

@@ -67,3 +67,13 @@ def test_request_ledger_for_hybrid_models_uses_the_slot_ratio():
     assert plan.ledgers.request.total_bytes == 5 * 77_266_944
     pure = make_plan("llama-3.1-8b", available_gib=20)
     assert pure.ledgers.request.total_bytes == 0 and pure.capacity.state_slots == 0
+
+
+def test_embedded_configs_are_the_shared_ones():
+    from factories import _SHARED
+    from kvledger.model.config import CONFIG_DIR
+
+    if not _SHARED.is_dir():
+        pytest.skip("no shared config folder beside this checkout")
+    for shared in _SHARED.glob("*.json"):
+        assert (CONFIG_DIR / shared.name).read_bytes() == shared.read_bytes(), shared.name

@@ -9,7 +9,7 @@ from kvledger.plan import Plan, make_plan
 from kvledger.sim.workload import Request, Workload
 
 # The Mooncake FAST'25 synthetic trace shipped next to the repository (Apache-2.0).
-TRACE = Path(__file__).resolve().parents[3] / "shared" / "traces" / "synthetic_trace.jsonl"
+TRACE = Path(__file__).resolve().parents[1] / "data" / "synthetic_trace.jsonl"
 
 
 def small_plan(**deploy) -> Plan:
