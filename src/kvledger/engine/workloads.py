@@ -114,5 +114,5 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
 )}
 
 # What `kvledger verify` runs when no workload is named: one of each memory path.
-DEFAULT_WORKLOADS = ("shared-system", "multi-turn", "branching", "tiny-pools",
-                     "chunk-mid-page", "host-write-through", "host-write-back")
+DEFAULT_WORKLOADS = ("shared-system", "branching", "tiny-pools", "chunk-mid-page",
+                     "host-write-back")
