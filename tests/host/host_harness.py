@@ -104,8 +104,8 @@ class Harness:
         slots = device.token_allocator.alloc(len(tokens))
         state = device.state_allocator.alloc(1)
         if slots is None or state is None:
-            self.ctrl.free_device_tokens(slots if slots is not None else np.zeros(0, np.int64))
-            self.ctrl.free_device_states(state if state is not None else np.zeros(0, np.int64))
+            self.ctrl.device.free_tokens(slots if slots is not None else np.zeros(0, np.int64))
+            self.ctrl.device.free_states(state if state is not None else np.zeros(0, np.int64))
             return None
         toks, locs = torch.from_numpy(tokens), torch.from_numpy(slots)
         self._learn(self.truth_kv, self.known_kv, toks)
@@ -133,8 +133,8 @@ class Harness:
         slots, slot = got
         result = self.tree.insert(tokens, slots, slot)
         if result.mamba_existed:
-            self.ctrl.free_device_states(np.array([slot]))
-        self.ctrl.free_device_tokens(result.duplicate_indices)
+            self.ctrl.device.free_states(np.array([slot]))
+        self.ctrl.device.free_tokens(result.duplicate_indices)
         self.ctrl.on_insert(result)
         return result
 

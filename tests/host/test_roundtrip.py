@@ -50,7 +50,7 @@ def test_round_trip_every_byte(layout, policy, kind):
         assert res.loaded_state and res.request_slot == request_slot
         h.check_bytes(tokens, res.device_indices, res.mamba_slot)
         h.check_bytes(tokens, res.device_indices, request_slot)  # the copy-on-write
-        h.ctrl.free_device_states(np.array([request_slot]))
+        h.ctrl.device.free_states(np.array([request_slot]))
         h.ctrl.check_integrity()
     # The shared prefix came back once: the second loadback stitched only its own suffix.
     assert res.loaded_tokens == len(b)

@@ -72,7 +72,7 @@ class TwoTierMachine(RuleBasedStateMachine):
         if request_slot is not None:
             if res.status is LoadStatus.QUEUED:
                 self.h.ctrl.poll()  # the copy into the request slot lands at the ack
-            self.h.ctrl.free_device_states(np.array([request_slot]))
+            self.h.ctrl.device.free_states(np.array([request_slot]))
 
     @rule(pages=st.integers(1, 8))
     def evict_device(self, pages):

@@ -135,8 +135,8 @@ class HiCacheController:
             result = evict_writing_back(self, full_tokens, mamba_slots)
         else:
             result = self.tree.evict(full_tokens=full_tokens, mamba_slots=mamba_slots)
-        self.free_device_tokens(result.full_indices)
-        self.free_device_states(result.mamba_slots)
+        self.device.free_tokens(result.full_indices)
+        self.device.free_states(result.mamba_slots)
         return result
 
     def evict_host(self, *, full_tokens: int = 0, mamba_slots: int = 0) -> EvictResult:
@@ -170,22 +170,6 @@ class HiCacheController:
             self.evict_device(mamba_slots=1)
         slots = allocator.alloc(1)
         return None if slots is None else int(slots[0])
-
-    def free_device_tokens(self, token_slots: np.ndarray) -> None:
-        if len(token_slots):
-            self.device.token_allocator.free(token_slots)
-
-    def free_device_states(self, slots: np.ndarray) -> None:
-        if len(slots):
-            assert self.device.state_allocator is not None, "device states without a state pool"
-            self.device.state_allocator.free(slots)
-
-    def copy_state_to_request(self, node: Node, request_slot: int | None) -> None:
-        """Copy-on-write of `node`'s device state into the request's own slot."""
-        if request_slot is None or node.mamba.value is None:
-            return
-        assert self.device.mamba_pool is not None
-        self.device.mamba_pool.copy_slot(int(node.mamba.value), int(request_slot))
 
     # ---- accounting ------------------------------------------------------------------------
 

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
+from kvledger.host.copy import rows, words
 from kvledger.pools.build import DevicePools
 from kvledger.pools.dsa import DsaTokenPool
 from kvledger.pools.gqa import GqaKVPool
@@ -47,6 +49,12 @@ class DeviceBytes:
     index_pages: tuple[torch.Tensor, ...]
     conv: torch.Tensor | None
     temporal: torch.Tensor | None
+    # Views for the interleaving copies (kvledger.host.copy), built once by `of`:
+    kv_page_words: tuple[torch.Tensor, ...]  # (pages, P, B) planes as float words
+    kv_page_rows: tuple[np.ndarray, ...]  # (pages, P) token rows per plane; () off the CPU
+    kv_block_rows: tuple[np.ndarray, ...]  # (pages,) whole page-planes; () off the CPU
+    index_words: tuple[torch.Tensor, ...]  # (pages, page_bytes) as float words
+    index_rows: tuple[np.ndarray, ...]  # (pages,) whole index pages; () off the CPU
 
     @classmethod
     def of(cls, full: FullPool, state: MambaPool | None, *, page_tokens: int) -> DeviceBytes:
@@ -59,10 +67,18 @@ class DeviceBytes:
         index = ()
         if isinstance(full, DsaTokenPool):
             index = tuple(full.index_keys.buffers)
+        pages = [plane.view(-1, page_tokens, plane.shape[1]) for plane in planes]
+        blocks = [plane.view(-1, page_tokens * plane.shape[1]) for plane in planes]
+        cpu = planes[0].device.type == "cpu"
         return cls(page_tokens=page_tokens, planes_per_layer=per_layer, kv_planes=planes,
                    index_pages=index,
                    conv=None if state is None else as_bytes(state.conv, 2),
-                   temporal=None if state is None else as_bytes(state.temporal, 2))
+                   temporal=None if state is None else as_bytes(state.temporal, 2),
+                   kv_page_words=tuple(words(p) for p in pages),
+                   kv_page_rows=tuple(rows(p) for p in pages) if cpu else (),
+                   kv_block_rows=tuple(rows(b) for b in blocks) if cpu else (),
+                   index_words=tuple(words(p) for p in index),
+                   index_rows=tuple(rows(p) for p in index) if cpu else ())
 
     @property
     def device(self) -> torch.device:
@@ -106,6 +122,21 @@ class DeviceSide:
     token_allocator: PagedTokenAllocator
     state_allocator: StateSlotAllocator | None
     mamba_pool: MambaPool | None  # for the copy of a loaded state into the request's slot
+
+    def free_tokens(self, token_slots: np.ndarray) -> None:
+        """Return whole pages of token slots to the paged allocator."""
+        if len(token_slots):
+            self.token_allocator.free(token_slots)
+
+    def free_states(self, slots: np.ndarray) -> None:
+        if len(slots):
+            assert self.state_allocator is not None, "device states without a state pool"
+            self.state_allocator.free(slots)
+
+    def copy_state(self, src_slot: int, request_slot: int) -> None:
+        """Copy-on-write of a cached state into a request's own slot (every linear layer)."""
+        assert self.mamba_pool is not None, "a state copy without a state pool"
+        self.mamba_pool.copy_slot(int(src_slot), int(request_slot))
 
     @classmethod
     def of(cls, pools: DevicePools) -> DeviceSide:

@@ -36,6 +36,7 @@ import numpy as np
 
 from kvledger.host.device import DeviceBytes
 from kvledger.host.kv_pool import Checkpoint, HostKVPool
+from kvledger.host.runs import PageRun, page_runs, slots_to_pages
 from kvledger.host.side_pools import HostIndexerPool, HostStatePool
 
 EMPTY = np.zeros(0, dtype=np.int64)
@@ -127,9 +128,10 @@ class HostPoolGroup:
     def backup(self, dev: DeviceBytes, *, kv_device: np.ndarray, kv_host: np.ndarray,
                state_device: np.ndarray, state_host: np.ndarray, checkpoint: Checkpoint) -> None:
         if len(kv_device):
-            self.kv.backup(dev, kv_device, kv_host, checkpoint)
+            runs = self._runs(kv_device, kv_host)
+            self.kv.backup(dev, runs, checkpoint)
             if self.indexer is not None:
-                self.indexer.backup(dev, kv_device, kv_host, checkpoint)
+                self.indexer.backup(dev, runs, checkpoint)
         if len(state_device):
             assert self.state is not None
             self.state.backup(dev, state_device, state_host, checkpoint)
@@ -138,12 +140,18 @@ class HostPoolGroup:
                  state_host: np.ndarray, state_device: np.ndarray,
                  checkpoint: Checkpoint) -> None:
         if len(kv_host):
-            self.kv.loadback(dev, kv_host, kv_device, checkpoint)
+            runs = self._runs(kv_device, kv_host)
+            self.kv.loadback(dev, runs, checkpoint)
             if self.indexer is not None:
-                self.indexer.loadback(dev, kv_host, kv_device, checkpoint)
+                self.indexer.loadback(dev, runs, checkpoint)
         if len(state_host):
             assert self.state is not None
             self.state.loadback(dev, state_host, state_device, checkpoint)
+
+    def _runs(self, device_slots: np.ndarray, host_slots: np.ndarray) -> list[PageRun]:
+        """(device page, host page, length) runs of whole pages, shared by KV and INDEXER."""
+        page = self.kv.page_tokens
+        return page_runs(slots_to_pages(device_slots, page), slots_to_pages(host_slots, page))
 
     def sizes(self) -> HostSizes:
         state = self.state

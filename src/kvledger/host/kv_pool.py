@@ -28,9 +28,10 @@ import numpy as np
 import torch
 
 from kvledger.host.allocator import HostUnits
+from kvledger.host.copy import deinterleave, interleave, rows, words
 from kvledger.host.device import DeviceBytes
 from kvledger.host.layout import HostLayout, host_zeros
-from kvledger.host.runs import page_runs, pages_to_slots, slots_to_pages
+from kvledger.host.runs import PageRun, pages_to_slots, slots_to_pages
 from kvledger.pools.errors import IntegrityError
 
 Checkpoint = Callable[[], None]  # called after each copied run; a fault hook may raise there
@@ -52,6 +53,8 @@ class HostKVPool:
             raise HostRowError(f"host KV row of {host_row} B for a device row of "
                                f"{device_row_bytes} B: {verdict}; the host row must equal the "
                                "device row")
+        if num_pages < 1:
+            raise ValueError(f"a host KV pool needs at least one page, got {num_pages}")
         if device_row_bytes % planes_per_layer:
             raise ValueError(f"a {device_row_bytes} B row does not split into "
                              f"{planes_per_layer} equal planes")
@@ -65,6 +68,13 @@ class HostKVPool:
         self.buffer = host_zeros(layout.kv_shape(num_pages, self.num_planes, page_tokens,
                                                  self.row_bytes))
         self.canonical = layout.kv_canonical(self.buffer)  # (H, Q, P, B)
+        self.buffer_words = words(self.buffer)  # for interleaving backups
+        # For deinterleaving loadbacks: (H, P, Q) token rows, or (H, Q) whole page-planes.
+        self.buffer_rows = None
+        if layout is HostLayout.PAGE_FIRST:
+            self.buffer_rows = rows(self.buffer)
+        elif layout is HostLayout.PAGE_FIRST_DIRECT:
+            self.buffer_rows = rows(self.buffer.view(num_pages, self.num_planes, -1))
 
     @property
     def capacity_tokens(self) -> int:
@@ -100,34 +110,40 @@ class HostKVPool:
                 f"{dev.page_tokens} vs host {self.num_planes} × {self.row_bytes} B, page "
                 f"{self.page_tokens}")
 
-    def backup(self, dev: DeviceBytes, device_slots: np.ndarray, host_slots: np.ndarray,
-               checkpoint: Checkpoint) -> None:
-        """Copy whole device pages into host pages, one fused copy per run where possible."""
-        src = slots_to_pages(device_slots, self.page_tokens)
-        dst = slots_to_pages(host_slots, self.page_tokens)
-        planes = [dev.kv_page_view(q) for q in range(self.num_planes)]
+    def backup(self, dev: DeviceBytes, runs: list[PageRun], checkpoint: Checkpoint) -> None:
+        """Copy device pages into host pages, run by run (device page → host page): one
+        interleaving copy into the host block (page-first layouts, same device), else one
+        copy per plane."""
+        planes = dev.kv_page_words
         fused = self.layout.page_contiguous and dev.device == self.buffer.device
-        for d, h, k in page_runs(src, dst):
+        dim = 2 if self.layout is HostLayout.PAGE_FIRST else 1  # the plane axis of a block
+        out = self.buffer_words
+        for d, h, k in runs:
             if fused:
-                # Stacking straight into the host block writes every byte once.
-                dim = 2 if self.layout is HostLayout.PAGE_FIRST else 1
-                torch.stack([plane[d : d + k] for plane in planes], dim=dim,
-                            out=self.buffer[h : h + k])
+                interleave([plane[d : d + k] for plane in planes], out[h : h + k], dim)
             else:
-                for q, plane in enumerate(planes):
-                    self.canonical[h : h + k, q].copy_(plane[d : d + k])
+                for q in range(self.num_planes):
+                    self.canonical[h : h + k, q].copy_(dev.kv_page_view(q)[d : d + k])
             checkpoint()
 
-    def loadback(self, dev: DeviceBytes, host_slots: np.ndarray, device_slots: np.ndarray,
-                 checkpoint: Checkpoint) -> None:
-        """Copy host pages back into device pages, one copy per run and plane."""
-        src = slots_to_pages(host_slots, self.page_tokens)
-        dst = slots_to_pages(device_slots, self.page_tokens)
-        planes = [dev.kv_page_view(q) for q in range(self.num_planes)]
-        for h, d, k in page_runs(src, dst):
-            block = self.canonical[h : h + k]
-            for q, plane in enumerate(planes):
-                plane[d : d + k].copy_(block[:, q])
+    def loadback(self, dev: DeviceBytes, runs: list[PageRun], checkpoint: Checkpoint) -> None:
+        """Copy host pages back into device pages, run by run (device page → host page): each
+        plane's rows (page_first) or page-planes (page_first_direct) gathered from an
+        L2-sized chunk of host blocks on the CPU, else one copy per plane."""
+        match self.layout:
+            case HostLayout.PAGE_FIRST:
+                dim, parts = 2, dev.kv_page_rows
+            case HostLayout.PAGE_FIRST_DIRECT:
+                dim, parts = 1, dev.kv_block_rows
+            case HostLayout.LAYER_FIRST:
+                dim, parts = 0, ()  # each plane's pages are one contiguous block already
+        for d, h, k in runs:
+            if parts and self.buffer_rows is not None:
+                deinterleave(self.buffer_rows[h : h + k], dim, [p[d : d + k] for p in parts])
+            else:
+                block = self.canonical[h : h + k]
+                for q in range(self.num_planes):
+                    dev.kv_page_view(q)[d : d + k].copy_(block[:, q])
             checkpoint()
 
     def read_pages(self, host_slots: np.ndarray) -> torch.Tensor:

@@ -48,7 +48,7 @@ def loadback(ctrl: HiCacheController, match: MatchResult,
     need_state = best.parent is not None and best.mamba.value is None
     if not missing and not need_state:
         indices = tree.path_device_indices(best)
-        ctrl.copy_state_to_request(best, request_slot)
+        _copy_to_request(ctrl, best, request_slot)
         return _result(LoadStatus.DEVICE_HIT, best, indices, request_slot=request_slot)
     start = missing[0][1] if missing else spans[-1][2]
     num_tokens = spans[-1][2] - start
@@ -60,7 +60,7 @@ def loadback(ctrl: HiCacheController, match: MatchResult,
     slot = ctrl.alloc_device_state() if need_state and pages is not None else None
     if pages is None or (need_state and slot is None):
         if pages is not None:
-            ctrl.free_device_tokens(pages)
+            ctrl.device.free_tokens(pages)
         for receipt in receipts:
             tree.unlock(receipt)
         return _result(LoadStatus.NO_ROOM, last, match.device_indices)
@@ -72,10 +72,10 @@ def loadback(ctrl: HiCacheController, match: MatchResult,
         ctrl.inflight.add_device(-num_tokens, -int(need_state))
         if ok:
             _restore(ctrl, best, start, pages, slot)
-            ctrl.copy_state_to_request(best, request_slot)
+            _copy_to_request(ctrl, best, request_slot)
         else:
-            ctrl.free_device_tokens(pages)
-            ctrl.free_device_states(state_device)
+            ctrl.device.free_tokens(pages)
+            ctrl.device.free_states(state_device)
         for receipt in receipts:
             tree.unlock(receipt)
         acked.append(ok)
@@ -106,9 +106,15 @@ def _restore(ctrl: HiCacheController, best: Node, start: int, pages: np.ndarray,
             tree.restore_device_value(n, Component.FULL, piece)
         else:
             duplicates.append(piece)
-    ctrl.free_device_tokens(concat(duplicates) if duplicates else EMPTY)
+    ctrl.device.free_tokens(concat(duplicates) if duplicates else EMPTY)
     if slot is not None:
         if best.mamba.value is None:
             tree.restore_device_value(best, Component.MAMBA, slot)
         else:
-            ctrl.free_device_states(np.array([slot], dtype=np.int64))
+            ctrl.device.free_states(np.array([slot], dtype=np.int64))
+
+
+def _copy_to_request(ctrl: HiCacheController, node: Node, request_slot: int | None) -> None:
+    """Copy-on-write of the node's state into the request's own slot (never the reverse)."""
+    if request_slot is not None and node.mamba.value is not None:
+        ctrl.device.copy_state(node.mamba.value, request_slot)

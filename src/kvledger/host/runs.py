@@ -52,8 +52,10 @@ def page_runs(src: np.ndarray, dst: np.ndarray) -> list[PageRun]:
     assert src.shape == dst.shape, f"{src.size} source pages for {dst.size} destination pages"
     if src.size == 0:
         return []
-    breaks = np.flatnonzero((np.diff(src) != 1) | (np.diff(dst) != 1)) + 1
-    starts = np.r_[0, breaks]
-    lengths = np.diff(np.r_[starts, src.size])
-    return [PageRun(int(s), int(d), int(n))
-            for s, d, n in zip(src[starts], dst[starts], lengths, strict=True)]
+    if src.size == 1:
+        return [PageRun(int(src[0]), int(dst[0]), 1)]
+    steps = (src[1:] - src[:-1] != 1) | (dst[1:] - dst[:-1] != 1)
+    starts = np.concatenate(([0], np.flatnonzero(steps) + 1))
+    ends = np.concatenate((starts[1:], [src.size]))
+    return [PageRun(s, d, n) for s, d, n in zip(src[starts].tolist(), dst[starts].tolist(),
+                                                (ends - starts).tolist(), strict=True)]

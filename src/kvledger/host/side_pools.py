@@ -19,13 +19,13 @@ temporal parts (pool_host/mamba.py `MambaPoolHost`). Layout (bytes):
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from kvledger.host.allocator import HostUnits
+from kvledger.host.copy import deinterleave, interleave, rows, words
 from kvledger.host.device import DeviceBytes
 from kvledger.host.kv_pool import Checkpoint
 from kvledger.host.layout import HostLayout, host_zeros
-from kvledger.host.runs import page_runs, slots_to_pages
+from kvledger.host.runs import PageRun, page_runs
 from kvledger.pools.errors import IntegrityError
 
 
@@ -39,6 +39,8 @@ class HostIndexerPool:
         self.num_pages = num_pages
         self.buffer = host_zeros(layout.block_shape(num_pages, num_layers, page_bytes))
         self.canonical = layout.block_canonical(self.buffer)  # (H, Li, page_bytes)
+        self.buffer_words = words(self.buffer)
+        self.buffer_rows = rows(self.buffer) if layout.page_contiguous else None  # (H, Li)
 
     def check_device(self, dev: DeviceBytes) -> None:
         if (len(dev.index_pages), dev.index_page_bytes) != (self.num_layers, self.page_bytes):
@@ -46,27 +48,28 @@ class HostIndexerPool:
                              f"{dev.index_page_bytes} B pages; host: {self.num_layers} × "
                              f"{self.page_bytes} B")
 
-    def backup(self, dev: DeviceBytes, device_slots: np.ndarray, host_slots: np.ndarray,
-               checkpoint: Checkpoint) -> None:
-        src = slots_to_pages(device_slots, self.page_tokens)
-        dst = slots_to_pages(host_slots, self.page_tokens)
+    def backup(self, dev: DeviceBytes, runs: list[PageRun], checkpoint: Checkpoint) -> None:
+        """Device index pages → host pages, run by run (device page → host page)."""
         fused = self.layout.page_contiguous and dev.device == self.buffer.device
-        for d, h, k in page_runs(src, dst):
+        for d, h, k in runs:
             if fused:
-                torch.stack([layer[d : d + k] for layer in dev.index_pages], dim=1,
-                            out=self.buffer[h : h + k])
+                interleave([layer[d : d + k] for layer in dev.index_words],
+                           self.buffer_words[h : h + k], 1)
             else:
                 for i, layer in enumerate(dev.index_pages):
                     self.canonical[h : h + k, i].copy_(layer[d : d + k])
             checkpoint()
 
-    def loadback(self, dev: DeviceBytes, host_slots: np.ndarray, device_slots: np.ndarray,
-                 checkpoint: Checkpoint) -> None:
-        src = slots_to_pages(host_slots, self.page_tokens)
-        dst = slots_to_pages(device_slots, self.page_tokens)
-        for h, d, k in page_runs(src, dst):
-            for i, layer in enumerate(dev.index_pages):
-                layer[d : d + k].copy_(self.canonical[h : h + k, i])
+    def loadback(self, dev: DeviceBytes, runs: list[PageRun], checkpoint: Checkpoint) -> None:
+        """Host index pages → device pages, run by run (device page → host page)."""
+        by_rows = self.buffer_rows is not None and bool(dev.index_rows)
+        for d, h, k in runs:
+            if by_rows:
+                deinterleave(self.buffer_rows[h : h + k], 1,
+                             [layer[d : d + k] for layer in dev.index_rows])
+            else:
+                for i, layer in enumerate(dev.index_pages):
+                    layer[d : d + k].copy_(self.canonical[h : h + k, i])
             checkpoint()
 
     def check_integrity(self) -> None:
