@@ -1,35 +1,42 @@
 """HybridCache: the facade where device pools, the radix tree and the host tier meet.
 
-The tree stores indices, pools own memory, the host tier copies bytes; this facade is the
-only place that moves indices between them. It knows token ids and slots, never the model.
+The tree stores indices, pools own memory, the host tier copies bytes; only this facade
+moves indices between them. It knows token ids and slots, never the model. A request's life
+(page P, checkpoint grid G = ``tree.mamba_checkpoint_tokens``, a multiple of P)::
 
-One request's life, page P, checkpoint grid G (``tree.mamba_checkpoint_tokens``)::
+    admit     match prompt[:-1]; load back host-only KV (root first) and the best node's
+              state; lock the best node; copy its state into the request's slot (COW)
+    extend    slots for the next chunk, evicting unlocked tree entries when short; save the
+              state at the branching point and at the chunk's last grid point
+    commit    insert the prefix up to that grid point (an unfinished request), lock it
+    release   insert up to the last grid point the request reached, free the rest, unlock
 
-    admit     match prompt[:-1] → best node (FULL and MAMBA each on device or host);
-              load back host-only KV pages root first and the best node's state; lock the
-              best node; copy its state into the request's own slot (copy-on-write).
-    extend    slots for the next chunk (evicting unlocked tree entries when short); ask the
-              model to save the state at the branching point and at the last grid point.
-    commit    after a prefill chunk: insert the prefix up to that grid point with its state
-              (caching an unfinished request), move the lock down to the new node.
-    release   insert what the finished request computed (up to its last grid point), free the
-              rest, unlock.
+Capacity is check-then-commit, so a running request never waits for memory. Pages: ``admit``
+reserves every page the request can still need (KV of ``prompt + max_new − 1`` tokens from
+its device hit on) out of free + evictable − reserved pages. State slots: a running request
+holds at most ``STATE_SLOTS_PER_REQUEST`` = 4 that cannot be evicted (working, track,
+branch, and the tree state its lock pins); every other state is free or evictable, so
+admitting while ``4 × running ≤ slots`` guarantees every later slot allocation (SGLang's
+planning ratio is the same idea: 3 + 2 slots per request with extra_buffer). ``admit``
+returns None when a request does not fit now. A page holds whole kpool groups, so a cached
+prefix never leaves an open group in the compress tail.
 
-Capacity is check-then-commit, so a running request never waits for memory:
-
-* pages: ``admit`` reserves every page the request can still need (KV of
-  ``prompt + max_new − 1`` tokens from its device hit on), counting free plus evictable
-  pages minus what running requests reserved;
-* state slots: a running request holds at most ``STATE_SLOTS_PER_REQUEST`` = 4 slots that
-  cannot be evicted — its working, track and branch slots and the one tree state its lock
-  pins (a loaded-back state is that pinned one). Every other state is free or evictable, so
-  admitting while ``4 × running ≤ slots`` guarantees every later slot allocation (SGLang's
-  planning ratio is the same idea: 3 + 2 slots per request with extra_buffer).
-
-``admit`` returns None when a request does not fit now.
-
-Assumptions: the tree's page equals the token allocator's page; a page holds whole kpool
-groups (so a cached prefix never leaves an open group in the compress tail).
+>>> from kvledger.engine.config import TinyConfig
+>>> from kvledger.engine.memory import PoolSizes, build_device_pools
+>>> pools = build_device_pools(TinyConfig(), PoolSizes(num_pages=8, page_tokens=16))
+>>> cache = HybridCache(kv=pools.kv, token_allocator=pools.token_allocator,
+...                     state_allocator=pools.state_allocator,
+...                     tree=RadixTree(page_size=16, mamba_chunk_tokens=16))
+>>> prompt = np.arange(40)
+>>> seq = cache.admit(prompt, final_tokens=41)           # nothing cached yet: 3 pages reserved
+>>> ext = cache.extend(seq, 40)                          # the model runs the chunk here
+>>> ext.checkpoints == ((32, seq.track_slot),)           # save the state after 32 tokens
+True
+>>> cache.commit(seq, prompt, 40, cache_unfinished=True) # tokens 0..31 and that state cached
+>>> cache.release(seq, np.r_[prompt, [7]])
+>>> cache.admit(prompt, final_tokens=41).computed_tokens # the next request starts at 32
+32
+>>> cache.check_integrity()
 """
 
 from __future__ import annotations
@@ -39,12 +46,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from kvledger.host.backup import path_spans
 from kvledger.host.controller import HiCacheController
-from kvledger.host.results import BackupOutcome, LoadbackResult, LoadStatus
+from kvledger.host.device_only import DeviceOnlyTier
+from kvledger.host.results import LoadStatus
 from kvledger.pools.hybrid import HybridLinearKVPool
 from kvledger.pools.ids import StateSlotAllocator
 from kvledger.pools.paged import PagedTokenAllocator
-from kvledger.tree import EvictResult, InsertResult, LockReceipt, MatchResult, Node, RadixTree
+from kvledger.tree import LockReceipt, RadixTree
 from kvledger.units import cdiv
 
 _FAILED_LOADBACKS = (LoadStatus.NO_ROOM, LoadStatus.FAILED)
@@ -87,40 +96,6 @@ class CacheStats:
     branch_states: int = 0  # states saved at mamba_branching_seqlen and kept by the tree
 
 
-class DeviceTier:
-    """The host tier switched off: eviction drops device copies and nothing is backed up.
-
-    Implements the part of ``HiCacheController``'s contract the facade uses, so the facade
-    never asks whether a host tier exists.
-    """
-
-    def __init__(self, tree: RadixTree, tokens: PagedTokenAllocator,
-                 states: StateSlotAllocator) -> None:
-        self.tree, self.tokens, self.states = tree, tokens, states
-
-    def on_insert(self, result: InsertResult) -> BackupOutcome:
-        return BackupOutcome.NOT_DUE
-
-    def on_hit(self, node: Node) -> BackupOutcome:
-        return BackupOutcome.NOT_DUE
-
-    def evict_device(self, *, full_tokens: int = 0, mamba_slots: int = 0) -> EvictResult:
-        result = self.tree.evict(full_tokens=full_tokens, mamba_slots=mamba_slots)
-        self.tokens.free(result.full_indices)
-        self.states.free(result.mamba_slots)
-        return result
-
-    def loadback(self, match: MatchResult, *, request_slot: int | None = None) -> LoadbackResult:
-        node = match.last_device_node
-        assert node is match.best_match_node, "a device-only tree has no host hits"
-        return LoadbackResult(status=LoadStatus.DEVICE_HIT, node=node,
-                              device_indices=match.device_indices, mamba_slot=node.mamba.value,
-                              loaded_tokens=0, loaded_state=False, request_slot=request_slot)
-
-    def check_integrity(self) -> None:
-        self.tree.check_integrity()
-
-
 class HybridCache:
     def __init__(self, *, kv: HybridLinearKVPool, token_allocator: PagedTokenAllocator,
                  state_allocator: StateSlotAllocator, tree: RadixTree,
@@ -137,7 +112,8 @@ class HybridCache:
         self.tokens = token_allocator
         self.states = state_allocator
         self.tree = tree
-        self.tier = host if host is not None else DeviceTier(tree, token_allocator, state_allocator)
+        self.tier = (host if host is not None
+                     else DeviceOnlyTier(tree, token_allocator, state_allocator))
         self.page = token_allocator.page_tokens
         self.grid = tree.mamba_checkpoint_tokens
         self.req_to_token = kv.req_to_token_pool
@@ -160,7 +136,7 @@ class HybridCache:
             return None
         match = self.tree.match_prefix(prompt[: len(prompt) - 1])
         best = match.best_match_node
-        on_device = [n for n in _path(best) if n.full.value is not None]
+        on_device = [n for n, _, _ in path_spans(best) if n.full.value is not None]
         anchors = dict.fromkeys([*on_device[-1:], match.last_device_node])
         guards = [self.tree.lock(n) for n in anchors if n.parent is not None]
         branch = match.mamba_branching_seqlen
@@ -172,9 +148,8 @@ class HybridCache:
             return None
         row = int(self.req_to_token.alloc(1)[0])
         seq = CacheSeq(row=row, state_slot=0, track_slot=0, branch_slot=None, branch_tokens=None,
-                       track_tokens=None, computed_tokens=0, allocated_tokens=0,
-                       cached_tokens=0, receipt=None,
-                       reserved_pages=need_pages)
+                       track_tokens=None, computed_tokens=0, allocated_tokens=0, cached_tokens=0,
+                       receipt=None, reserved_pages=need_pages)
         self.reserved_pages += need_pages
         self.running[row] = seq
         seq.state_slot = self._alloc_slot(seq)
@@ -320,36 +295,29 @@ class HybridCache:
         self.stats.evicted_states += freed.num_mamba_slots
 
     def check_integrity(self) -> None:
-        """Tree and pools consistent, and every page and slot accounted for exactly once."""
+        """Tree, pools and host tier consistent; every device page and state slot owned once,
+        by the tree or by one running request; reservations add up."""
         self.tier.check_integrity()
         self.kv.check_integrity()
         self.tokens.check_integrity()
         self.states.check_integrity()
-        sizes = self.tree.sizes()
-        tree_pages = (sizes.full_evictable_tokens + sizes.full_protected_tokens) // self.page
-        tree_slots = sizes.mamba_evictable_slots + sizes.mamba_protected_slots
-        own_pages = sum(cdiv(s.allocated_tokens, self.page) - s.cached_tokens // self.page
-                        for s in self.running.values())
-        used_pages = self.tokens.num_pages - self.tokens.num_free_pages
-        if used_pages != tree_pages + own_pages:
-            raise RuntimeError(f"token pages: {used_pages} used != tree {tree_pages} "
-                               f"+ requests {own_pages}")
-        own_slots = sum(2 + (s.branch_slot is not None) for s in self.running.values())
-        used_slots = self.states.capacity - self.states.num_free
-        if used_slots != tree_slots + own_slots:
-            raise RuntimeError(f"state slots: {used_slots} used != tree {tree_slots} "
-                               f"+ requests {own_slots}")
-        if self.reserved_pages != sum(s.reserved_pages for s in self.running.values()):
-            raise RuntimeError("reserved pages drifted from the requests' reservations")
+        sizes, seqs = self.tree.sizes(), self.running.values()
+        laws = {
+            "token pages in use = tree pages + requests' own pages": (
+                self.tokens.num_pages - self.tokens.num_free_pages,
+                (sizes.full_evictable_tokens + sizes.full_protected_tokens) // self.page
+                + sum(cdiv(s.allocated_tokens, self.page) - s.cached_tokens // self.page
+                      for s in seqs)),
+            "state slots in use = tree states + requests' own slots": (
+                self.states.capacity - self.states.num_free,
+                sizes.mamba_evictable_slots + sizes.mamba_protected_slots
+                + sum(2 + (s.branch_slot is not None) for s in seqs)),
+            "reserved pages = Σ requests' reservations": (
+                self.reserved_pages, sum(s.reserved_pages for s in seqs)),
+        }
+        for law, (got, want) in laws.items():
+            if got != want:
+                raise RuntimeError(f"HybridCache: {law} broken: {got} != {want}")
         if len(self.running) * STATE_SLOTS_PER_REQUEST > self.states.capacity:
             raise RuntimeError(f"{len(self.running)} running requests may pin more state slots "
                                f"than the pool's {self.states.capacity}")
-
-
-def _path(node: Node) -> list[Node]:
-    """Nodes from the root's child down to ``node`` (empty for the root)."""
-    path = []
-    while node.parent is not None:
-        path.append(node)
-        node = node.parent
-    return path[::-1]
