@@ -133,3 +133,16 @@ def test_slots_to_pages_and_runs():
         slots_to_pages(np.arange(6), PAGE)
     assert page_runs(np.array([3, 4, 9]), np.array([0, 1, 2])) == [(3, 0, 2), (9, 2, 1)]
     assert page_runs(np.array([], dtype=np.int64), np.array([], dtype=np.int64)) == []
+
+
+def test_controller_refuses_a_policy_string_and_mismatched_pages():
+    from kvledger.host.controller import HiCacheController
+    from kvledger.tree import RadixTree
+
+    device = device_side("dsa")
+    host = build_host_group(device.bytes, host_tokens=8, host_state_slots=1)
+    with pytest.raises(ValueError, match="policy: expected a BackupPolicy"):
+        HiCacheController(tree=RadixTree(page_size=PAGE), device=device, host=host,
+                          policy="write_back")
+    with pytest.raises(ValueError, match="page sizes differ: tree 8, device 4, host 4"):
+        HiCacheController(tree=RadixTree(page_size=8), device=device, host=host)

@@ -64,6 +64,9 @@ class HiCacheController:
         if tree.page_size != device.bytes.page_tokens or tree.page_size != host.kv.page_tokens:
             raise ValueError(f"page sizes differ: tree {tree.page_size}, device "
                              f"{device.bytes.page_tokens}, host {host.kv.page_tokens}")
+        if not isinstance(policy, BackupPolicy):
+            raise ValueError(f"policy: expected a BackupPolicy "
+                             f"({', '.join(p.value for p in BackupPolicy)}), got {policy!r}")
         host.check_device(device.bytes)
         self.tree = tree
         self.device = device
