@@ -8,8 +8,9 @@ state in MAMBA's LRU (SGLang MambaComponent.refresh_lru, phase MATCH_END).
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from kvledger.tree import RadixTree
+from kvledger.tree import Component, RadixTree, Tier
 from tree.radix_factories import Slots, strip
 
 
@@ -138,3 +139,33 @@ def test_full_order_follows_last_access_across_splits():
         list(range(10)),
     ]
     tree.check_integrity()
+
+
+def test_peek_eviction_names_the_next_victim_on_each_tier_and_changes_nothing():
+    a, b = strip(0, 100), np.r_[strip(0, 50), strip(200, 50)]
+    tree, (node_a, node_b) = _tree_with(a, b)  # b split a at 50; parent 0..49 has no state
+    tree.match_prefix(a)  # a's leaf and state are now more recent than b's
+    sizes = tree.sizes()
+    assert tree.peek_eviction(Tier.DEVICE, Component.FULL) is node_b
+    assert tree.peek_eviction(Tier.DEVICE, Component.MAMBA) is node_b
+    assert tree.peek_eviction(Tier.DEVICE, Component.FULL) is node_b and tree.sizes() == sizes
+    receipt = tree.lock(node_b)  # pins b's path (and the shared parent) and b's state
+    assert tree.peek_eviction(Tier.DEVICE, Component.FULL) is node_a
+    assert tree.peek_eviction(Tier.DEVICE, Component.MAMBA) is node_a
+    assert tree.evict(full_tokens=1).full_indices.tolist() == list(range(50, 100))
+    assert not node_a.alive
+    assert tree.peek_eviction(Tier.DEVICE, Component.FULL) is None  # all that is left is pinned
+    tree.unlock(receipt)
+    # host: nothing backed up yet, then b's path is: b is the host leaf, its state the oldest
+    assert tree.peek_eviction(Tier.HOST, Component.FULL) is None
+    parent = node_b.parent
+    tree.set_host_value(parent, Component.FULL, strip(1000, 50))
+    assert tree.peek_eviction(Tier.HOST, Component.FULL) is parent
+    tree.set_host_value(node_b, Component.FULL, strip(1050, 50))
+    tree.set_host_value(node_b, Component.MAMBA, 7)
+    assert tree.peek_eviction(Tier.HOST, Component.FULL) is node_b
+    assert tree.peek_eviction(Tier.HOST, Component.MAMBA) is node_b
+    assert tree.evict_host(full_tokens=1).full_indices.tolist() == list(range(1050, 1100))
+    tree.check_integrity()
+    with pytest.raises(ValueError, match="peek_eviction: expected"):
+        tree.peek_eviction(0, Component.FULL)

@@ -160,6 +160,22 @@ class TreeMachine(RuleBasedStateMachine):
         freed = self.tree.evict_host(full_tokens=full_tokens, mamba_slots=mamba_slots)
         self.follow(freed, full_tokens, mamba_slots, self.host, self.hstate, Tier.HOST)
 
+    @rule(tier=st.sampled_from(Tier), component=st.sampled_from(Component))
+    def peek_then_evict_one(self, tier: Tier, component: Component) -> None:
+        """The node peek_eviction names is exactly the one a one-unit eviction takes."""
+        victim = self.tree.peek_eviction(tier, component)
+        sizes = self.tree.sizes(tier)
+        assert self.tree.peek_eviction(tier, component) is victim and self.tree.sizes(tier) == sizes
+        full = component is Component.FULL
+        evict = self.tree.evict if tier is Tier.DEVICE else self.tree.evict_host
+        freed = evict(full_tokens=int(full), mamba_slots=int(not full))
+        kv, states = (self.dev, self.dstate) if tier is Tier.DEVICE else (self.host, self.hstate)
+        self.follow(freed, int(full), int(not full), kv, states, tier)
+        if victim is None:
+            assert (freed.num_full_tokens if full else freed.num_mamba_slots) == 0
+        else:
+            assert victim.component(component).values[tier] is None, "another victim went"
+
     def follow(self, freed, full_tokens, mamba_slots, kv: dict, states: dict, tier: Tier) -> None:
         pinned_kv, pinned_states = self.pinned(tier)
         slot_to_kv = {s: p for p, c in kv.items() for s in c}

@@ -3,11 +3,10 @@
 SGLang's write_back evicts leaf-first as usual but copies a victim that has no host copy
 before dropping it, and waits for that copy (HiRadixCache.evict: `write_backup(x,
 write_back=True)`, then `writing_check(write_back=True)`). Here the tree owns the eviction
-order, so the next victim is found the way the tree finds it — the least recently used
-unlocked device leaf (ties by node id), or the oldest unlocked state in the tree's MAMBA
-recency list — backed up, looked up again (acknowledgements may change the order), and
-evicted one at a time; the tree keeps it as a host-only node (or, for a state, a node with
-its state on host). Each victim gets one backup attempt: one that cannot be backed up (host
+order, so the next victim is the one the tree names (`RadixTree.peek_eviction`: the least
+recently used unlocked device leaf, or the oldest unlocked device state) — backed up, looked
+up again (acknowledgements may change the order), and evicted one at a time; the tree keeps
+it as a host-only node (or, for a state, a node with its state on host). Each victim gets one backup attempt: one that cannot be backed up (host
 full, transfer failed) is evicted anyway, eviction never waits on the host tier.
 """
 
@@ -16,36 +15,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kvledger.host.backup import concat
-from kvledger.tree import EvictResult, Node, RadixTree, Tier
+from kvledger.tree import Component, EvictResult, Node, Tier
 
 if TYPE_CHECKING:
     from kvledger.host.controller import HiCacheController
-
-
-def _is_device_leaf(node: Node) -> bool:
-    return (node.full.value is not None and node.full.lock_ref == 0
-            and all(child.full.value is None for child in node.children.values()))
-
-
-def next_device_leaf(tree: RadixTree) -> Node | None:
-    """The leaf `tree.evict(full_tokens=…)` drops next: unlocked, no child on device, least
-    recently used (ties by node id), found from node fields alone."""
-    best: Node | None = None
-    stack = list(tree.root.children.values())
-    while stack:
-        node = stack.pop()
-        stack.extend(node.children.values())
-        if _is_device_leaf(node) and (
-                best is None or (node.last_access, node.id) < (best.last_access, best.id)):
-            best = node
-    return best
-
-
-def next_state_victim(tree: RadixTree) -> Node | None:
-    """The node whose device state `tree.evict(mamba_slots=1)` drops next (the tree's MAMBA
-    recency list, oldest unlocked first)."""
-    order = tree.books[Tier.DEVICE].states
-    return next((node for node in order if node.mamba.lock_ref == 0), None)
 
 
 def _needs_backup(node: Node) -> bool:
@@ -70,7 +43,7 @@ def evict_writing_back(ctrl: HiCacheController, full_tokens: int,
         leaf = num_full < full_tokens
         if not leaf and num_states >= mamba_slots:
             break
-        victim = next_device_leaf(tree) if leaf else next_state_victim(tree)
+        victim = tree.peek_eviction(Tier.DEVICE, Component.FULL if leaf else Component.MAMBA)
         if victim is None:
             break
         if _needs_backup(victim) and victim not in tried:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from kvledger.tree.core import EMPTY_INDICES, TreeCore
-from kvledger.tree.node import Node, Tier
+from kvledger.tree.node import Component, Node, Tier
 from kvledger.tree.results import EvictResult
 
 
@@ -47,6 +47,19 @@ def evict(core: TreeCore, tier: Tier, full_tokens: int, mamba_slots: int) -> Evi
     else:
         full_indices = freed_full[0] if len(freed_full) == 1 else np.concatenate(freed_full)
     return EvictResult(full_indices=full_indices, mamba_slots=np.array(freed_mamba, dtype=np.int64))
+
+
+def next_victim(core: TreeCore, tier: Tier, component: Component) -> Node | None:
+    """The node whose ``component`` value on ``tier`` ``evict`` drops next: FULL, the least
+    recently used evictable leaf (ties by node id); MAMBA, the oldest unlocked state. None
+    when nothing unlocked can go. Nothing observable changes."""
+    book = core.books[tier]
+    match component:
+        case Component.FULL:
+            return book.leaves.peek(book.is_leaf)
+        case Component.MAMBA:
+            oldest = book.states.oldest(1, book.state_unlocked)
+            return oldest[0] if oldest else None
 
 
 def _evict_leaf(

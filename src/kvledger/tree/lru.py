@@ -103,6 +103,20 @@ class LeafHeap:
                 return node
         return None
 
+    def peek(self, is_candidate: Callable[[Node], bool]) -> Node | None:
+        """The candidate ``pop`` would return, left in place; entries ``pop`` would discard
+        on the way are discarded (they no longer name a candidate)."""
+        heap, pushed = self._heap, self._pushed
+        while heap:
+            stamp, _, node = heap[0]
+            live = pushed.get(node) == stamp
+            if live and node.alive and node.last_access == stamp and is_candidate(node):
+                return node
+            heapq.heappop(heap)
+            if live:
+                del pushed[node]
+        return None
+
     def has_entry(self, node: Node) -> bool:
         """Whether ``node`` has a live entry at its current stamp."""
         return self._pushed.get(node) == node.last_access

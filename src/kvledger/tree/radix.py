@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from kvledger.tree.core import EMPTY_INDICES, TreeCore
-from kvledger.tree.eviction import evict
+from kvledger.tree.eviction import evict, next_victim
 from kvledger.tree.integrity import check_tree
 from kvledger.tree.node import TOKEN_BYTES, Component, Node, Tier
 from kvledger.tree.results import EvictResult, InsertResult, LockReceipt, MatchResult, TierSizes
@@ -257,18 +257,19 @@ class RadixTree(TreeCore):
     def evict(self, *, full_tokens: int = 0, mamba_slots: int = 0) -> EvictResult:
         """Drop at least ``full_tokens`` device KV slots and ``mamba_slots`` device states (or
         everything unlocked that can go) and return the freed device indices."""
-        return evict(
-            self,
-            Tier.DEVICE,
-            _count(full_tokens, "full_tokens"),
-            _count(mamba_slots, "mamba_slots"),
-        )
+        full, mamba = _count(full_tokens, "full_tokens"), _count(mamba_slots, "mamba_slots")
+        return evict(self, Tier.DEVICE, full, mamba)
 
     def evict_host(self, *, full_tokens: int = 0, mamba_slots: int = 0) -> EvictResult:
         """Host counterpart of ``evict``; returns freed host indices."""
-        return evict(
-            self, Tier.HOST, _count(full_tokens, "full_tokens"), _count(mamba_slots, "mamba_slots")
-        )
+        full, mamba = _count(full_tokens, "full_tokens"), _count(mamba_slots, "mamba_slots")
+        return evict(self, Tier.HOST, full, mamba)
+
+    def peek_eviction(self, tier: Tier, component: Component) -> Node | None:
+        """Who the next eviction of ``component`` on ``tier`` takes; None: nothing can go."""
+        if not isinstance(tier, Tier) or not isinstance(component, Component):
+            raise ValueError(f"peek_eviction: expected (Tier, Component), got {tier!r}, {component!r}")
+        return next_victim(self, tier, component)
 
     # ---- host tier hooks -------------------------------------------------------------------
 
