@@ -35,19 +35,20 @@ STATE = StateSpec(conv_shape=(3, 8), conv_itemsize=2, temporal_shape=(2, 4, 4),
                   temporal_itemsize=4)
 
 
-def device_side(kind: str = "dsa", *, num_pages: int = 24, state_slots: int = 8) -> DeviceSide:
+def device_side(kind: str = "dsa", *, num_pages: int = 24, state_slots: int = 8,
+                device: str = "cpu") -> DeviceSide:
     """Device pools of `num_pages` usable pages (+ NULL_PAGE) and `state_slots` (+ NULL_SLOT)."""
     slots = (num_pages + 1) * PAGE
     if kind == "dsa":
         full = DsaTokenPool(
             spec=LatentRowSpec(kv_lora_rank=512, qk_rope_head_dim=0, layout=RowLayout.FP8_SCALED),
             index_spec=IndexKeySpec(head_dim=128, kpool=4, reserved_bytes=132, page_tokens=PAGE),
-            has_indexer=(True,) * FULL_LAYERS, num_token_slots=slots, tail=None, device="cpu")
+            has_indexer=(True,) * FULL_LAYERS, num_token_slots=slots, tail=None, device=device)
     else:
         full = GqaKVPool(spec=GqaRowSpec(kv_heads_per_rank=2, head_dim=16, itemsize=2),
-                         num_layers=FULL_LAYERS, num_token_slots=slots, device="cpu")
+                         num_layers=FULL_LAYERS, num_token_slots=slots, device=device)
     mamba = MambaPool(spec=STATE, num_layers=LINEAR_LAYERS, num_slots=state_slots + 1,
-                      conv_dtype=torch.bfloat16, temporal_dtype=torch.float32, device="cpu")
+                      conv_dtype=torch.bfloat16, temporal_dtype=torch.float32, device=device)
     return DeviceSide(bytes=DeviceBytes.of(full, mamba, page_tokens=PAGE),
                       token_allocator=PagedTokenAllocator(num_pages=num_pages, page_tokens=PAGE),
                       state_allocator=StateSlotAllocator(num_slots=state_slots),

@@ -1,39 +1,35 @@
-"""Host-DRAM tier (HiCache): host pools, the allocation facade and the controller."""
+"""Host-DRAM tier (HiCache): host pools, the allocation facade and the controller.
 
-from kvledger.host.build import build_host, build_host_group
-from kvledger.host.controller import HiCacheController
-from kvledger.host.coverage import node_coverage
-from kvledger.host.device import DeviceBytes, DeviceSide
-from kvledger.host.group import HostAllocation, HostPoolGroup, HostSizes, PoolName
-from kvledger.host.kv_pool import HostKVPool, HostRowError
-from kvledger.host.layout import HostLayout
-from kvledger.host.policy import POLICIES, BackupPolicy
-from kvledger.host.results import BackupOutcome, LoadbackResult, LoadStatus
-from kvledger.host.side_pools import HostIndexerPool, HostStatePool
-from kvledger.host.transfer import Direction, TransferFault, fail_at_step
+Names resolve lazily (PEP 562), as in `kvledger.pools`: the write policies
+(`kvledger.host.policy`) are plain enums and tables, so a CLI can offer them as choices
+without loading torch; the pools and the controller load it when first used.
+"""
 
-__all__ = [
-    "POLICIES",
-    "BackupOutcome",
-    "BackupPolicy",
-    "DeviceBytes",
-    "DeviceSide",
-    "Direction",
-    "HiCacheController",
-    "HostAllocation",
-    "HostIndexerPool",
-    "HostKVPool",
-    "HostLayout",
-    "HostPoolGroup",
-    "HostRowError",
-    "HostSizes",
-    "HostStatePool",
-    "LoadStatus",
-    "LoadbackResult",
-    "PoolName",
-    "TransferFault",
-    "build_host",
-    "build_host_group",
-    "fail_at_step",
-    "node_coverage",
-]
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+_HOMES = {
+    "build_host": "build", "build_host_group": "build",
+    "HiCacheController": "controller",
+    "node_coverage": "coverage",
+    "DeviceBytes": "device", "DeviceSide": "device",
+    "HostAllocation": "group", "HostPoolGroup": "group", "HostSizes": "group", "PoolName": "group",
+    "HostKVPool": "kv_pool", "HostRowError": "kv_pool",
+    "HostLayout": "layout",
+    "POLICIES": "policy", "BackupPolicy": "policy",
+    "BackupOutcome": "results", "LoadStatus": "results", "LoadbackResult": "results",
+    "HostIndexerPool": "side_pools", "HostStatePool": "side_pools",
+    "Traffic": "traffic",
+    "Direction": "transfer", "TransferFault": "transfer", "fail_at_step": "transfer",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'kvledger.host' has no attribute {name!r}")
+    return getattr(import_module(f"kvledger.host.{home}"), name)

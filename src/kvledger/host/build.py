@@ -21,6 +21,8 @@ kvledger.host.kv_pool.HostRowError: host KV row of 512 B for a device row of 528
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kvledger.hicache import OUR_HOST, HostRules, plan_host
 from kvledger.host.device import DeviceBytes, DeviceSide
 from kvledger.host.group import HostPoolGroup
@@ -29,6 +31,9 @@ from kvledger.host.layout import HostLayout
 from kvledger.host.side_pools import HostIndexerPool, HostStatePool
 from kvledger.pools.build import DevicePools
 from kvledger.units import cdiv
+
+if TYPE_CHECKING:
+    import torch
 
 
 def host_sizes(pools: DevicePools) -> tuple[int, int]:
@@ -45,23 +50,26 @@ def host_sizes(pools: DevicePools) -> tuple[int, int]:
 
 def build_host_group(dev: DeviceBytes, *, host_tokens: int, host_state_slots: int,
                      layout: HostLayout = HostLayout.PAGE_FIRST,
-                     host_row_bytes: int | None = None, indexer: bool = True) -> HostPoolGroup:
-    """Host pools mirroring `dev`: `host_tokens` rounded up to whole pages."""
+                     host_row_bytes: int | None = None, indexer: bool = True,
+                     device: torch.device | str = "cpu") -> HostPoolGroup:
+    """Host pools mirroring `dev`: `host_tokens` rounded up to whole pages, in memory on
+    `device` ("meta": indices and shapes only, see `layout.host_zeros`)."""
     pages = cdiv(host_tokens, dev.page_tokens)
     kv = HostKVPool(num_pages=pages, page_tokens=dev.page_tokens,
                     num_layers=len(dev.kv_planes) // dev.planes_per_layer,
                     planes_per_layer=dev.planes_per_layer, device_row_bytes=dev.device_row_bytes,
-                    host_row_bytes=host_row_bytes, layout=layout)
+                    host_row_bytes=host_row_bytes, layout=layout, device=device)
     index = None
     if indexer and dev.index_pages:
         index = HostIndexerPool(num_pages=pages, page_tokens=dev.page_tokens,
                                 num_layers=len(dev.index_pages), page_bytes=dev.index_page_bytes,
-                                layout=layout)
+                                layout=layout, device=device)
     state = None
     if dev.conv is not None and host_state_slots:
         conv_bytes, temporal_bytes = dev.state_part_bytes
         state = HostStatePool(num_slots=host_state_slots, num_layers=dev.conv.shape[0],
-                              conv_bytes=conv_bytes, temporal_bytes=temporal_bytes, layout=layout)
+                              conv_bytes=conv_bytes, temporal_bytes=temporal_bytes, layout=layout,
+                              device=device)
     return HostPoolGroup(kv=kv, indexer=index, state=state)
 
 

@@ -12,6 +12,11 @@ Contract for the facade that drives it (`kvledger.cache`):
 * in queued mode call `poll()` once per scheduler step (acknowledgements commit transfers
   and release their locks); synchronous mode acknowledges inside each call.
 
+`traffic` counts what moved and what was evicted (`kvledger.host.traffic`). With pools on
+"meta" (`build_host_group(device="meta")`, no memory) and `IndexOnlyMover` the same
+controller runs in accounting mode: every index, lock and policy decision is real and no
+byte moves (`kvledger.host.movers`).
+
 Locks: a transfer holds device locks on what it reads or must keep (backup: the node;
 loadback: the device prefix) and a host lock on the host copies it reads or hangs from,
 until it is acknowledged. The controller never holds a lock between calls otherwise.
@@ -27,12 +32,14 @@ from kvledger.host.backup import Moves, backup, path_spans
 from kvledger.host.device import DeviceSide
 from kvledger.host.group import HostPoolGroup
 from kvledger.host.loadback import loadback
+from kvledger.host.movers import Mover, TensorMover
 from kvledger.host.policy import POLICIES, BackupPolicy
 from kvledger.host.results import BackupOutcome, LoadbackResult
 from kvledger.host.tiers import check_tiers
+from kvledger.host.traffic import Traffic
 from kvledger.host.transfer import Direction, FaultHook, Transfer, TransferQueue
 from kvledger.host.write_back import evict_writing_back
-from kvledger.tree import EvictResult, InsertResult, MatchResult, Node, RadixTree
+from kvledger.tree import EvictResult, InsertResult, MatchResult, Node, RadixTree, Tier
 
 HIT_TABLE_PRUNE = 4096  # drop hit counts of removed nodes once the table passes this size
 
@@ -60,7 +67,7 @@ class InFlight:
 class HiCacheController:
     def __init__(self, *, tree: RadixTree, device: DeviceSide, host: HostPoolGroup,
                  policy: BackupPolicy = BackupPolicy.WRITE_THROUGH, synchronous: bool = True,
-                 fault: FaultHook | None = None) -> None:
+                 fault: FaultHook | None = None, mover: Mover | None = None) -> None:
         if tree.page_size != device.bytes.page_tokens or tree.page_size != host.kv.page_tokens:
             raise ValueError(f"page sizes differ: tree {tree.page_size}, device "
                              f"{device.bytes.page_tokens}, host {host.kv.page_tokens}")
@@ -72,9 +79,14 @@ class HiCacheController:
         self.device = device
         self.host = host
         self.policy = POLICIES[policy]
+        self.mover = mover if mover is not None else TensorMover(device.bytes, host)
         self.queue = TransferQueue(mover=self._move, synchronous=synchronous, fault=fault)
         self.inflight = InFlight()
+        self.traffic = Traffic()
         self.hits: dict[Node, int] = {}
+        # Prune again only once the table doubled: with more live nodes than HIT_TABLE_PRUNE a
+        # fixed limit would rebuild the table on every hit.
+        self.hits_limit = HIT_TABLE_PRUNE
 
     # ---- policy hooks ----------------------------------------------------------------------
 
@@ -96,8 +108,9 @@ class HiCacheController:
                 self.hits[n] = max((self.hits.get(c, 0) for c in n.children.values()), default=0)
         for n, _, _ in spans:
             self.hits[n] += 1
-        if len(self.hits) > HIT_TABLE_PRUNE:
+        if len(self.hits) > self.hits_limit:
             self.hits = {n: count for n, count in self.hits.items() if n.alive}
+            self.hits_limit = max(HIT_TABLE_PRUNE, 2 * len(self.hits))
         outcome = BackupOutcome.NOT_DUE
         for n, _, _ in spans:
             if self.policy.backs_up_at(hits=self.hits[n]):
@@ -119,16 +132,13 @@ class HiCacheController:
 
     def _move(self, transfer: Transfer, checkpoint) -> None:
         moves: Moves = transfer.payload
-        dev = self.device.bytes
         match transfer.direction:
             case Direction.BACKUP:
-                self.host.backup(dev, kv_device=moves.kv_device, kv_host=moves.kv_host,
-                                 state_device=moves.state_device, state_host=moves.state_host,
-                                 checkpoint=checkpoint)
+                self.mover.backup(moves, checkpoint)
             case Direction.LOADBACK:
-                self.host.loadback(dev, kv_host=moves.kv_host, kv_device=moves.kv_device,
-                                   state_host=moves.state_host, state_device=moves.state_device,
-                                   checkpoint=checkpoint)
+                self.mover.loadback(moves, checkpoint)
+        self.traffic.moved(transfer.direction, num_tokens=len(moves.kv_host),
+                           num_state_slots=len(moves.state_host))
 
     # ---- eviction and device memory --------------------------------------------------------
 
@@ -138,6 +148,7 @@ class HiCacheController:
             result = evict_writing_back(self, full_tokens, mamba_slots)
         else:
             result = self.tree.evict(full_tokens=full_tokens, mamba_slots=mamba_slots)
+        self.traffic.evicted(Tier.DEVICE, result)
         self.device.free_tokens(result.full_indices)
         self.device.free_states(result.mamba_slots)
         return result
@@ -145,6 +156,7 @@ class HiCacheController:
     def evict_host(self, *, full_tokens: int = 0, mamba_slots: int = 0) -> EvictResult:
         """Host LRU eviction (leaves; states tombstoned on internal nodes); frees host slots."""
         result = self.tree.evict_host(full_tokens=full_tokens, mamba_slots=mamba_slots)
+        self.traffic.evicted(Tier.HOST, result)
         self.host.free_kv(result.full_indices)
         self.host.free_states(result.mamba_slots)
         return result

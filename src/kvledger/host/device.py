@@ -15,6 +15,9 @@ The host tier is dtype-blind: it moves bytes. This module takes SGLang-shaped de
 ...                      None, page_tokens=4)
 >>> len(dev.kv_planes), dev.kv_planes[0].shape, dev.row_bytes, dev.device_row_bytes
 (2, torch.Size([8, 1024]), 1024, 1024)
+>>> pages = dev.whole_pages()  # the same memory, one 4-token page per row
+>>> pages.page_tokens, pages.kv_planes[0].shape, pages.device_row_bytes
+(1, torch.Size([2, 4096]), 4096)
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ class DeviceBytes:
     index_pages: tuple[torch.Tensor, ...]
     conv: torch.Tensor | None
     temporal: torch.Tensor | None
-    # Views for the interleaving copies (kvledger.host.copy), built once by `of`:
+    # Views for the interleaving copies (kvledger.host.copy), built once by `assemble`:
     kv_page_words: tuple[torch.Tensor, ...]  # (pages, P, B) planes as float words
     kv_page_rows: tuple[np.ndarray, ...]  # (pages, P) token rows per plane; () off the CPU
     kv_block_rows: tuple[np.ndarray, ...]  # (pages,) whole page-planes; () off the CPU
@@ -67,18 +70,39 @@ class DeviceBytes:
         index = ()
         if isinstance(full, DsaTokenPool):
             index = tuple(full.index_keys.buffers)
+        return cls.assemble(page_tokens, per_layer, planes, index,
+                            None if state is None else as_bytes(state.conv, 2),
+                            None if state is None else as_bytes(state.temporal, 2))
+
+    @classmethod
+    def assemble(cls, page_tokens: int, planes_per_layer: int, planes: tuple[torch.Tensor, ...],
+                 index: tuple[torch.Tensor, ...], conv: torch.Tensor | None,
+                 temporal: torch.Tensor | None) -> DeviceBytes:
+        """DeviceBytes over these byte tensors, with the copy views built once."""
         pages = [plane.view(-1, page_tokens, plane.shape[1]) for plane in planes]
         blocks = [plane.view(-1, page_tokens * plane.shape[1]) for plane in planes]
         cpu = planes[0].device.type == "cpu"
-        return cls(page_tokens=page_tokens, planes_per_layer=per_layer, kv_planes=planes,
-                   index_pages=index,
-                   conv=None if state is None else as_bytes(state.conv, 2),
-                   temporal=None if state is None else as_bytes(state.temporal, 2),
+        return cls(page_tokens=page_tokens, planes_per_layer=planes_per_layer, kv_planes=planes,
+                   index_pages=index, conv=conv, temporal=temporal,
                    kv_page_words=tuple(words(p) for p in pages),
                    kv_page_rows=tuple(rows(p) for p in pages) if cpu else (),
                    kv_block_rows=tuple(rows(b) for b in blocks) if cpu else (),
                    index_words=tuple(words(p) for p in index),
                    index_rows=tuple(rows(p) for p in index) if cpu else ())
+
+    def whole_pages(self) -> DeviceBytes:
+        """The same memory seen with one page as the unit: page_tokens 1, a plane row = the
+        P token rows of one page (P·B bytes). Index-key pages and state slots are unchanged.
+
+        For a caller whose tree keys whole pages (the simulator: one key per P-token page,
+        a tree page of one key), so that tree, device and host agree on the page — one
+        "token" of this view moves one device page, and a host pool built on it holds one
+        device page per host page, byte for byte.
+        """
+        page_rows = tuple(plane.view(-1, self.page_tokens * self.row_bytes)
+                          for plane in self.kv_planes)
+        return DeviceBytes.assemble(1, self.planes_per_layer, page_rows, self.index_pages,
+                                    self.conv, self.temporal)
 
     @property
     def device(self) -> torch.device:

@@ -25,6 +25,10 @@ the caller frees the allocation.
 True
 >>> group.free(a); group.sizes().kv_free_tokens
 8
+>>> group.page_bytes, group.state_slot_bytes  # 4 tokens × 1 layer × 8 B; 1 layer × (4 + 4) B
+(32, 8)
+>>> group.transfer_bytes(num_tokens=8, num_state_slots=1)  # 2 pages + 1 state
+72
 """
 
 from __future__ import annotations
@@ -90,6 +94,23 @@ class HostPoolGroup:
             self.entries[PoolName.INDEXER] = indexer
         if state is not None:
             self.entries[PoolName.MAMBA] = state
+
+    @property
+    def page_bytes(self) -> int:
+        """Host bytes of one page: its KV rows in every full layer plus its index-key pages
+        (equal to the device bytes it mirrors: host rows are device rows)."""
+        index = self.indexer
+        return self.kv.page_bytes + (0 if index is None else index.num_layers * index.page_bytes)
+
+    @property
+    def state_slot_bytes(self) -> int:
+        return 0 if self.state is None else self.state.slot_bytes
+
+    def transfer_bytes(self, *, num_tokens: int, num_state_slots: int) -> int:
+        """Bytes a backup or loadback of whole pages and state slots moves, each way."""
+        assert num_tokens % self.kv.page_tokens == 0, f"{num_tokens} tokens are not whole pages"
+        return (num_tokens // self.kv.page_tokens * self.page_bytes
+                + num_state_slots * self.state_slot_bytes)
 
     def check_device(self, dev: DeviceBytes) -> None:
         """Refuse a device whose shapes these host pools cannot mirror byte for byte."""

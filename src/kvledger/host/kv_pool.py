@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from kvledger.host.allocator import HostUnits
-from kvledger.host.copy import deinterleave, interleave, rows, words
+from kvledger.host.copy import can_interleave, deinterleave, interleave, rows, words
 from kvledger.host.device import DeviceBytes
 from kvledger.host.layout import HostLayout, host_zeros
 from kvledger.host.runs import PageRun, pages_to_slots, slots_to_pages
@@ -45,7 +45,8 @@ class HostKVPool:
     def __init__(self, *, num_pages: int, page_tokens: int, num_layers: int,
                  device_row_bytes: int, planes_per_layer: int = 1,
                  host_row_bytes: int | None = None,
-                 layout: HostLayout = HostLayout.PAGE_FIRST) -> None:
+                 layout: HostLayout = HostLayout.PAGE_FIRST,
+                 device: torch.device | str = "cpu") -> None:
         host_row = device_row_bytes if host_row_bytes is None else host_row_bytes
         if host_row != device_row_bytes:
             verdict = ("a backup would drop bytes (the fp8 scales, as in sglang-0.5.21)"
@@ -66,7 +67,7 @@ class HostKVPool:
         self.device_row_bytes = device_row_bytes
         self.pages = HostUnits(capacity=num_pages, what="host KV page")
         self.buffer = host_zeros(layout.kv_shape(num_pages, self.num_planes, page_tokens,
-                                                 self.row_bytes))
+                                                 self.row_bytes), device)
         self.canonical = layout.kv_canonical(self.buffer)  # (H, Q, P, B)
         self.buffer_words = words(self.buffer)  # for interleaving backups
         # For deinterleaving loadbacks: (H, P, Q) token rows, or (H, Q) whole page-planes.
@@ -115,7 +116,7 @@ class HostKVPool:
         interleaving copy into the host block (page-first layouts, same device), else one
         copy per plane."""
         planes = dev.kv_page_words
-        fused = self.layout.page_contiguous and dev.device == self.buffer.device
+        fused = self.layout.page_contiguous and can_interleave(dev.device, self.buffer.device)
         dim = 2 if self.layout is HostLayout.PAGE_FIRST else 1  # the plane axis of a block
         out = self.buffer_words
         for d, h, k in runs:

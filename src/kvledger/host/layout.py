@@ -66,6 +66,13 @@ class HostLayout(Enum):
         return buffer.transpose(0, 1) if self is HostLayout.LAYER_FIRST else buffer
 
 
-def host_zeros(shape: tuple[int, ...]) -> torch.Tensor:
-    """Zeroed uint8 host memory, page-locked when CUDA is present (async copies need it)."""
-    return torch.zeros(shape, dtype=torch.uint8, pin_memory=torch.cuda.is_available())
+def host_zeros(shape: tuple[int, ...], device: torch.device | str = "cpu") -> torch.Tensor:
+    """Zeroed uint8 host memory, page-locked when CUDA is present (async copies need it).
+
+    `device="meta"` builds the pool with shapes only and no memory: every index, size and
+    shape check stays real and copies into or out of it move nothing (the simulator's
+    accounting mode).
+    """
+    device = torch.device(device)
+    pin = device.type == "cpu" and torch.cuda.is_available()
+    return torch.zeros(shape, dtype=torch.uint8, device=device, pin_memory=pin)

@@ -19,9 +19,10 @@ temporal parts (pool_host/mamba.py `MambaPoolHost`). Layout (bytes):
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from kvledger.host.allocator import HostUnits
-from kvledger.host.copy import deinterleave, interleave, rows, words
+from kvledger.host.copy import can_interleave, deinterleave, interleave, rows, words
 from kvledger.host.device import DeviceBytes
 from kvledger.host.kv_pool import Checkpoint
 from kvledger.host.layout import HostLayout, host_zeros
@@ -31,13 +32,14 @@ from kvledger.pools.errors import IntegrityError
 
 class HostIndexerPool:
     def __init__(self, *, num_pages: int, page_tokens: int, num_layers: int, page_bytes: int,
-                 layout: HostLayout = HostLayout.PAGE_FIRST) -> None:
+                 layout: HostLayout = HostLayout.PAGE_FIRST,
+                 device: torch.device | str = "cpu") -> None:
         self.layout = layout
         self.page_tokens = page_tokens
         self.num_layers = num_layers
         self.page_bytes = page_bytes
         self.num_pages = num_pages
-        self.buffer = host_zeros(layout.block_shape(num_pages, num_layers, page_bytes))
+        self.buffer = host_zeros(layout.block_shape(num_pages, num_layers, page_bytes), device)
         self.canonical = layout.block_canonical(self.buffer)  # (H, Li, page_bytes)
         self.buffer_words = words(self.buffer)
         self.buffer_rows = rows(self.buffer) if layout.page_contiguous else None  # (H, Li)
@@ -50,7 +52,7 @@ class HostIndexerPool:
 
     def backup(self, dev: DeviceBytes, runs: list[PageRun], checkpoint: Checkpoint) -> None:
         """Device index pages → host pages, run by run (device page → host page)."""
-        fused = self.layout.page_contiguous and dev.device == self.buffer.device
+        fused = self.layout.page_contiguous and can_interleave(dev.device, self.buffer.device)
         for d, h, k in runs:
             if fused:
                 interleave([layer[d : d + k] for layer in dev.index_words],
@@ -80,20 +82,22 @@ class HostIndexerPool:
 
 class HostStatePool:
     def __init__(self, *, num_slots: int, num_layers: int, conv_bytes: int, temporal_bytes: int,
-                 layout: HostLayout = HostLayout.PAGE_FIRST) -> None:
+                 layout: HostLayout = HostLayout.PAGE_FIRST,
+                 device: torch.device | str = "cpu") -> None:
         self.layout = layout
         self.num_layers = num_layers
         self.conv_bytes = conv_bytes
         self.temporal_bytes = temporal_bytes
         self.slots = HostUnits(capacity=num_slots, what="host state slot")
         if layout.page_contiguous:
-            self.buffers = (host_zeros((num_slots, num_layers * (conv_bytes + temporal_bytes))),)
+            self.buffers = (host_zeros((num_slots, num_layers * (conv_bytes + temporal_bytes)),
+                                       device),)
             split = num_layers * conv_bytes
             self.conv = self.buffers[0][:, :split].unflatten(1, (num_layers, conv_bytes))
             self.temporal = self.buffers[0][:, split:].unflatten(1, (num_layers, temporal_bytes))
         else:
-            self.buffers = (host_zeros((num_layers, num_slots, conv_bytes)),
-                            host_zeros((num_layers, num_slots, temporal_bytes)))
+            self.buffers = (host_zeros((num_layers, num_slots, conv_bytes), device),
+                            host_zeros((num_layers, num_slots, temporal_bytes), device))
             self.conv, self.temporal = (buf.transpose(0, 1) for buf in self.buffers)
         # conv and temporal are (S, Lm, bytes) views whatever the layout
 
