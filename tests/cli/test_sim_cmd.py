@@ -35,6 +35,40 @@ def test_simulate_json_and_csv(tmp_path):
     assert tuple(rows[0]) == COLUMNS and len(rows) > 1
 
 
+def test_simulate_with_the_host_tier_reports_its_traffic(tmp_path):
+    out = tmp_path / "series.csv"
+    result = invoke("simulate", "--workload", "agent", "--num-requests", "80", "--no-progress",
+                    "--json", "--csv", str(out), "--kv-cache-dtype", "fp8_e4m3",
+                    "--max-total-tokens", str(300 * 64), "--enable-hierarchical-cache",
+                    "--hicache-ratio", "2", "--hicache-write-policy", "write_back")
+    assert result.exit_code == 0, result.output
+    host = json.loads(result.stdout)["host"]
+    assert host["available"] is True and host["policy"] == "write_back"
+    # int(2 · 19,200) // 64 + 1 pages of 64 · 7,260 B; 2 · 343 + 1 state slots
+    assert (host["capacity_pages"], host["capacity_slots"]) == (601, 687)
+    assert host["page_bytes"] == 64 * 7_260 and host["backup_bytes"] > 0
+    assert host["backup_bytes"] == (host["backup_pages"] * host["page_bytes"]
+                                    + host["backup_slots"] * host["slot_bytes"])
+    rows = list(csv.DictReader(out.open()))
+    assert int(float(rows[-1]["host_backup_pages_cum"])) == host["backup_pages"]
+    assert max(int(float(r["host_pages_used"])) for r in rows) <= host["capacity_pages"]
+    table = runner.invoke(app, ["simulate", "--workload", "agent", "--num-requests", "40",
+                                "--no-progress", "--enable-hierarchical-cache"],
+                          env={"COLUMNS": "200"})
+    assert table.exit_code == 0, table.output
+    for text in ("Host tier (HiCache, write_through", "backed up (device → host)",
+                 "loaded back (host → device)", "prompt tokens served from host"):
+        assert text in table.output
+
+
+def test_a_write_policy_without_the_host_tier_is_refused():
+    result = invoke("simulate", "--workload", "chat", "--num-requests", "5", "--no-progress",
+                    "--hicache-write-policy", "write_back")
+    assert result.exit_code == 2
+    assert "--hicache-write-policy write_back: has no effect without " \
+           "--enable-hierarchical-cache" in result.output
+
+
 def test_simulate_table_names_the_ledgers():
     result = runner.invoke(app, ["simulate", "--workload", "chat", "--num-requests", "40",
                                  "--no-progress"], env={"COLUMNS": "200"})

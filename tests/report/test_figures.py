@@ -49,10 +49,10 @@ def test_a_model_without_indexer_skips_the_index_page_and_says_why(tmp_path):
 
 def test_binned_series_takes_end_values_and_blocked_shares():
     s = TimeSeries()
-    base = (0,) * 14
-    s.append((100.0, 1, 3, *base, Constraint.TOKENS.bit))  # 0–100 ms, blocked on T
-    s.append((300.0, 1, 5, *base, 0))  # 100–300 ms
-    s.append((400.0, 1, 7, *base, Constraint.TOKENS.bit))  # 300–400 ms
+    base, host = (0,) * 14, (0,) * 4
+    s.append((100.0, 1, 3, *base, Constraint.TOKENS.bit, *host))  # 0–100 ms, blocked on T
+    s.append((300.0, 1, 5, *base, 0, *host))  # 100–300 ms
+    s.append((400.0, 1, 7, *base, Constraint.TOKENS.bit, *host))  # 300–400 ms
     b = Binned(s, bins=2)  # bins 0–200, 200–400 ms
     assert b.at_end("running").tolist() == [3.0, 7.0]
     assert np.allclose(b.blocked_share(Constraint.TOKENS), [0.5, 0.5])

@@ -16,9 +16,14 @@ def test_json_mirrors_the_summary():
                              "recomputed_shallow_state": 0, "prefill_computed": 1040,
                              "decoded": 16}
     assert doc["rates"] == {"token_hit": 0.48, "usable_hit": 0.48}
-    assert doc["host"] == {"available": False, "note": s.host_note, "backup_bytes": None,
-                           "loadback_bytes": None, "host_evicted_pages": None,
-                           "loadback_hit_tokens": None}
+    host_numbers = ("backup_bytes", "loadback_bytes", "host_evicted_pages",
+                    "loadback_hit_tokens", "policy", "capacity_pages", "capacity_slots",
+                    "capacity_bytes", "page_bytes", "slot_bytes", "backup_pages", "backup_slots",
+                    "loadback_pages", "loadback_slots", "host_evicted_slots", "peak_pages_used",
+                    "peak_slots_used")
+    assert doc["host"] == {"available": False, "note": s.host_note,
+                           **dict.fromkeys(host_numbers)}
+    assert "not available" in s.host_note
     assert doc["binding"] is None
     assert set(doc["blocked_ms"]) == {"token pages (T)", "state slots (K)",
                                       "running requests (N)", "prefill budget per step"}

@@ -15,7 +15,7 @@ EMPTY = np.zeros(0, dtype=np.int64)
 
 
 def test_alloc_evicts_only_what_is_unlocked():
-    cache = DeviceCache(num_pages=6, num_slots=3, grid_pages=1, host=NoHostTier())
+    cache = DeviceCache(num_pages=6, num_slots=3, grid_pages=1, host=NoHostTier)
     pages, slot = cache.alloc_pages(4), cache.alloc_slots(1)
     cache.insert(np.array([1, 2, 3, 4]), pages, int(slot[0]))
     receipt = cache.tree.lock(cache.match(np.array([1, 2, 3, 4])).last_device_node)
@@ -27,7 +27,7 @@ def test_alloc_evicts_only_what_is_unlocked():
 
 
 def test_insert_frees_duplicates_and_a_second_state():
-    cache = DeviceCache(num_pages=8, num_slots=4, grid_pages=1, host=NoHostTier())
+    cache = DeviceCache(num_pages=8, num_slots=4, grid_pages=1, host=NoHostTier)
     keys = np.array([7, 8, 9])
     first, second = cache.alloc_pages(3), cache.alloc_pages(3)
     a, b = (int(s) for s in cache.alloc_slots(2))
@@ -39,7 +39,7 @@ def test_insert_frees_duplicates_and_a_second_state():
 
 
 def test_integrity_catches_a_leaked_or_doubly_held_page():
-    cache = DeviceCache(num_pages=4, num_slots=2, grid_pages=1, host=NoHostTier())
+    cache = DeviceCache(num_pages=4, num_slots=2, grid_pages=1, host=NoHostTier)
     got = cache.alloc_pages(2)
     with pytest.raises(RuntimeError, match="token pages"):
         cache.check_integrity(held_pages=got[:1], held_slots=EMPTY)  # one page leaked
@@ -53,7 +53,7 @@ class CacheMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.cache = DeviceCache(num_pages=24, num_slots=6, grid_pages=1, host=NoHostTier())
+        self.cache = DeviceCache(num_pages=24, num_slots=6, grid_pages=1, host=NoHostTier)
         self.held_pages: list[np.ndarray] = []
         self.held_slots: list[int] = []
         self.receipts = []

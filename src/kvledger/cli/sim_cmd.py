@@ -19,6 +19,7 @@ from kvledger.cli.options import (
     WeightsOpt,
     plan_from,
 )
+from kvledger.host.policy import BackupPolicy
 from kvledger.rules import DEFAULT_RULES
 from kvledger.sim.config import SimConfig, StepCost
 
@@ -50,6 +51,9 @@ PrefillCostOpt = Annotated[float, typer.Option(
     "--prefill-ms-per-token", help="Step-time model: cost per prefill token (ms).")]
 DecodeCostOpt = Annotated[float, typer.Option(
     "--decode-ms-per-token", help="Step-time model: cost per decoded token (ms).")]
+WritePolicyOpt = Annotated[BackupPolicy | None, typer.Option(
+    "--hicache-write-policy", help="Host tier write policy (SGLang's flag; default "
+    f"{SIM_DEFAULTS.hicache_write_policy.value}); needs --enable-hierarchical-cache.")]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,13 +67,25 @@ class WorkloadInputs:
 
 
 def sim_config(chunked_prefill_size: int, mamba_track_interval: int, step_overhead_ms: float,
-               prefill_ms_per_token: float, decode_ms_per_token: float) -> SimConfig:
+               prefill_ms_per_token: float, decode_ms_per_token: float,
+               hicache_write_policy: BackupPolicy = SIM_DEFAULTS.hicache_write_policy) -> SimConfig:
     return SimConfig(
         chunked_prefill_tokens=chunked_prefill_size,
         mamba_track_interval_tokens=mamba_track_interval,
         step_cost=StepCost(overhead_ms=step_overhead_ms, prefill_ms_per_token=prefill_ms_per_token,
                            decode_ms_per_token=decode_ms_per_token),
+        hicache_write_policy=hicache_write_policy,
     )
+
+
+def write_policy(plan: Plan, policy: BackupPolicy | None) -> BackupPolicy:
+    """The host write policy to replay; naming one without a host tier is an input error."""
+    if policy is None:
+        return SIM_DEFAULTS.hicache_write_policy
+    if not plan.layout.deployment.enable_hierarchical_cache:
+        raise ValueError(f"--hicache-write-policy {policy.value}: has no effect without "
+                         "--enable-hierarchical-cache")
+    return policy
 
 
 def run_simulation(plan: Plan, work: WorkloadInputs, config: SimConfig, *,
@@ -94,8 +110,10 @@ def run_simulation(plan: Plan, work: WorkloadInputs, config: SimConfig, *,
 
 
 @command(help="Replay a workload (a Mooncake trace or a generator) against the prefix tree "
-         "under a deployment's capacity plan: hit rates, evictions, which ledger blocks. "
-         "SGLang deployment flags may follow, as for `kvledger plan`.")
+         "under a deployment's capacity plan: hit rates, evictions, which ledger blocks; with "
+         "--enable-hierarchical-cache (--hicache-ratio / --hicache-size) also the host tier's "
+         "backups, loadbacks and evictions. SGLang deployment flags may follow, as for "
+         "`kvledger plan`.")
 def simulate(ctx: typer.Context, trace: TraceOpt = None, workload: WorkloadOpt = None,
              num_requests: NumOpt = None, seed: SeedOpt = 0, rate: RateOpt = None,
              time_scale: ScaleOpt = 1.0,
@@ -104,6 +122,7 @@ def simulate(ctx: typer.Context, trace: TraceOpt = None, workload: WorkloadOpt =
              step_overhead_ms: OverheadOpt = COST_DEFAULTS.overhead_ms,
              prefill_ms_per_token: PrefillCostOpt = COST_DEFAULTS.prefill_ms_per_token,
              decode_ms_per_token: DecodeCostOpt = COST_DEFAULTS.decode_ms_per_token,
+             hicache_write_policy: WritePolicyOpt = None,
              csv: Annotated[Path | None, typer.Option(
                  "--csv", help="Write the per-step time series here.", dir_okay=False)] = None,
              no_progress: Annotated[bool, typer.Option(
@@ -120,7 +139,8 @@ def simulate(ctx: typer.Context, trace: TraceOpt = None, workload: WorkloadOpt =
         result = run_simulation(
             plan, WorkloadInputs(trace, workload, num_requests, seed, rate, time_scale),
             sim_config(chunked_prefill_size, mamba_track_interval, step_overhead_ms,
-                       prefill_ms_per_token, decode_ms_per_token),
+                       prefill_ms_per_token, decode_ms_per_token,
+                       write_policy(plan, hicache_write_policy)),
             progress=not no_progress)
         if csv is not None:
             result.series.write_csv(csv)

@@ -94,7 +94,14 @@ def sim_tables(s: SimSummary) -> str:
     ])
     host = s.host
     host_rows = ([("host tier", s.host_note)] if host is None else [
-        ("backup bytes", f"{host.backup_bytes:,}"), ("loadback bytes", f"{host.loadback_bytes:,}"),
+        ("write policy", host.policy),
+        ("capacity", f"{host.capacity_pages:,} pages, {host.capacity_slots:,} state slots "
+                     f"({host.capacity_bytes:,} B)"),
+        ("peak used", f"{host.peak_pages_used:,} pages, {host.peak_slots_used:,} state slots"),
+        ("backup bytes", f"{host.backup_bytes:,} ({host.backup_pages:,} pages, "
+                         f"{host.backup_slots:,} states)"),
+        ("loadback bytes", f"{host.loadback_bytes:,} ({host.loadback_pages:,} pages, "
+                           f"{host.loadback_slots:,} states)"),
         ("host evicted pages", f"{host.host_evicted_pages:,}"),
         ("prompt tokens loaded back", f"{host.loadback_hit_tokens:,}")])
     return "\n".join([hits, ledgers, table("Host tier (HiCache)", ("", ""), host_rows)])

@@ -9,15 +9,21 @@ Schema `kvledger.simulate/1` (keys never removed within a major version):
     checkpoints{saved, already_cached, skipped_no_slot},
     evictions{full_kv_pages, full_kv_tokens, full_kv_bytes, mamba_states, mamba_bytes},
     host{available, note, backup_bytes, loadback_bytes, host_evicted_pages,
-         loadback_hit_tokens} (numbers null when not available),
+         loadback_hit_tokens, policy, capacity_pages, capacity_slots, capacity_bytes,
+         page_bytes, slot_bytes, backup_pages, backup_slots, loadback_pages, loadback_slots,
+         host_evicted_slots, peak_pages_used, peak_slots_used} (null when not available;
+         pages are the plan's pages, loadback_hit_tokens the prompt tokens admitted requests
+         took from host instead of recomputing),
     blocked_ms{constraint: ms}, binding, peaks{pages_used, pages_pinned, slots_used,
     slots_pinned, running}, time{simulated_ms, steps, queue_ms_mean, wall_s}, notes[]
 """
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
+from kvledger.sim.host_port import HostStats
 from kvledger.sim.metrics import SimSummary
 
 SCHEMA = "kvledger.simulate/1"
@@ -46,10 +52,8 @@ def sim_json(s: SimSummary) -> dict[str, Any]:
                       "mamba_states": s.evicted_slots,
                       "mamba_bytes": s.evicted_slots * s.slot_bytes},
         "host": {"available": host is not None, "note": s.host_note,
-                 "backup_bytes": host.backup_bytes if host else None,
-                 "loadback_bytes": host.loadback_bytes if host else None,
-                 "host_evicted_pages": host.host_evicted_pages if host else None,
-                 "loadback_hit_tokens": host.loadback_hit_tokens if host else None},
+                 **{f.name: getattr(host, f.name) if host else None for f in fields(HostStats)},
+                 "capacity_bytes": host.capacity_bytes if host else None},
         "blocked_ms": {k.value: round(v, 3) for k, v in c.blocked_ms.items()},
         "binding": s.binding.value if s.binding else None,
         "peaks": {"pages_used": c.peak_pages_used, "pages_pinned": c.peak_pages_pinned,

@@ -6,6 +6,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from kvledger.sim.host_port import HostStats
 from kvledger.sim.metrics import SimSummary
 from kvledger.sim.series import Constraint
 from kvledger.units import GB, fmt_bytes
@@ -75,6 +76,28 @@ def ledgers_table(s: SimSummary) -> Table:
     return table
 
 
+def host_table(s: SimSummary, h: HostStats) -> Table:
+    table = Table(title=f"Host tier (HiCache, {h.policy}; page = {s.page_tokens} tokens of "
+                        f"KV rows and index keys, {fmt_bytes(h.page_bytes)})",
+                  title_justify="left", caption=s.host_note, caption_justify="left")
+    for col in ("", "pages", "state slots", "bytes"):
+        table.add_column(col, justify="left" if not col else "right")
+
+    def row(label: str, pages: int, slots: int) -> None:
+        table.add_row(label, f"{pages:,}", f"{slots:,}",
+                      fmt_bytes(pages * h.page_bytes + slots * h.slot_bytes))
+
+    row("capacity", h.capacity_pages, h.capacity_slots)
+    row("peak used", h.peak_pages_used, h.peak_slots_used)
+    row("backed up (device → host)", h.backup_pages, h.backup_slots)
+    row("loaded back (host → device)", h.loadback_pages, h.loadback_slots)
+    row("evicted from host", h.host_evicted_pages, h.host_evicted_slots)
+    table.add_row("prompt tokens served from host (not recomputed)",
+                  f"{h.loadback_hit_tokens:,} tokens", "",
+                  _pct(h.loadback_hit_tokens, s.counters.prompt_tokens) + " of prompt")
+    return table
+
+
 def render_sim(s: SimSummary, console: Console) -> None:
     c = s.counters
     head = (f"[bold]{s.workload}[/]: {s.num_requests:,} requests, {c.finished:,} finished, "
@@ -84,10 +107,7 @@ def render_sim(s: SimSummary, console: Console) -> None:
     if s.host is None:
         parts.append(Text(f"host tier (backup / loadback bytes): {s.host_note}", style="yellow"))
     else:
-        h = s.host
-        parts.append(Text(f"host tier: backup {fmt_bytes(h.backup_bytes)}, loadback "
-                          f"{fmt_bytes(h.loadback_bytes)}, host evictions {h.host_evicted_pages:,} "
-                          f"pages, {h.loadback_hit_tokens:,} prompt tokens loaded back"))
+        parts.append(host_table(s, s.host))
     for u in s.unfinished[:10]:
         parts.append(Text(f"unfinished: request {u.rid}: {u.reason}", style="red"))
     if len(s.unfinished) > 10:

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kvledger.host.policy import BackupPolicy
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StepCost:
@@ -50,6 +52,9 @@ class SimConfig:
     mamba_track_interval_tokens: int = 256
     mamba_chunk_tokens: int = 64  # linear-attention chunk; checkpoint grid = lcm(chunk, page)
     integrity_every_steps: int = 0  # 0: check only at the end
+    # SGLang --hicache-write-policy (default write_through); used only when the plan enables
+    # the host tier (--enable-hierarchical-cache)
+    hicache_write_policy: BackupPolicy = BackupPolicy.WRITE_THROUGH
     step_cost: StepCost = field(default_factory=StepCost)
 
     def validate(self, page_tokens: int) -> None:

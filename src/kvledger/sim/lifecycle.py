@@ -4,8 +4,10 @@ Mirrors SGLang's hybrid (MambaRadixCache) request path in accounting mode:
 1. admit: match the prompt (all but its last token) in the tree. KV is reusable only up to
    the deepest node with a state (`device_hit_length`); the request locks that node, takes
    its held state slots (working + track) and reserves pages for the rest of its sequence.
-   The matched state is copied into the working slot (copy-on-write: the tree's slot is
-   never written).
+   With a host tier, a deeper match on host (`host_hit_length`) is loaded back once the
+   request is admitted, as SGLang's scheduler does after its token-budget check
+   (schedule_policy.py, PrefillAdder.add_one_req → `init_load_back`). The matched state is
+   copied into the working slot (copy-on-write: the tree's slot is never written).
 2. prefill chunk: allocate pages for the chunk; with extra_buffer a state checkpoint is
    tracked at the deepest grid point of the chunk (or where the tree asked for a branch
    point, `mamba_branching_seqlen`). A chunk that does not end the prompt caches the prefix
@@ -30,6 +32,7 @@ from kvledger.sim.device_cache import DeviceCache
 from kvledger.sim.metrics import Counters
 from kvledger.sim.running import Running
 from kvledger.sim.series import Constraint
+from kvledger.tree.results import LockReceipt, MatchResult
 from kvledger.units import align_down, cdiv
 
 
@@ -65,13 +68,20 @@ class Lifecycle:
         return None
 
     def try_admit(self, run: Running, *, running_full: bool) -> set[Constraint]:
-        """Admit `run` (and return an empty set) or return every ledger that is short."""
-        page = self.page
+        """Admit `run` (and return an empty set) or return every ledger that is short.
+
+        Pages are checked against the device hit alone: if a host hit cannot be loaded back
+        the request recomputes it, and if it can, the pages it takes were counted as needed.
+        """
+        page, tree = self.page, self.cache.tree
         matchable = (run.prompt_tokens - 1) // page
         match = self.cache.match(run.seq_keys[:matchable])
-        usable_pages = match.device_hit_length
-        receipt = self.cache.tree.lock(match.last_device_node) if usable_pages else None
-        need_pages = cdiv(run.kv_total_tokens, page) - usable_pages
+        device_pages = match.device_hit_length
+        receipt = tree.lock(match.last_device_node) if device_pages else None
+        # A host hit's copies stay put while state slots are made room for (under write_back
+        # that backs states up, which may evict host LRU entries).
+        host_guard = tree.lock_host(match.best_match_node) if match.host_hit_length else None
+        need_pages = cdiv(run.kv_total_tokens, page) - device_pages
         short: set[Constraint] = set()
         if running_full:
             short.add(Constraint.RUNNING)
@@ -80,11 +90,19 @@ class Lifecycle:
         if self.held_slots > self.cache.available_slots:
             short.add(Constraint.STATE)
         if short:
-            if receipt is not None:
-                self.cache.tree.unlock(receipt)
+            for held in (receipt, host_guard):
+                if held is not None:
+                    tree.unlock(held)
             return short
         slots = self.cache.alloc_slots(self.held_slots)
         assert slots is not None, "state slots vanished between check and commit"
+        if host_guard is not None:
+            match, receipt = self._load_back(match, receipt)
+            tree.unlock(host_guard)
+        usable_pages = match.device_hit_length
+        if usable_pages:
+            self.cache.host.after_hit(match.last_device_node)
+        need_pages -= usable_pages - device_pages
         run.slots = slots.tolist()
         self.held_slots_total += self.held_slots
         run.receipt = receipt
@@ -103,6 +121,18 @@ class Lifecycle:
         c.hit_tokens += run.hit_tokens
         c.usable_hit_tokens += run.usable_hit_tokens
         return short
+
+    def _load_back(self, match: MatchResult,
+                   receipt: LockReceipt | None) -> tuple[MatchResult, LockReceipt | None]:
+        """Load the host part of `match` back and move the request's lock to the new end."""
+        loaded = self.cache.host.loadback(match)
+        if loaded.device_hit_length == match.device_hit_length:
+            return match, receipt  # no room: the request recomputes from its device hit
+        tree = self.cache.tree
+        moved = tree.lock(loaded.last_device_node)
+        if receipt is not None:
+            tree.unlock(receipt)
+        return loaded, moved
 
     # ---- prefill and decode ----------------------------------------------------------------
 

@@ -8,7 +8,9 @@ request past its prefill decodes one token. A run of decode-only steps in which 
 change (no arrival could be admitted, no request finishes) is taken in one stride.
 
 Pools are sized from the plan, per rank: T / page token pages, K state slots, N requests.
-With attention DP, rank 0's round-robin share of the workload is replayed.
+With attention DP, rank 0's round-robin share of the workload is replayed. With
+--enable-hierarchical-cache, device eviction, backups and loadbacks go through the host tier
+(`kvledger.sim.host_tier`: SGLang's HiCache policies in accounting mode).
 
 Every request either finishes or is reported unfinished with the reason (it can never fit).
 """
@@ -24,10 +26,11 @@ from math import lcm
 import numpy as np
 
 from kvledger.deploy import MambaStrategy
+from kvledger.hicache import HostRules
 from kvledger.plan import Plan
 from kvledger.sim.config import SimConfig
 from kvledger.sim.device_cache import DeviceCache
-from kvledger.sim.host_port import HostTier, NoHostTier
+from kvledger.sim.host_port import HostTierFactory, NoHostTier
 from kvledger.sim.lifecycle import CheckpointMode, Lifecycle
 from kvledger.sim.metrics import Counters, RequestRecord, SimSummary, Unfinished
 from kvledger.sim.pages import PageKeyer
@@ -58,10 +61,12 @@ def _check_plan(plan: Plan, config: SimConfig) -> list[str]:
         raise WorkloadError(f"--mamba-track-interval {config.mamba_track_interval_tokens}: must "
                             f"be a multiple of the checkpoint grid ({grid} tokens)")
     notes = []
-    if lay.deployment.enable_hierarchical_cache:
-        notes.append("--enable-hierarchical-cache: the replay is device-only; kvledger.host "
-                     "allocates real host memory and has no accounting-only mode to plug in "
-                     "here yet, so host backup/loadback bytes are not available")
+    rules = HostRules.from_rules(lay.rules)
+    if lay.deployment.enable_hierarchical_cache and not (rules.row_matches_device
+                                                         and rules.indexer_pool):
+        notes.append(f"rules {rules.name}: that release's host tier (host rows narrower than "
+                     "device rows, no index-key copy) corrupts loadbacks and cannot be built; "
+                     "the replay's host tier copies device rows and index keys byte for byte")
     if lay.deployment.attn_dp_size > 1:
         notes.append(f"attention DP {lay.deployment.attn_dp_size}: rank 0's round-robin share "
                      "of the requests is replayed against one rank's pools")
@@ -69,17 +74,18 @@ def _check_plan(plan: Plan, config: SimConfig) -> list[str]:
 
 
 class Replay:
-    def __init__(self, plan: Plan, workload: Workload, config: SimConfig, host: HostTier,
+    def __init__(self, plan: Plan, workload: Workload, config: SimConfig, host: HostTierFactory,
                  progress: Sequence[Progress]) -> None:
         self.notes = _check_plan(plan, config)
         lay, cap = plan.layout, plan.capacity
-        self.plan, self.config, self.host, self.progress = plan, config, host, progress
+        self.plan, self.config, self.progress = plan, config, progress
         attn_dp = lay.deployment.attn_dp_size
         self.workload = workload.share(0, attn_dp) if attn_dp > 1 else workload
         self.page = lay.page_tokens
         grid = lcm(config.mamba_chunk_tokens, self.page)
         self.cache = DeviceCache(num_pages=cap.max_total_tokens // self.page,
                                  num_slots=cap.state_slots, grid_pages=grid // self.page, host=host)
+        self.host = self.cache.host
         self.counters = Counters()
         mode = (CheckpointMode.TRACKED if lay.deployment.mamba_strategy is MambaStrategy.EXTRA_BUFFER
                 else CheckpointMode.EXACT)
@@ -198,11 +204,12 @@ class Replay:
         c.peak_slots_used = max(c.peak_slots_used, cache.slots.capacity - free_slots)
         c.peak_slots_pinned = max(c.peak_slots_pinned, held_slots + tree.mamba_protected_slots)
         c.peak_running = max(c.peak_running, self.num_running)
+        host = self.host.usage()
         self.series.append((
             self.now_ms, steps, self.num_running, len(self.waiting), computed, decoded, own,
             tree.full_protected_tokens, tree.full_evictable_tokens, free_pages,
             life.reserved_pages, held_slots, cache_slots, free_slots, c.prompt_tokens,
-            c.hit_tokens, c.usable_hit_tokens, blocked_mask(blocked),
+            c.hit_tokens, c.usable_hit_tokens, blocked_mask(blocked), *host,
         ))
 
     # ---- the whole run ---------------------------------------------------------------------
@@ -254,8 +261,11 @@ class Replay:
     def _summary(self, wall_s: float) -> SimSummary:
         cap = self.plan.capacity
         stats = self.host.stats()
-        host_note = ("" if stats is not None else
-                     "not available: no host tier in this run (device-only replay)")
+        host_note = ("not available: no host tier in this run (--enable-hierarchical-cache "
+                     "is off)" if stats is None else
+                     f"{stats.policy}: host pools of {stats.capacity_pages:,} pages and "
+                     f"{stats.capacity_slots:,} state slots, replayed in accounting mode "
+                     "(indices only, no bytes moved)")
         return SimSummary(
             workload=self.workload.name, num_requests=len(self.workload.requests),
             page_tokens=self.page, token_pages=self.cache.pages.capacity,
@@ -267,8 +277,21 @@ class Replay:
         )
 
 
+def host_tier_for(plan: Plan, config: SimConfig) -> HostTierFactory:
+    """The host tier the plan's deployment asks for: HiCache (loaded only then: it needs
+    torch) with the configured write policy, or none."""
+    if not plan.layout.deployment.enable_hierarchical_cache:
+        return NoHostTier
+    from kvledger.sim.host_tier import HiCacheTier
+
+    return HiCacheTier.factory(plan, config.hicache_write_policy)
+
+
 def simulate(plan: Plan, workload: Workload, config: SimConfig | None = None, *,
-             host: HostTier | None = None, progress: Sequence[Progress] = ()) -> SimResult:
-    """Replay `workload` on one rank of `plan`; see the module docstring."""
-    replay = Replay(plan, workload, config or SimConfig(), host or NoHostTier(), progress)
+             host: HostTierFactory | None = None,
+             progress: Sequence[Progress] = ()) -> SimResult:
+    """Replay `workload` on one rank of `plan`; see the module docstring. `host` overrides
+    the host tier the plan asks for (`host_tier_for`)."""
+    config = config or SimConfig()
+    replay = Replay(plan, workload, config, host or host_tier_for(plan, config), progress)
     return replay.run()

@@ -7,10 +7,13 @@ sampled at the end of the row's steps. Page and slot columns add up to the pool 
     pages_requests + pages_cache_locked + pages_cache_unlocked + pages_free = token pages
     slots_requests + slots_cache + slots_free = state slots
 
+Host columns are zero when the run has no host tier; `host_pages_used` counts host pages
+holding a copy (at most the host pool's pages), the two traffic columns are cumulative.
+
 `blocked` is a bit mask of `Constraint`s that kept the head of the queue waiting.
 
 >>> s = TimeSeries()
->>> s.append((0.0, 1, 1, 0, 64, 0, 2, 0, 0, 6, 3, 3, 0, 1, 0, 0, 0, 0))
+>>> s.append((0.0, 1, 1, 0, 64, 0, 2, 0, 0, 6, 3, 3, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0))
 >>> s.column("prefill_tokens").tolist(), len(s)
 ([64.0], 1)
 """
@@ -60,6 +63,10 @@ COLUMNS = (
     "hit_tokens_cum",  # of which cached KV
     "usable_hit_tokens_cum",  # of which cached KV with a state to continue from
     "blocked",  # Constraint bit mask
+    "host_pages_used",  # host KV pages holding a copy (KV rows + index keys of one page)
+    "host_slots_used",  # host state slots holding a copy
+    "host_backup_pages_cum",  # pages copied device → host so far
+    "host_loadback_pages_cum",  # pages copied host → device so far
 )
 
 

@@ -12,6 +12,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from kvledger.report.figures.canvas import PALETTE, new_figure
+from kvledger.sim.metrics import SimSummary
 from kvledger.sim.replay import SimResult
 from kvledger.sim.series import Constraint, TimeSeries
 
@@ -84,10 +85,26 @@ def _shade(ax: Axes, b: Binned, constraint: Constraint) -> None:
                         label=f"queue blocked on {constraint.value}")
 
 
+def _host_panel(ax: Axes, b: Binned, s: SimSummary) -> None:
+    """Host pool occupancy as a share of each host pool (a run with a host tier only)."""
+    h = s.host
+    assert h is not None
+    for column, capacity, color, label in (
+            ("host_pages_used", h.capacity_pages, PALETTE["kv"], "host KV pages"),
+            ("host_slots_used", h.capacity_slots, PALETTE["state"], "host state slots")):
+        if capacity:
+            ax.step(b.seconds, b.at_end(column) / capacity, color=color,
+                    label=f"{label} (of {capacity:,})")
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel(f"host pools\n({h.policy})")
+
+
 def occupancy(result: SimResult) -> Figure:
     b, s = Binned(result.series), result.summary
-    fig = new_figure(8.0, 6.5)
-    pages, slots, running = fig.subplots(3, 1, sharex=True)
+    with_host = s.host is not None
+    fig = new_figure(8.0, 8.5 if with_host else 6.5)
+    axes = fig.subplots(4 if with_host else 3, 1, sharex=True)
+    pages, slots, running = axes[:3]
     pages.stackplot(b.seconds, b.at_end("pages_requests"), b.at_end("pages_cache_locked"),
                     b.at_end("pages_cache_unlocked"),
                     colors=[PALETTE["kv"], PALETTE["indexer"], PALETTE["cache_unlocked"]],
@@ -108,8 +125,10 @@ def occupancy(result: SimResult) -> Figure:
                     label=f"N = {s.max_running_requests:,}")
     _shade(running, b, Constraint.RUNNING)
     running.set_ylabel("requests")
-    running.set_xlabel("simulated time (s)")
-    for ax in (pages, slots, running):
+    if with_host:
+        _host_panel(axes[3], b, s)
+    axes[-1].set_xlabel("simulated time (s)")
+    for ax in axes:
         ax.legend(fontsize=7, loc="upper left", ncols=2)
         ax.set_ylim(bottom=0)
     fig.suptitle(f"{s.workload}: occupancy of each ledger on one rank (red: the queue's head "
