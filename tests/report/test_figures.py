@@ -57,3 +57,19 @@ def test_binned_series_takes_end_values_and_blocked_shares():
     assert b.at_end("running").tolist() == [3.0, 7.0]
     assert np.allclose(b.blocked_share(Constraint.TOKENS), [0.5, 0.5])
     assert np.allclose(b.blocked_share(Constraint.STATE), [0, 0])
+
+
+def test_occupancy_adds_a_host_panel_only_with_a_host_tier():
+    from kvledger.report.figures.sim_plots import occupancy
+    from kvledger.sim.replay import simulate
+    from sim.sim_factories import request, small_plan, workload
+
+    w = workload(request(0, 0, {1: 1000}), request(1, 1e7, {2: 2000}), request(2, 2e7, {1: 1000}))
+    plans = {False: small_plan(max_total_tokens=40 * 64),
+             True: small_plan(max_total_tokens=40 * 64, enable_hierarchical_cache=True)}
+    axes = {host: occupancy(simulate(plan, w)).axes for host, plan in plans.items()}
+    assert (len(axes[False]), len(axes[True])) == (3, 4)
+    host = axes[True][3]
+    assert [line.get_label() for line in host.get_lines()] == [
+        "host KV pages (of 81)", "host state slots (of 687)"]
+    assert max(host.get_lines()[0].get_ydata()) == 46 / 81  # A (15) and B (31) backed up

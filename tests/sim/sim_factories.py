@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hypothesis import strategies as st
+
 from kvledger.deploy import Deployment, KVDtype
 from kvledger.plan import Plan, make_plan
 from kvledger.sim.workload import Request, Workload
@@ -28,3 +30,19 @@ def request(rid: int, at_ms: float, segments: dict[int, int] | list[tuple[int, i
 
 def workload(*requests: Request, name: str = "hand-made") -> Workload:
     return Workload(name=name, requests=tuple(requests))
+
+
+def prompts(*, segment_ids: int, segment_tokens: tuple[int, int], max_segments: int,
+            requests: tuple[int, int], spread_ms: float) -> st.SearchStrategy:
+    """Draws of (segments, output tokens, arrival ms) per request, for `from_prompts`."""
+    segment = st.tuples(st.integers(1, segment_ids), st.integers(*segment_tokens))
+    return st.lists(st.tuples(st.lists(segment, min_size=1, max_size=max_segments),
+                              st.integers(0, 300), st.floats(0, spread_ms)),
+                    min_size=requests[0], max_size=requests[1])
+
+
+def from_prompts(drawn: list) -> Workload:
+    """A workload of `prompts` draws, request ids in arrival order."""
+    arrivals = sorted(at for _, _, at in drawn)
+    return workload(*(request(i, at, segs, output=out)
+                      for i, ((segs, out, _), at) in enumerate(zip(drawn, arrivals, strict=True))))

@@ -20,7 +20,7 @@ from kvledger.report.sim_json import sim_json
 from kvledger.sim.config import SimConfig
 from kvledger.sim.generators import GENERATORS, GeneratorParams
 from kvledger.sim.replay import simulate
-from sim.sim_factories import request, small_plan, workload
+from sim.sim_factories import from_prompts, prompts, request, small_plan, workload
 
 APART_MS = 1e7
 PAGE_BYTES = 64 * 7_260  # KV rows (11 × 528 B) and index keys (11 × 132 B) of 64 tokens
@@ -159,24 +159,19 @@ def test_conservation_with_the_host_tier_under_pressure(policy, name, deploy):
     assert h.backup_pages > 0 and h.loadback_hit_tokens <= s.counters.usable_hit_tokens
 
 
-# Few segment ids and long segments: prompts share prefixes, small pools evict, and about a
-# quarter of the examples load KV back from host.
-_segment = st.tuples(st.integers(1, 4), st.integers(64, 900))
-
-
 @settings(max_examples=40, deadline=None)
 @given(
-    prompts=st.lists(st.tuples(st.lists(_segment, min_size=1, max_size=3), st.integers(0, 300),
-                               st.floats(0, 20_000)), min_size=2, max_size=14),
+    # few segment ids and long segments: prompts share prefixes, small pools evict, and
+    # about a quarter of the examples load KV back from host
+    drawn=prompts(segment_ids=4, segment_tokens=(64, 900), max_segments=3, requests=(2, 14),
+                  spread_ms=20_000),
     pages=st.integers(16, 48), slots=st.integers(5, 30), running=st.integers(1, 4),
     ratio=st.sampled_from([1.0, 1.5, 3.0]), policy=st.sampled_from(list(BackupPolicy)),
 )
-def test_any_workload_conserves_both_tiers(prompts, pages, slots, running, ratio, policy):
+def test_any_workload_conserves_both_tiers(drawn, pages, slots, running, ratio, policy):
     """Integrity after every step: tree, device allocators and host pools agree (each index
     held once, host resident == used), and every request finishes or is reported."""
-    arrivals = sorted(at for _, _, at in prompts)
-    w = workload(*(request(i, at, segs, output=out)
-                   for i, ((segs, out, _), at) in enumerate(zip(prompts, arrivals, strict=True))))
+    w = from_prompts(drawn)
     plan = small_plan(max_total_tokens=pages * 64, max_mamba_cache_size=slots,
                       max_running_requests=running, enable_hierarchical_cache=True,
                       hicache_ratio=ratio)

@@ -15,7 +15,7 @@ from kvledger.sim.generators import GENERATORS, GeneratorParams
 from kvledger.sim.replay import simulate
 from kvledger.sim.series import Constraint
 from kvledger.sim.workload import WorkloadError
-from sim.sim_factories import request, small_plan, workload
+from sim.sim_factories import from_prompts, prompts, request, small_plan, workload
 
 APART_MS = 1e7  # far enough apart that each request runs alone
 
@@ -124,20 +124,15 @@ def test_conservation_under_pressure(name, deploy):
                                   if r.rid not in {u.rid for u in s.unfinished})
 
 
-_segment = st.tuples(st.integers(1, 6), st.integers(1, 700))
-
-
 @settings(max_examples=25, deadline=None)
 @given(
-    prompts=st.lists(st.tuples(st.lists(_segment, min_size=1, max_size=4), st.integers(0, 300),
-                               st.floats(0, 5_000)), min_size=1, max_size=12),
+    drawn=prompts(segment_ids=6, segment_tokens=(1, 700), max_segments=4, requests=(1, 12),
+                  spread_ms=5_000),
     pages=st.integers(12, 80), slots=st.integers(5, 30), running=st.integers(1, 6),
     chunk=st.sampled_from([64, 256, 8192]),
 )
-def test_any_workload_conserves_pages_slots_and_requests(prompts, pages, slots, running, chunk):
-    arrivals = sorted(at for _, _, at in prompts)
-    w = workload(*(request(i, at, segs, output=out)
-                   for i, ((segs, out, _), at) in enumerate(zip(prompts, arrivals, strict=True))))
+def test_any_workload_conserves_pages_slots_and_requests(drawn, pages, slots, running, chunk):
+    w = from_prompts(drawn)
     plan = small_plan(max_total_tokens=pages * 64, max_mamba_cache_size=slots,
                       max_running_requests=running)
     result = simulate(plan, w, SimConfig(chunked_prefill_tokens=chunk, integrity_every_steps=1))

@@ -26,6 +26,7 @@ import numpy as np
 from kvledger.pools.ids import StateSlotAllocator
 from kvledger.pools.paged import PagedTokenAllocator
 from kvledger.sim.host_port import HostTierFactory
+from kvledger.tree.node import Node
 from kvledger.tree.radix import RadixTree
 from kvledger.tree.results import InsertResult, MatchResult
 
@@ -61,6 +62,14 @@ class DeviceCache:
 
     def match(self, keys: np.ndarray) -> MatchResult:
         return self.tree.match_prefix(keys)
+
+    def loadback(self, match: MatchResult) -> MatchResult:
+        """The host part of `match` back on device when there is room; the match after."""
+        return self.host.loadback(match)
+
+    def reuse(self, node: Node) -> None:
+        """An admitted request takes the cached prefix ending at `node` (write policies)."""
+        self.host.after_hit(node)
 
     def alloc_pages(self, count: int) -> np.ndarray | None:
         if count > self.available_pages:

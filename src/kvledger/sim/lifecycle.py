@@ -101,7 +101,7 @@ class Lifecycle:
             tree.unlock(host_guard)
         usable_pages = match.device_hit_length
         if usable_pages:
-            self.cache.host.after_hit(match.last_device_node)
+            self.cache.reuse(match.last_device_node)
         need_pages -= usable_pages - device_pages
         run.slots = slots.tolist()
         self.held_slots_total += self.held_slots
@@ -125,7 +125,7 @@ class Lifecycle:
     def _load_back(self, match: MatchResult,
                    receipt: LockReceipt | None) -> tuple[MatchResult, LockReceipt | None]:
         """Load the host part of `match` back and move the request's lock to the new end."""
-        loaded = self.cache.host.loadback(match)
+        loaded = self.cache.loadback(match)
         if loaded.device_hit_length == match.device_hit_length:
             return match, receipt  # no room: the request recomputes from its device hit
         tree = self.cache.tree
