@@ -98,3 +98,21 @@ def test_figures_and_report_write_their_files(tmp_path):
     assert rep.exit_code == 0, rep.output
     html = page.read_text()
     assert html.count("<svg") == 7 and "Simulation: zipf (seed 0)" in html
+
+
+def test_torch_loads_only_with_the_host_tier():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from typer.testing import CliRunner\n"
+        "from kvledger.cli import app\n"
+        "args = ['simulate', '--workload', 'chat', '--num-requests', '5', '--no-progress']\n"
+        "assert CliRunner().invoke(app, args).exit_code == 0\n"
+        "print('torch' in sys.modules)\n"
+        "assert CliRunner().invoke(app, [*args, '--enable-hierarchical-cache']).exit_code == 0\n"
+        "print('torch' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"], out.stdout
