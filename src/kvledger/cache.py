@@ -139,6 +139,10 @@ class HybridCache:
         on_device = [n for n, _, _ in path_spans(best) if n.full.value is not None]
         anchors = dict.fromkeys([*on_device[-1:], match.last_device_node])
         guards = [self.tree.lock(n) for n in anchors if n.parent is not None]
+        if best.parent is not None and best.full.host_value is not None:
+            # Making room for state slots may back states up (write_back) and evict host LRU
+            # entries: pin the host copy this request is about to load back.
+            guards.append(self.tree.lock_host(best))
         branch = match.mamba_branching_seqlen
         # If the loadback fails the request recomputes from its device hit: reserve for that.
         need_pages = cdiv(final_tokens, self.page) - match.device_hit_length // self.page
