@@ -7,8 +7,7 @@ without loading torch; the pools and the controller load it when first used.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from kvledger.lazy import lazy_getattr
 
 _HOMES = {
     "build_host": "build", "build_host_group": "build",
@@ -27,9 +26,4 @@ _HOMES = {
 
 __all__ = sorted(_HOMES)
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'kvledger.host' has no attribute {name!r}")
-    return getattr(import_module(f"kvledger.host.{home}"), name)
+__getattr__ = lazy_getattr(__name__, _HOMES)

@@ -6,8 +6,7 @@ are numpy-only, so the simulator's accounting mode can use them without loading 
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from kvledger.lazy import lazy_getattr
 
 _HOMES = {
     "PoolBytes": "accounting", "account": "accounting",
@@ -27,9 +26,4 @@ _HOMES = {
 
 __all__ = sorted(_HOMES)
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'kvledger.pools' has no attribute {name!r}")
-    return getattr(import_module(f"kvledger.pools.{home}"), name)
+__getattr__ = lazy_getattr(__name__, _HOMES)
