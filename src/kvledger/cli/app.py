@@ -39,5 +39,6 @@ def emit_json(doc: Any) -> None:
     sys.stdout.write(json.dumps(doc, indent=2) + "\n")
 
 
-def command(**kwargs: Any) -> Callable:
-    return app.command(context_settings=EXTRA_ARGS, **kwargs)
+def command(*, help: str, epilog: str | None = None) -> Callable:  # noqa: A002 (typer's name)
+    """Register a command that also accepts SGLang deployment flags as extra arguments."""
+    return app.command(context_settings=EXTRA_ARGS, help=help, epilog=epilog)
