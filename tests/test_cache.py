@@ -108,6 +108,25 @@ def test_host_tier_must_share_the_allocators():
                     host=build_host_tier(other, tree, HostTier()))
 
 
+def test_admit_pins_the_host_copy_it_will_load_back():
+    """write_back backs a state up to make room for the request's slots; with the host state
+    pool full, that backup may evict host LRU entries — never the match admit loads back."""
+    cache = make_cache(num_pages=8, num_state_slots=5,
+                       host=HostTier(num_pages=2, num_state_slots=1, policy=BackupPolicy.WRITE_BACK))
+    prompt = np.arange(17) + 1000
+    run_request(cache, prompt, new=1)  # one node: tokens 0..15 and the state after 16
+    cache.tier.evict_device(full_tokens=PAGE)  # backed up, then host-only: 1 page, 1 state
+    for i in range(4):  # 15 + 1 tokens each: inserted at release, 2 slots while running
+        run_request(cache, np.arange(15) + 100 * i, new=2)
+    # 4 device states in the tree, 1 free: admit's second slot evicts one, and backing that
+    # up needs the single host state slot, which holds the match's state.
+    assert cache.states.num_free == 1 and cache.tier.host.sizes().state_free_slots == 0
+    seq = cache.admit(prompt, 18)
+    assert seq is not None and seq.computed_tokens == PAGE
+    assert (cache.stats.loadback_tokens, cache.stats.loadback_states) == (PAGE, 1)
+    cache.check_integrity()
+
+
 class CacheMachine(RuleBasedStateMachine):
     host: HostTier | None = None
 
