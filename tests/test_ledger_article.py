@@ -113,7 +113,8 @@ def _scenario(**deploy):
 
 def test_scenario_token_ledger_single_rank_and_dp8():
     # SPEC §5 seed scenario: "7,260·131,072 ≈ 0.95 GB per request, 60.9 GB total (7.6 GB/rank at DP8)"
-    assert f"{7_260 * CONTEXT_128K / GB:.2f}" == "0.95"
+    per_request = token_ledger(glm_layout()).total_bytes * CONTEXT_128K
+    assert f"{per_request / GB:.2f}" == "0.95"
     assert f"{_scenario()['token KV'].need_bytes / GB:.1f}" == "60.9"
     dp8 = _scenario(tp_size=8, dp_size=8, enable_dp_attention=True)
     assert f"{dp8['token KV'].need_bytes / GB:.1f}" == "7.6"

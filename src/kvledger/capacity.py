@@ -149,6 +149,9 @@ def plan_capacity(lay: CacheLayout, memory: MemoryInput) -> CapacityPlan:
     page = lay.page_tokens
     tokens = align_down(max(rest_tokens, 0) // token_bytes, page)
     if dep.max_total_tokens is not None:
+        if dep.max_total_tokens < page:
+            raise CapacityError(f"--max-total-tokens {dep.max_total_tokens}: less than one "
+                                f"{page}-token page")
         tokens = align_down(min(tokens, dep.max_total_tokens), page)
     if tokens <= 0:
         raise CapacityError(
@@ -212,8 +215,9 @@ class WorkloadCheck:
 
 def check_workload(plan: CapacityPlan, requests: int, context_tokens: int) -> WorkloadCheck:
     """Does `requests` concurrent requests of `context_tokens` each fit on every rank?"""
-    if requests < 1 or context_tokens < 1:
-        raise ValueError("--requests and --context must be positive")
+    for flag, value in (("--requests", requests), ("--context", context_tokens)):
+        if value < 1:
+            raise ValueError(f"{flag} {value}: expected a positive integer")
     lay = plan.layout
     per_rank = cdiv(requests, lay.deployment.attn_dp_size)
     tokens = per_rank * context_tokens

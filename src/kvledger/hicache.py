@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from math import ceil
+from math import ceil, inf
 
 from kvledger.ledger import Ledger, LedgerRow, state_ledger
 from kvledger.resolve import CacheLayout
@@ -203,13 +203,16 @@ def plan_host(lay: CacheLayout, *, device_tokens: int, device_state_slots: int,
     dep = lay.deployment
     notes: list[str] = []
     views: list[HostLedger] = []
+    ratio = dep.hicache_ratio or DEFAULT_HICACHE_RATIO
+    if dep.hicache_size_gb is None and device_tokens * ratio >= inf:
+        raise ValueError(f"--hicache-ratio {ratio:g}: {device_tokens:,} device tokens × "
+                         f"{ratio:g} overflows; expected a host pool of a finite size")
     for rules in (ARTICLE_HOST, OUR_HOST):
         if dep.hicache_size_gb is not None:
             total = int(dep.hicache_size_gb * GB)
             raw_tokens, raw_slots = _split(lay, rules, total, device_token_pool_bytes,
                                            device_state_pool_bytes)
         else:
-            ratio = dep.hicache_ratio or DEFAULT_HICACHE_RATIO
             raw_tokens, raw_slots = int(device_tokens * ratio), int(device_state_slots * ratio)
         view = _view(lay, rules, raw_tokens, raw_slots)
         if view.host_tokens <= device_tokens:
@@ -219,5 +222,5 @@ def plan_host(lay: CacheLayout, *, device_tokens: int, device_state_slots: int,
     if dep.hicache_size_gb is not None:
         return HostPlan(mode=SizingMode.SIZE, ratio=None, size_bytes=int(dep.hicache_size_gb * GB),
                         views=(views[0], views[1]), notes=tuple(notes))
-    return HostPlan(mode=SizingMode.RATIO, ratio=dep.hicache_ratio or DEFAULT_HICACHE_RATIO,
+    return HostPlan(mode=SizingMode.RATIO, ratio=ratio,
                     size_bytes=None, views=(views[0], views[1]), notes=tuple(notes))

@@ -14,6 +14,7 @@ With neither, the SPEC's worked example is used: 100 GiB available after weights
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from kvledger.capacity import (
@@ -63,30 +64,35 @@ class Plan:
         return self.layout.model
 
 
+def _gib(flag: str, value: float, *, minimum_exclusive: bool) -> int:
+    """A GiB flag in bytes; NaN, infinity and out-of-range values name the flag."""
+    low_ok = value > 0 if minimum_exclusive else value >= 0
+    if not (math.isfinite(value) and low_ok):
+        expected = "a positive" if minimum_exclusive else "a non-negative"
+        raise ValueError(f"{flag} {value:g}: expected {expected} finite number of GiB")
+    return int(value * GiB)
+
+
 def _memory(model: ModelArch, dep: Deployment, gpu: GPU | None, available_gib: float | None,
             weights_gib: float | None, notes: list[str]) -> MemoryInput:
     fraction = dep.mem_fraction_static
     if gpu is not None and available_gib is not None:
         raise ValueError("--gpu and --available-gib: give one, not both")
+    weights = None if weights_gib is None else _gib("--weights-gib", weights_gib,
+                                                     minimum_exclusive=False)
     if gpu is None:
         if available_gib is None:
             available_gib = DEFAULT_AVAILABLE_GIB
             notes.append(f"no --gpu or --available-gib: assumed {available_gib:g} GiB free after weights")
-        if available_gib <= 0:
-            raise ValueError(f"--available-gib {available_gib:g}: expected a positive number of GiB")
-        weights = int((weights_gib or 0) * GiB)
-        return MemoryInput.available(int(available_gib * GiB), weights_bytes=weights,
+        available = _gib("--available-gib", available_gib, minimum_exclusive=True)
+        return MemoryInput.available(available, weights_bytes=weights or 0,
                                      mem_fraction_static=fraction)
-    if weights_gib is not None:
-        if weights_gib < 0:
-            raise ValueError(f"--weights-gib {weights_gib:g}: expected a non-negative number")
-        weights = int(weights_gib * GiB)
-    elif model.weight_bytes is not None:
+    if weights is None:
+        if model.weight_bytes is None:
+            raise ValueError(f"{model.name}: weight size unknown; pass --weights-gib")
         weights = model.weight_bytes // dep.tp_size
         notes.append(f"weights estimated from the config: {model.weight_bytes / GiB:,.1f} GiB "
                      f"over tp {dep.tp_size}; override with --weights-gib")
-    else:
-        raise ValueError(f"{model.name}: weight size unknown; pass --weights-gib")
     if fraction is None:
         fraction = DEFAULT_GPU_MEM_FRACTION
         notes.append(f"--mem-fraction-static not given: assumed {fraction}")
@@ -118,7 +124,8 @@ def make_plan(
     capacity = plan_capacity(layout, memory)
     workload = None
     if requests is not None or context_tokens is not None:
-        workload = check_workload(capacity, requests or 1, context_tokens or layout.context_tokens)
+        workload = check_workload(capacity, 1 if requests is None else requests,
+                                  layout.context_tokens if context_tokens is None else context_tokens)
     ledgers = Ledgers(token=token_ledger(layout), draft_token=draft_token_ledger(layout),
                       state=state_ledger(layout), request=request_ledger(layout))
     host = None

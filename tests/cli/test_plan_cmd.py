@@ -89,6 +89,17 @@ def test_explain_prints_derivations():
     assert "K = floor(" in result.output
 
 
+def test_explain_derives_caps_from_their_flags():
+    # K comes from the flag, not the ratio formula; T is then capped and floored to the
+    # 64-token page: min(12.7M, 100,000) // 64 × 64 = 99,968.
+    result = invoke("explain", "--max-mamba-cache-size", "100", "--max-total-tokens", "100000")
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "K = --max-mamba-cache-size 100 // attn_dp 1 = 100 slots" in text
+    assert "min(T, --max-total-tokens 100,000) floored to 64 = 99,968 tokens" in text
+    assert "K = floor(" not in text
+
+
 def test_models_and_gpus_list():
     models = json.loads(invoke("models", "--json").stdout)
     assert {"name": "glm-5.3-flash", "family": "glm5_next"}.items() <= next(
@@ -106,6 +117,16 @@ def test_models_and_gpus_list():
     (("--rules", "sglang-0.1"), "--rules"),
     (("--mem-fraction-static", "1.5"), "--mem-fraction-static"),
     (("--mamba-scheduler-strategy", "no_buffer"), "no_buffer"),
+    # Zero and negative workloads were once read as "not given" (1 request, full context).
+    (("--requests", "0"), "--requests 0: expected a positive integer"),
+    (("--context", "-1"), "--context -1: expected a positive integer"),
+    # NaN and infinity once escaped as float-to-int conversion errors or a traceback.
+    (("--available-gib", "nan"), "--available-gib nan"),
+    (("--available-gib", "inf"), "--available-gib inf"),
+    (("--gpu", "H200", "--weights-gib", "inf"), "--weights-gib inf"),
+    (("--weights-gib", "-5"), "--weights-gib -5"),  # was accepted with --available-gib
+    (("--max-total-tokens", "1"), "--max-total-tokens 1: less than one 64-token page"),
+    (("--enable-hierarchical-cache", "--hicache-ratio", "1e308"), "--hicache-ratio 1e+308"),
 ])
 def test_bad_input_is_one_clear_line(args, message):
     result = invoke("plan", *args)

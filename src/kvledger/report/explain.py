@@ -63,13 +63,22 @@ def explain(plan: Plan) -> list[str]:
     ratio = dep.mamba_full_memory_ratio
     lines.append(f"rest = {cap.memory.available_bytes:,} − {cap.slack_bytes:,} slack − "
                  f"{cap.mm_reservation_bytes:,} multimodal = {cap.rest_bytes:,} B")
+    rest_name = "rest"
     if cap.slot_bytes:
-        lines.append(f"K = floor({cap.rest_bytes:,} × {ratio}/(1+{ratio}) / {cap.slot_bytes:,}) − 1 "
-                     f"= {cap.state_slots:,} slots")
+        if dep.max_mamba_cache_size is not None:
+            lines.append(f"K = --max-mamba-cache-size {dep.max_mamba_cache_size:,} // attn_dp "
+                         f"{dep.attn_dp_size} = {cap.state_slots:,} slots")
+        else:
+            lines.append(f"K = floor({cap.rest_bytes:,} × {ratio}/(1+{ratio}) / "
+                         f"{cap.slot_bytes:,}) − 1 = {cap.state_slots:,} slots")
         rest_tokens = cap.rest_bytes - (cap.state_slots + 1) * cap.slot_bytes
         lines.append(f"rest' = {cap.rest_bytes:,} − {cap.state_slots + 1} × {cap.slot_bytes:,} = "
                      f"{rest_tokens:,} B")
-    lines.append(f"T = floor(rest' / {cap.token_bytes:,} / {lay.page_tokens}) × {lay.page_tokens} "
+        rest_name = "rest'"
+    page = lay.page_tokens
+    cap_tokens = ("" if dep.max_total_tokens is None
+                  else f", then min(T, --max-total-tokens {dep.max_total_tokens:,}) floored to {page}")
+    lines.append(f"T = floor({rest_name} / {cap.token_bytes:,} / {page}) × {page}{cap_tokens} "
                  f"= {cap.max_total_tokens:,} tokens")
     candidates = ", ".join(f"{limit.value} {n:,}" for limit, n in cap.limits.items())
     lines.append(f"N = min({candidates}) = {cap.max_running_requests:,} "
