@@ -71,7 +71,8 @@ def test_size_splits_in_proportion_to_device_bytes():
 def test_size_floor_of_state_slots_binds_for_a_tiny_device_state_pool():
     # K = 5 (--max-mamba-cache-size 5), context 4,096: the proportional state share of 100 GB
     # is 0.83 GB → 5 slots. The floor ceil(G / (C·context + S)) is higher:
-    # article: 1e11 / (5,632·4,096 + S) = 585.9 → 586; ours: 1e11 / (7,260·4,096 + S) = 563.8 → 564.
+    # article: 1e11 / (5,632·4,096 + S) = 585.9 → 586; ours: 1e11 / (7,260·4,096 + S) = 563.8 → 564;
+    # MambaPoolHost then adds its padding slot: 587 and 565.
     article, ours = host(hicache_size_gb=100, context_length=4096, max_mamba_cache_size=5).views
     assert (article.host_state_slots, ours.host_state_slots) == (587, 565)
     # ours: (1e11 − 564·S) // 7,260 = 2,306,117 → 36,033 pages + 1 → 2,306,176 tokens,

@@ -24,6 +24,8 @@ def test_auto_kv_dtype_follows_gpu_architecture():
 
 
 def test_default_strategy_is_extra_buffer_with_overlap():
+    # SPEC §4: ratio = base 3 + 2 (extra_buffer with overlap) or + 1 (overlap off); a request
+    # holds 1 working slot + the ping-pong track slots (2 with overlap, 1 without).
     lay = glm_layout()
     assert lay.deployment.mamba_strategy is MambaStrategy.EXTRA_BUFFER
     assert (lay.slots_per_request, lay.held_slots_per_request) == (5, 3)

@@ -87,7 +87,7 @@ def _index_rows(
     effective = LedgerRow(
         component=f"{label} indexer key (written)",
         count=written_layers,
-        unit_bytes=key.row_bytes // key.kpool if key.row_bytes % key.kpool == 0 else key.row_bytes,
+        unit_bytes=key.written_bytes_per_token,
         detail=f"one {key.row_bytes} B key per {key.kpool} tokens",
     )
     return reserved, effective

@@ -100,10 +100,7 @@ def _strategy(model: ModelArch, dep: Deployment, notes: list[str]) -> Deployment
         if strategy is MambaStrategy.NO_BUFFER and not dep.disable_overlap_schedule:
             notes.append("mamba strategy auto → no_buffer: overlap scheduler turned off")
             dep = replace(dep, disable_overlap_schedule=True)
-    elif strategy is MambaStrategy.NO_BUFFER and not dep.disable_overlap_schedule:
-        raise DeploymentError(
-            "--mamba-scheduler-strategy no_buffer: needs --disable-overlap-schedule"
-        )
+    # An explicit no_buffer with overlap on never gets here: Deployment refuses it.
     if strategy is MambaStrategy.NO_BUFFER and model.attn is AttnKind.DSA:
         raise DeploymentError(
             "--mamba-scheduler-strategy no_buffer: needs page size 1, which DSA models cannot use"

@@ -7,8 +7,9 @@ Pools allocate from the same specs, so ledger bytes and allocated bytes cannot d
 528
 >>> LatentRowSpec(kv_lora_rank=512, qk_rope_head_dim=64, layout=RowLayout.FP8_SCALED).row_bytes
 656
->>> IndexKeySpec(head_dim=128, kpool=4, reserved_bytes=132, page_tokens=64).page_bytes
-8448
+>>> key = IndexKeySpec(head_dim=128, kpool=4, reserved_bytes=132, page_tokens=64)
+>>> key.page_bytes, key.written_bytes_per_token
+(8448, 33)
 >>> s = StateSpec(conv_shape=(3, 24576), conv_itemsize=2, temporal_shape=(64, 128, 128),
 ...               temporal_itemsize=4)
 >>> s.conv_bytes, s.temporal_bytes, s.bytes_per_layer
@@ -20,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 from math import prod
+
+from kvledger.units import cdiv
 
 FP8_SCALE_GROUP = 128  # elements sharing one fp32 scale in scaled fp8 rows
 FP8_SCALE_BYTES = 4  # one float32 scale per group
@@ -113,9 +116,9 @@ class IndexKeySpec:
         return self.key_bytes + self.scale_bytes
 
     @property
-    def effective_bytes_per_token(self) -> float:
-        """What is actually written: one row per kpool tokens."""
-        return self.row_bytes / self.kpool
+    def written_bytes_per_token(self) -> int:
+        """What is actually written: one row per kpool tokens (rounded up to whole bytes)."""
+        return cdiv(self.row_bytes, self.kpool)
 
     @property
     def page_bytes(self) -> int:
