@@ -22,11 +22,14 @@ GpuOpt = Annotated[str | None, typer.Option(
 AvailOpt = Annotated[float | None, typer.Option(
     "--available-gib", help="Free memory per rank after weights, as SGLang logs it (GiB).")]
 WeightsOpt = Annotated[float | None, typer.Option(
-    "--weights-gib", help="Weights per rank (GiB); default: estimated from the config.")]
+    "--weights-gib", help="Weights per rank (GiB). With --gpu they are subtracted (default: "
+    "estimated from the config); with --available-gib they only scale the "
+    "(1 − mem_fraction_static) slack (default 0).")]
 RequestsOpt = Annotated[int | None, typer.Option(
-    "--requests", help="Workload check: concurrent requests (global).")]
+    "--requests", help="Workload check: concurrent requests (global; default 1 when only "
+    "--context is given).")]
 ContextOpt = Annotated[int | None, typer.Option(
-    "--context", help="Workload check: tokens per request.")]
+    "--context", help="Workload check: tokens per request (default: the context length).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 
 
