@@ -269,7 +269,9 @@ def bench_copy_slot(copies: int, device: str) -> dict:
     for _ in range(copies):
         slot_t.append(timed(lambda: pool.copy_slot(1, 2)))
         flat_t.append(timed(lambda: dst.copy_(src)))
-    assert torch.equal(pool.temporal[:, 2], pool.temporal[:, 1]) and torch.equal(dst, src)
+    assert torch.equal(pool.temporal[:, 2], pool.temporal[:, 1]), "copy_slot: temporal differs"
+    assert torch.equal(pool.conv[:, 2], pool.conv[:, 1]), "copy_slot: conv differs"
+    assert torch.equal(dst, src)
     med_slot, med_flat = statistics.median(slot_t), statistics.median(flat_t)
     best_slot, best_flat = min(slot_t), min(flat_t)
     return {

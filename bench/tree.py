@@ -188,10 +188,15 @@ def match_1m(page_size: int, repeats: int) -> dict:
         times.append(time.perf_counter() - t)
     assert hit.device_hit_length == len(tokens)
     stored = tree.root.children[tokens[:page_size].tobytes()]
-    t = time.perf_counter()
-    _per_token_common_prefix(stored.tokens.tolist(), tokens.tolist())
-    baseline = time.perf_counter() - t
-    best = statistics.median(times)
+    # Lists are built outside the timer: the baseline is the walk, not the conversion.
+    stored_list, tokens_list = stored.tokens.tolist(), tokens.tolist()
+    walks = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        common = _per_token_common_prefix(stored_list, tokens_list)
+        walks.append(time.perf_counter() - t)
+    assert common == len(tokens)
+    best, baseline = statistics.median(times), statistics.median(walks)
     return {
         "match_ms": best * 1e3,
         "per_token_python_ms": baseline * 1e3,
@@ -226,9 +231,10 @@ def main() -> None:
     }
     for page_size in (1, 64):
         figures = _median_runs(requests, page_size, args.repeats)
-        figures["ratio_vs_sglang_rust"] = (
-            figures["requests_per_s_in_tree"] / REFERENCE_REQ_PER_S["sglang_0.5.23_rust"]
-        )
+        if page_size == 64:  # the reference figures are page 64, measured elsewhere
+            figures["ratio_vs_reference_sglang_rust"] = (
+                figures["requests_per_s_in_tree"] / REFERENCE_REQ_PER_S["sglang_0.5.23_rust"]
+            )
         figures["match_1m"] = match_1m(page_size, max(args.repeats, 5))
         report[f"page_{page_size}"] = figures
     report["load_average_1m_after"] = os.getloadavg()[0]
