@@ -57,7 +57,7 @@ def _measure(name: str, workload: Workload, load_s: float, target_s: float,
     replay = s.wall_s  # the replay loop itself; total - replay is setup (pools, host tier)
     extra = {}
     if s.host is not None:
-        extra = {"setup_s": round(total - replay, 3), "host_policy": s.host.policy,
+        extra = {"setup_s": round(total - replay, 3), "host_policy": s.host.policy.value,
                  "backup_bytes": s.host.backup_bytes, "loadback_bytes": s.host.loadback_bytes,
                  "host_hit_tokens": s.host.loadback_hit_tokens,
                  "host_evicted_pages": s.host.host_evicted_pages}

@@ -94,7 +94,7 @@ def sim_tables(s: SimSummary) -> str:
     ])
     host = s.host
     host_rows = ([("host tier", s.host_note)] if host is None else [
-        ("write policy", host.policy),
+        ("write policy", host.policy.value),
         ("capacity", f"{host.capacity_pages:,} pages, {host.capacity_slots:,} state slots "
                      f"({host.capacity_bytes:,} B)"),
         ("peak used", f"{host.peak_pages_used:,} pages, {host.peak_slots_used:,} state slots"),

@@ -53,6 +53,7 @@ def sim_json(s: SimSummary) -> dict[str, Any]:
                       "mamba_bytes": s.evicted_slots * s.slot_bytes},
         "host": {"available": host is not None, "note": s.host_note,
                  **{f.name: getattr(host, f.name) if host else None for f in fields(HostStats)},
+                 "policy": host.policy.value if host else None,
                  "capacity_bytes": host.capacity_bytes if host else None},
         "blocked_ms": {k.value: round(v, 3) for k, v in c.blocked_ms.items()},
         "binding": s.binding.value if s.binding else None,

@@ -77,7 +77,7 @@ def ledgers_table(s: SimSummary) -> Table:
 
 
 def host_table(s: SimSummary, h: HostStats) -> Table:
-    table = Table(title=f"Host tier (HiCache, {h.policy}; page = {s.page_tokens} tokens of "
+    table = Table(title=f"Host tier (HiCache, {h.policy.value}; page = {s.page_tokens} tokens of "
                         f"KV rows and index keys, {fmt_bytes(h.page_bytes)})",
                   title_justify="left", caption=s.host_note, caption_justify="left")
     for col in ("", "pages", "state slots", "bytes"):

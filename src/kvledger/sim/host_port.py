@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from kvledger.host.policy import BackupPolicy
 from kvledger.pools.ids import StateSlotAllocator
 from kvledger.pools.paged import PagedTokenAllocator
 from kvledger.tree.node import Node, Tier
@@ -59,7 +60,7 @@ class HostStats:
     page holds one device page of every full layer's KV rows and index keys; one host state
     slot one whole state), so they are exact, not estimates."""
 
-    policy: str  # the write policy's SGLang name
+    policy: BackupPolicy
     capacity_pages: int
     capacity_slots: int
     page_bytes: int  # host (= device) bytes of one page: KV rows + index keys, all layers
@@ -82,8 +83,6 @@ class HostStats:
 
 
 class HostTier(ABC):
-    name: str
-
     @abstractmethod
     def evict_device(self, *, full_pages: int, mamba_slots: int) -> EvictResult:
         """Make room on device; the freed indices are back in the allocators already."""
@@ -122,8 +121,6 @@ HostTierFactory = Callable[[RadixTree, PagedTokenAllocator, StateSlotAllocator],
 
 class NoHostTier(HostTier):
     """Hierarchical caching off: the device is the only tier."""
-
-    name = "off"
 
     def __init__(self, tree: RadixTree, pages: PagedTokenAllocator,
                  slots: StateSlotAllocator) -> None:

@@ -66,8 +66,6 @@ from kvledger.tree.results import EvictResult, InsertResult, MatchResult
 
 
 class HiCacheTier(HostTier):
-    name = "hicache"
-
     def __init__(self, ctrl: HiCacheController, *, page_tokens: int) -> None:
         self.ctrl = ctrl
         self.page_tokens = page_tokens
@@ -153,7 +151,7 @@ class HiCacheTier(HostTier):
     def stats(self) -> HostStats:
         t, host = self.ctrl.traffic, self.ctrl.host
         return HostStats(
-            policy=self.ctrl.policy.policy.value, capacity_pages=host.kv.pages.capacity,
+            policy=self.ctrl.policy.policy, capacity_pages=host.kv.pages.capacity,
             capacity_slots=0 if host.state is None else host.state.slots.capacity,
             page_bytes=host.page_bytes, slot_bytes=host.state_slot_bytes,
             backup_pages=t.backup_tokens, backup_slots=t.backup_state_slots,

@@ -96,7 +96,7 @@ def _host_panel(ax: Axes, b: Binned, s: SimSummary) -> None:
             ax.step(b.seconds, b.at_end(column) / capacity, color=color,
                     label=f"{label} (of {capacity:,})")
     ax.set_ylim(0, 1.05)
-    ax.set_ylabel(f"host pools used\n(share, {h.policy})")
+    ax.set_ylabel(f"host pools used\n(share, {h.policy.value})")
 
 
 def occupancy(result: SimResult) -> Figure:
