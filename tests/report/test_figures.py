@@ -70,6 +70,8 @@ def test_occupancy_adds_a_host_panel_only_with_a_host_tier():
     axes = {host: occupancy(simulate(plan, w)).axes for host, plan in plans.items()}
     assert (len(axes[False]), len(axes[True])) == (3, 4)
     host = axes[True][3]
+    # --hicache-ratio 2 (the default) over 40 device pages and 343 state slots:
+    # int(2·2,560) // 64 + 1 = 81 host pages, int(2·343) + 1 = 687 host state slots.
     assert [line.get_label() for line in host.get_lines()] == [
         "host KV pages (of 81)", "host state slots (of 687)"]
     assert max(host.get_lines()[0].get_ydata()) == 46 / 81  # A (15) and B (31) backed up
