@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from factories import glm_layout
 from kvledger.deploy import Deployment, DeploymentError, KVDtype, LinearBackend, MambaStrategy
+from kvledger.model.arch import ModelError
 from kvledger.model.config import load_model
 from kvledger.resolve import resolve
 from kvledger.rules import RULES, get_rules
@@ -85,3 +88,18 @@ def test_unknown_rule_set_names_the_choices():
 def test_kv_dtype_itemsize_refuses_auto():
     with pytest.raises(AssertionError):
         _ = KVDtype.AUTO.itemsize
+
+
+def test_scaled_fp8_widths_must_fill_whole_scale_groups():
+    # calculate_mla_kv_cache_dim (SGLang) asserts kv_lora_rank % 128 == 0 for scaled fp8 rows;
+    # a width of 500 once gave 500 + 500 // 128 · 4 = 512 B rows without complaint. Index keys
+    # are always scaled fp8, so their width is checked whatever the KV dtype.
+    glm = load_model("glm-5.3-flash")
+    fp8, bf16 = Deployment(kv_cache_dtype=KVDtype.FP8_E4M3), Deployment(kv_cache_dtype=KVDtype.BF16)
+    narrow_latent = replace(glm, mla=replace(glm.mla, kv_lora_rank=500))
+    with pytest.raises(ModelError, match=r"kv_lora_rank is 500 \(expected a multiple of 128"):
+        resolve(narrow_latent, fp8, R21)
+    assert resolve(narrow_latent, bf16, R21).kv_row.row_bytes == 1_000  # 500 × 2 B, no scales
+    narrow_key = replace(glm, indexer=replace(glm.indexer, head_dim=100))
+    with pytest.raises(ModelError, match=r"index_head_dim is 100 \(expected a multiple of 128"):
+        resolve(narrow_key, bf16, R21)

@@ -32,10 +32,11 @@ from kvledger.deploy import (
     MambaStrategy,
     StateDtype,
 )
-from kvledger.model.arch import AttnKind, ModelArch, ShardingError
+from kvledger.model.arch import AttnKind, ModelArch, ModelError, ShardingError
 from kvledger.rules import RuleSet
 from kvledger.specs import (
     BF16_BYTES,
+    FP8_SCALE_GROUP,
     GqaRowSpec,
     IndexKeySpec,
     LatentRowSpec,
@@ -131,6 +132,14 @@ def _slots(model: ModelArch, dep: Deployment) -> tuple[int, int]:
     return 3, 1
 
 
+def _check_scale_groups(model: ModelArch, field: str, width: int) -> None:
+    # Scaled fp8 stores one 4-byte scale per 128 elements; calculate_mla_kv_cache_dim asserts
+    # kv_lora_rank % quant_block_size == 0, and index keys are always scaled fp8.
+    if width % FP8_SCALE_GROUP:
+        raise ModelError(f"{model.source}: {field} is {width} (expected a multiple of "
+                         f"{FP8_SCALE_GROUP} for scaled fp8 rows)")
+
+
 def resolve(
     model: ModelArch, dep: Deployment, rules: RuleSet, *, blackwell: bool | None = None
 ) -> CacheLayout:
@@ -165,6 +174,8 @@ def resolve(
             layout = RowLayout.FP8_SCALED
         else:
             layout = RowLayout.FP8_RAW
+        if layout is RowLayout.FP8_SCALED:
+            _check_scale_groups(model, "kv_lora_rank", model.mla.kv_lora_rank)
         kv_row = LatentRowSpec(
             kv_lora_rank=model.mla.kv_lora_rank,
             qk_rope_head_dim=model.mla.qk_rope_head_dim,
@@ -172,6 +183,7 @@ def resolve(
         )
     index_key = None
     if model.indexer is not None:
+        _check_scale_groups(model, "index_head_dim", model.indexer.head_dim)
         probe = IndexKeySpec(head_dim=model.indexer.head_dim, kpool=model.indexer.kpool,
                              reserved_bytes=0, page_tokens=page)
         index_key = replace(

@@ -127,3 +127,11 @@ def test_nested_section_of_the_wrong_type(load_dict, embedded):
         ModelError, match=r"field 'linear_attn_config' is list \(expected an object\)"
     ):
         load_dict(data)
+
+
+def test_rope_factor_must_be_positive(load_dict, embedded):
+    # A negative factor once made the context length negative and the plan silently wrong.
+    data = embedded("llama-3.1-8b")
+    data["rope_scaling"] = {"rope_type": "linear", "factor": -1.0}
+    with pytest.raises(ModelError, match=r"field 'rope_scaling\.factor' is -1 \(expected a positive"):
+        load_dict(data)

@@ -34,7 +34,10 @@ def rope_factor(text: ConfigReader) -> float:
         return 1.0
     if rope.str(rope.pick("rope_type", "type"), "") == "llama3":
         return 1.0
-    return rope.number("factor", 1.0)
+    factor = rope.number("factor", 1.0)
+    if factor <= 0:
+        raise rope.error("factor", f"is {factor:g} (expected a positive RoPE scaling factor)")
+    return factor
 
 
 def context_tokens(text: ConfigReader) -> int:
