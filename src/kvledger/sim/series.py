@@ -77,10 +77,6 @@ def blocked_mask(constraints: set[Constraint]) -> int:
     return mask
 
 
-def constraints_of(mask: int) -> list[Constraint]:
-    return [c for c in Constraint if mask & c.bit]
-
-
 class TimeSeries:
     """Rows of COLUMNS, appended as tuples and read back as float columns."""
 
