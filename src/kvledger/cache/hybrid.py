@@ -41,11 +41,10 @@ True
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import torch
 
+from kvledger.cache.seq import STATE_SLOTS_PER_REQUEST, CacheSeq, CacheStats, Extension
 from kvledger.host.backup import path_spans
 from kvledger.host.controller import HiCacheController
 from kvledger.host.device_only import DeviceOnlyTier
@@ -53,47 +52,10 @@ from kvledger.host.results import LoadStatus
 from kvledger.pools.hybrid import HybridLinearKVPool
 from kvledger.pools.ids import StateSlotAllocator
 from kvledger.pools.paged import PagedTokenAllocator
-from kvledger.tree import LockReceipt, RadixTree
+from kvledger.tree import RadixTree
 from kvledger.units import cdiv
 
 _FAILED_LOADBACKS = (LoadStatus.NO_ROOM, LoadStatus.FAILED)
-STATE_SLOTS_PER_REQUEST = 4  # working + track + branch + the pinned tree state
-
-
-@dataclass(slots=True, kw_only=True)
-class CacheSeq:
-    """One running request's holdings (the facade's record; read, never write, outside)."""
-
-    row: int  # request row: req_to_token row and compress-tail row
-    state_slot: int  # the request's own working state
-    track_slot: int  # receives the state at the next grid point
-    branch_slot: int | None  # receives the state at `branch_tokens`, then goes to the tree
-    branch_tokens: int | None  # mamba_branching_seqlen still to save
-    track_tokens: int | None  # grid length whose state sits in track_slot, not yet inserted
-    computed_tokens: int  # tokens with KV and state (the next chunk starts here)
-    allocated_tokens: int  # positions with a token slot (computed, or the chunk in flight)
-    cached_tokens: int  # prefix owned by the tree and locked by `receipt`
-    receipt: LockReceipt | None
-    reserved_pages: int  # pages this request may still allocate
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Extension:
-    token_locs: torch.Tensor  # (end,) int64 slots of positions 0..end−1
-    checkpoints: tuple[tuple[int, int], ...]  # (length_tokens, state slot) to save
-
-
-@dataclass(slots=True)
-class CacheStats:
-    admitted: int = 0
-    prefix_hit_tokens: int = 0
-    loadback_tokens: int = 0  # KV tokens copied host → device
-    loadback_states: int = 0
-    loadback_failures: int = 0  # loadbacks refused (no room) or aborted: recomputed instead
-    evicted_tokens: int = 0
-    evicted_states: int = 0
-    inserted_tokens: int = 0
-    branch_states: int = 0  # states saved at mamba_branching_seqlen and kept by the tree
 
 
 class HybridCache:
@@ -319,6 +281,10 @@ class HybridCache:
             "reserved pages = Σ requests' reservations": (
                 self.reserved_pages, sum(s.reserved_pages for s in seqs)),
         }
+        if self.reserved_pages > self.tokens.num_free_pages + sizes.full_evictable_tokens // self.page:
+            raise RuntimeError(f"HybridCache: {self.reserved_pages} pages reserved, only "
+                               f"{self.tokens.num_free_pages} free + "
+                               f"{sizes.full_evictable_tokens // self.page} evictable")
         for law, (got, want) in laws.items():
             if got != want:
                 raise RuntimeError(f"HybridCache: {law} broken: {got} != {want}")
