@@ -94,3 +94,16 @@ def test_workload_names_the_first_overflow():
     assert check_workload(plan, 16, 131_072).fits
     check = check_workload(plan, 100, 1_000)
     assert check.first_overflow.ledger == "state slots"
+
+
+def test_configured_running_requests_are_not_capped_at_half_the_tokens():
+    # SGLang (tp_worker.py / model_runner.py, "Init max running requests"):
+    # max_running_requests = min(T // 2 if the flag is unset else flag // attn_dp, pool size),
+    # so a configured limit above T // 2 stands; only the state pool can lower it.
+    lay = glm_layout(max_running_requests=4_000, max_total_tokens=4_096, max_mamba_cache_size=50_000)
+    plan = plan_capacity(lay, MemoryInput.available(8_000 * GiB))
+    assert Limit.TOKENS not in plan.limits
+    assert plan.max_running_requests == 4_000 and plan.binding is Limit.CONFIGURED
+    unset = plan_capacity(glm_layout(max_total_tokens=2_048, max_mamba_cache_size=50_000),
+                          MemoryInput.available(8_000 * GiB))
+    assert unset.max_running_requests == 2_048 // 2 and unset.binding is Limit.TOKENS

@@ -4,10 +4,13 @@
     K     = floor(rest·r/(1+r) / S_slot) − 1        (or max_mamba_cache_size // attn_dp)
     rest' = rest − (K + 1)·S_slot                    (+1: slot 0 is the padding slot)
     T     = floor(floor(rest' / C_token) / P)·P       (then min(T, max_total_tokens), re-floored)
-    N     = min(max_running_requests // attn_dp  or  clamp(T/context·512, 2048, 4096),
-                T // 2,  K // slots_per_request)
+    N     = min(max_running_requests // attn_dp,  K // slots_per_request)       when set
+    N     = min(clamp(T/context·512, 2048, 4096),  T // 2,  K // slots_per_request)  otherwise
 
-`r` (mamba_full_memory_ratio, 0.9) is a ratio state:token, not a fraction. The compress tail
+`r` (mamba_full_memory_ratio, 0.9) is a ratio state:token, not a fraction. T // 2 caps N only
+when --max-running-requests is unset: SGLang's worker takes `max_total_num_tokens // 2` in that
+case and the configured value otherwise, then the request pool's size (tp_worker.py /
+model_runner.py, "Init max running requests"). SPEC §5 writes T // 2 unconditionally. The compress tail
 and req_to_token are not budgeted: they come out of the slack.
 
 Worked example (SPEC §5; 0.5.21 rules, scaled fp8, fp32 state, attn_tp 1, rest = 100 GiB):
@@ -165,7 +168,7 @@ def plan_capacity(lay: CacheLayout, memory: MemoryInput) -> CapacityPlan:
         heuristic = int(tokens / lay.context_tokens * CONTEXT_HEURISTIC_SCALE)
         limits[Limit.CONTEXT_HEURISTIC] = min(
             max(heuristic, CONTEXT_HEURISTIC_MIN), CONTEXT_HEURISTIC_MAX)
-    limits[Limit.TOKENS] = tokens // 2
+        limits[Limit.TOKENS] = tokens // 2
     if slot_bytes:
         limits[Limit.STATE] = state_slots // lay.slots_per_request
     running = min(limits.values())
