@@ -35,16 +35,17 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tab
 
 @dataclass(frozen=True, slots=True)
 class PlanInputs:
-    model: str | None = None
-    rules: str = DEFAULT_RULES
-    gpu: str | None = None
-    available_gib: float | None = None
-    weights_gib: float | None = None
-    requests: int | None = None
-    context: int | None = None
+    """The model and memory options every planning command takes (see cli.groups)."""
+
+    model: ModelOpt = None
+    rules: RulesOpt = DEFAULT_RULES
+    gpu: GpuOpt = None
+    available_gib: AvailOpt = None
+    weights_gib: WeightsOpt = None
 
 
-def plan_from(inputs: PlanInputs, extra_args: list[str]) -> tuple[Plan, tuple[str, ...]]:
+def plan_from(inputs: PlanInputs, extra_args: list[str], *, requests: int | None = None,
+              context: int | None = None) -> tuple[Plan, tuple[str, ...]]:
     """Build the plan from kvledger options plus SGLang flags / a pasted launch command."""
     parsed = parse_flags(extra_args)
     model = inputs.model
@@ -53,6 +54,6 @@ def plan_from(inputs: PlanInputs, extra_args: list[str]) -> tuple[Plan, tuple[st
     plan = make_plan(
         model or parsed.model_ref or DEFAULT_MODEL, parsed.deployment, rules=inputs.rules,
         gpu=inputs.gpu, available_gib=inputs.available_gib, weights_gib=inputs.weights_gib,
-        requests=inputs.requests, context_tokens=inputs.context,
+        requests=requests, context_tokens=context,
     )
     return plan, parsed.ignored

@@ -6,20 +6,9 @@ import typer
 from rich.table import Table
 
 from kvledger.cli.app import command, console, emit_json, user_errors
-from kvledger.cli.options import (
-    AvailOpt,
-    ContextOpt,
-    GpuOpt,
-    JsonOpt,
-    ModelOpt,
-    PlanInputs,
-    RequestsOpt,
-    RulesOpt,
-    WeightsOpt,
-    plan_from,
-)
+from kvledger.cli.groups import option_group
+from kvledger.cli.options import ContextOpt, JsonOpt, PlanInputs, RequestsOpt, plan_from
 from kvledger.launch import flags_help
-from kvledger.rules import DEFAULT_RULES
 
 DEPLOY_HELP = (
     "SGLang deployment flags may follow (e.g. --tp 8 --dp 8 --enable-dp-attention "
@@ -30,15 +19,14 @@ DEPLOY_HELP = (
 
 @command(help="Ledgers and capacity plan for a model on a deployment. " + DEPLOY_HELP,
          epilog=flags_help())
-def plan(ctx: typer.Context, model: ModelOpt = None, rules: RulesOpt = DEFAULT_RULES,
-         gpu: GpuOpt = None, available_gib: AvailOpt = None, weights_gib: WeightsOpt = None,
-         requests: RequestsOpt = None, context: ContextOpt = None, json: JsonOpt = False) -> None:
+@option_group(PlanInputs, "inputs")
+def plan(ctx: typer.Context, inputs: PlanInputs, requests: RequestsOpt = None,
+         context: ContextOpt = None, json: JsonOpt = False) -> None:
     from kvledger.report.plan_json import plan_json
     from kvledger.report.plan_view import render_plan
 
     with user_errors():
-        inputs = PlanInputs(model, rules, gpu, available_gib, weights_gib, requests, context)
-        result, ignored = plan_from(inputs, ctx.args)
+        result, ignored = plan_from(inputs, ctx.args, requests=requests, context=context)
     if json:
         emit_json(plan_json(result, ignored))
     else:
@@ -46,13 +34,12 @@ def plan(ctx: typer.Context, model: ModelOpt = None, rules: RulesOpt = DEFAULT_R
 
 
 @command(help="Each number of the plan as a derivation line. " + DEPLOY_HELP)
-def explain(ctx: typer.Context, model: ModelOpt = None, rules: RulesOpt = DEFAULT_RULES,
-            gpu: GpuOpt = None, available_gib: AvailOpt = None,
-            weights_gib: WeightsOpt = None) -> None:
+@option_group(PlanInputs, "inputs")
+def explain(ctx: typer.Context, inputs: PlanInputs) -> None:
     from kvledger.report.explain import explain as explain_lines
 
     with user_errors():
-        result, _ = plan_from(PlanInputs(model, rules, gpu, available_gib, weights_gib), ctx.args)
+        result, _ = plan_from(inputs, ctx.args)
     for line in explain_lines(result):
         console.print(line, highlight=False)
 

@@ -9,18 +9,9 @@ import typer
 from rich.table import Table
 
 from kvledger.cli.app import command, console, emit_json, err_console, user_errors
-from kvledger.cli.options import (
-    AvailOpt,
-    GpuOpt,
-    JsonOpt,
-    ModelOpt,
-    PlanInputs,
-    RulesOpt,
-    WeightsOpt,
-    plan_from,
-)
+from kvledger.cli.groups import option_group
+from kvledger.cli.options import JsonOpt, PlanInputs, plan_from
 from kvledger.launch import flags_help
-from kvledger.rules import DEFAULT_RULES
 
 if TYPE_CHECKING:
     from kvledger.plan import Plan
@@ -70,15 +61,13 @@ def _table(title: str, rows: tuple[PoolBytes, ...]) -> Table:
          "pool, request rows) and print the bytes allocated next to the bytes the ledgers "
          "predict. Takes the same model and SGLang deployment options as `kvledger plan`.",
          epilog=flags_help())
-def pools(ctx: typer.Context, model: ModelOpt = None, rules: RulesOpt = DEFAULT_RULES,
-          gpu: GpuOpt = None, available_gib: AvailOpt = None, weights_gib: WeightsOpt = None,
-          device: DeviceOpt = PoolDevice.CPU, full: FullOpt = False, json: JsonOpt = False) -> None:
+@option_group(PlanInputs, "inputs")
+def pools(ctx: typer.Context, inputs: PlanInputs, device: DeviceOpt = PoolDevice.CPU, full: FullOpt = False, json: JsonOpt = False) -> None:
     from kvledger.pools.accounting import account
     from kvledger.pools.build import ScaleDown, build_pools
 
     with user_errors():
-        plan, ignored = plan_from(PlanInputs(model, rules, gpu, available_gib, weights_gib),
-                                  ctx.args)
+        plan, ignored = plan_from(inputs, ctx.args)
         scaled = device is PoolDevice.CPU and not full
         built = build_pools(plan, device.value, ScaleDown.laptop(plan) if scaled else None)
         built.check_integrity()

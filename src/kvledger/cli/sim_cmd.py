@@ -9,18 +9,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kvledger.cli.app import command, console, emit_json, err_console, user_errors
-from kvledger.cli.options import (
-    AvailOpt,
-    GpuOpt,
-    JsonOpt,
-    ModelOpt,
-    PlanInputs,
-    RulesOpt,
-    WeightsOpt,
-    plan_from,
-)
+from kvledger.cli.groups import option_group
+from kvledger.cli.options import JsonOpt, PlanInputs, plan_from
 from kvledger.host.policy import BackupPolicy
-from kvledger.rules import DEFAULT_RULES
 from kvledger.sim.config import SimConfig, StepCost
 
 SIM_DEFAULTS, COST_DEFAULTS = SimConfig(), StepCost()  # flag defaults are the dataclasses' own
@@ -57,45 +48,50 @@ WritePolicyOpt = Annotated[BackupPolicy | None, typer.Option(
 
 
 @dataclass(frozen=True, slots=True)
-class WorkloadInputs:
-    trace: Path | None = None
-    workload: str | None = None
-    num_requests: int | None = None
-    seed: int = 0
-    rate: float | None = None
-    time_scale: float = 1.0
+class SimInputs:
+    """The workload and simulation options of `simulate`, `figures` and `report`."""
+
+    trace: TraceOpt = None
+    workload: WorkloadOpt = None
+    num_requests: NumOpt = None
+    seed: SeedOpt = 0
+    rate: RateOpt = None
+    time_scale: ScaleOpt = 1.0
+    chunked_prefill_size: ChunkOpt = SIM_DEFAULTS.chunked_prefill_tokens
+    mamba_track_interval: TrackOpt = SIM_DEFAULTS.mamba_track_interval_tokens
+    step_overhead_ms: OverheadOpt = COST_DEFAULTS.overhead_ms
+    prefill_ms_per_token: PrefillCostOpt = COST_DEFAULTS.prefill_ms_per_token
+    decode_ms_per_token: DecodeCostOpt = COST_DEFAULTS.decode_ms_per_token
+    hicache_write_policy: WritePolicyOpt = None
+
+    @property
+    def asked(self) -> bool:
+        return self.trace is not None or self.workload is not None
+
+    def config(self, plan: Plan) -> SimConfig:
+        """The replay's settings; a write policy without a host tier is an input error."""
+        policy = self.hicache_write_policy
+        if policy is not None and not plan.layout.deployment.enable_hierarchical_cache:
+            raise ValueError(f"--hicache-write-policy {policy.value}: has no effect without "
+                             "--enable-hierarchical-cache")
+        return SimConfig(
+            chunked_prefill_tokens=self.chunked_prefill_size,
+            mamba_track_interval_tokens=self.mamba_track_interval,
+            step_cost=StepCost(overhead_ms=self.step_overhead_ms,
+                               prefill_ms_per_token=self.prefill_ms_per_token,
+                               decode_ms_per_token=self.decode_ms_per_token),
+            hicache_write_policy=policy or SIM_DEFAULTS.hicache_write_policy,
+        )
 
 
-def sim_config(chunked_prefill_size: int, mamba_track_interval: int, step_overhead_ms: float,
-               prefill_ms_per_token: float, decode_ms_per_token: float,
-               hicache_write_policy: BackupPolicy = SIM_DEFAULTS.hicache_write_policy) -> SimConfig:
-    return SimConfig(
-        chunked_prefill_tokens=chunked_prefill_size,
-        mamba_track_interval_tokens=mamba_track_interval,
-        step_cost=StepCost(overhead_ms=step_overhead_ms, prefill_ms_per_token=prefill_ms_per_token,
-                           decode_ms_per_token=decode_ms_per_token),
-        hicache_write_policy=hicache_write_policy,
-    )
-
-
-def write_policy(plan: Plan, policy: BackupPolicy | None) -> BackupPolicy:
-    """The host write policy to replay; naming one without a host tier is an input error."""
-    if policy is None:
-        return SIM_DEFAULTS.hicache_write_policy
-    if not plan.layout.deployment.enable_hierarchical_cache:
-        raise ValueError(f"--hicache-write-policy {policy.value}: has no effect without "
-                         "--enable-hierarchical-cache")
-    return policy
-
-
-def run_simulation(plan: Plan, work: WorkloadInputs, config: SimConfig, *,
-                   progress: bool) -> SimResult:
+def run_simulation(plan: Plan, work: SimInputs, *, progress: bool) -> SimResult:
     """Load the workload and replay it, with a progress bar on stderr when asked."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from kvledger.sim.replay import simulate
     from kvledger.sim.sources import load_workload
 
+    config = work.config(plan)
     workload = load_workload(trace=work.trace, generator=work.workload,
                              num_requests=work.num_requests, seed=work.seed,
                              rate_per_s=work.rate, time_scale=work.time_scale)
@@ -114,34 +110,20 @@ def run_simulation(plan: Plan, work: WorkloadInputs, config: SimConfig, *,
          "--enable-hierarchical-cache (--hicache-ratio / --hicache-size) also the host tier's "
          "backups, loadbacks and evictions. SGLang deployment flags may follow, as for "
          "`kvledger plan`.")
-def simulate(ctx: typer.Context, trace: TraceOpt = None, workload: WorkloadOpt = None,
-             num_requests: NumOpt = None, seed: SeedOpt = 0, rate: RateOpt = None,
-             time_scale: ScaleOpt = 1.0,
-             chunked_prefill_size: ChunkOpt = SIM_DEFAULTS.chunked_prefill_tokens,
-             mamba_track_interval: TrackOpt = SIM_DEFAULTS.mamba_track_interval_tokens,
-             step_overhead_ms: OverheadOpt = COST_DEFAULTS.overhead_ms,
-             prefill_ms_per_token: PrefillCostOpt = COST_DEFAULTS.prefill_ms_per_token,
-             decode_ms_per_token: DecodeCostOpt = COST_DEFAULTS.decode_ms_per_token,
-             hicache_write_policy: WritePolicyOpt = None,
+@option_group(PlanInputs, "inputs")
+@option_group(SimInputs, "sim")
+def simulate(ctx: typer.Context, inputs: PlanInputs, sim: SimInputs,
              csv: Annotated[Path | None, typer.Option(
                  "--csv", help="Write the per-step time series here.", dir_okay=False)] = None,
              no_progress: Annotated[bool, typer.Option(
                  "--no-progress", help="No progress bar on stderr.")] = False,
-             model: ModelOpt = None, rules: RulesOpt = DEFAULT_RULES, gpu: GpuOpt = None,
-             available_gib: AvailOpt = None, weights_gib: WeightsOpt = None,
              json: JsonOpt = False) -> None:
     from kvledger.report.sim_json import sim_json
     from kvledger.report.sim_view import render_sim
 
     with user_errors():
-        plan, ignored = plan_from(PlanInputs(model, rules, gpu, available_gib, weights_gib),
-                                  ctx.args)
-        result = run_simulation(
-            plan, WorkloadInputs(trace, workload, num_requests, seed, rate, time_scale),
-            sim_config(chunked_prefill_size, mamba_track_interval, step_overhead_ms,
-                       prefill_ms_per_token, decode_ms_per_token,
-                       write_policy(plan, hicache_write_policy)),
-            progress=not no_progress)
+        plan, ignored = plan_from(inputs, ctx.args)
+        result = run_simulation(plan, sim, progress=not no_progress)
         if csv is not None:
             result.series.write_csv(csv)
     if json:
