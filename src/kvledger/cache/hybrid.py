@@ -41,6 +41,8 @@ True
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
 
@@ -55,13 +57,16 @@ from kvledger.pools.paged import PagedTokenAllocator
 from kvledger.tree import RadixTree
 from kvledger.units import cdiv
 
+if TYPE_CHECKING:
+    from kvledger.cache.store_tier import StoreTier
+
 _FAILED_LOADBACKS = (LoadStatus.NO_ROOM, LoadStatus.FAILED)
 
 
 class HybridCache:
     def __init__(self, *, kv: HybridLinearKVPool, token_allocator: PagedTokenAllocator,
                  state_allocator: StateSlotAllocator, tree: RadixTree,
-                 host: HiCacheController | None = None) -> None:
+                 host: HiCacheController | None = None, store: StoreTier | None = None) -> None:
         if tree.page_size != token_allocator.page_tokens:
             raise ValueError(f"tree page {tree.page_size} != token page {token_allocator.page_tokens}")
         if kv.mamba_pool is None:
@@ -81,6 +86,7 @@ class HybridCache:
         self.req_to_token = kv.req_to_token_pool
         self.reserved_pages = 0
         self.running: dict[int, CacheSeq] = {}  # row -> seq
+        self.store = store  # the store tier below host (`kvledger.cache.store_tier`), if any
         self.stats = CacheStats()
 
     # ---- admission -------------------------------------------------------------------------
@@ -96,6 +102,8 @@ class HybridCache:
         if (self.req_to_token.rows.num_free == 0
                 or (len(self.running) + 1) * STATE_SLOTS_PER_REQUEST > self.states.capacity):
             return None
+        if self.store is not None:
+            self.store.prefetch(self, prompt)
         match = self.tree.match_prefix(prompt[: len(prompt) - 1])
         best = match.best_match_node
         on_device = [n for n, _, _ in path_spans(best) if n.full.value is not None]
@@ -128,6 +136,8 @@ class HybridCache:
             seq.receipt = self.tree.lock(node)
             self.kv.mamba_pool.copy_slot(int(node.mamba.value), seq.state_slot)
             self.tier.on_hit(node)
+            if self.store is not None:
+                self.store.on_hit(node)
         for guard in guards:
             self.tree.unlock(guard)
         hit = loaded.hit_tokens
@@ -221,6 +231,8 @@ class HybridCache:
         locs = self.req_to_token.read(seq.row, len(tokens)).numpy().astype(np.int64)
         result = self.tree.insert(tokens, locs, slot)
         self.tier.on_insert(result)
+        if self.store is not None:
+            self.store.on_insert(result.node)
         if len(result.duplicate_indices):
             self.tokens.free(result.duplicate_indices)
             shared = self.tree.path_device_indices(result.node)
@@ -255,15 +267,21 @@ class HybridCache:
         short_slots = slots - self.states.num_free
         if short_pages <= 0 and short_slots <= 0:
             return
+        if self.store is not None:
+            self.store.before_evict()
         freed = self.tier.evict_device(full_tokens=max(short_pages, 0) * self.page,
                                        mamba_slots=max(short_slots, 0))
         self.stats.evicted_tokens += freed.num_full_tokens
         self.stats.evicted_states += freed.num_mamba_slots
+        if self.store is not None:
+            self.store.after_evict(self.tree, freed.full_indices, freed.mamba_slots)
 
     def check_integrity(self) -> None:
         """Tree, pools and host tier consistent; every device page and state slot owned once,
         by the tree or by one running request; reservations add up."""
         self.tier.check_integrity()
+        if self.store is not None:
+            self.store.check_integrity()
         self.kv.check_integrity()
         self.tokens.check_integrity()
         self.states.check_integrity()

@@ -13,7 +13,14 @@ import torch
 from kvledger.cache import CacheSeq, HybridCache
 from kvledger.engine.batch import SeqChunk
 from kvledger.engine.config import TinyConfig
-from kvledger.engine.memory import HostTier, PoolSizes, build_device_pools, build_host_tier
+from kvledger.engine.memory import (
+    HostTier,
+    PoolSizes,
+    StoreTierSpec,
+    build_device_pools,
+    build_host_tier,
+    build_store_tier,
+)
 from kvledger.engine.pool_store import PoolStore
 from kvledger.engine.request import Request
 from kvledger.tree import RadixTree
@@ -54,8 +61,9 @@ class PrefixCache:
 
 
 def prefix_cache(cfg: TinyConfig, sizes: PoolSizes, *, host: HostTier | None = None,
-                 mamba_chunk_tokens: int | None = None) -> PrefixCache:
-    """Device pools, a radix tree, the host tier if asked for, and the facade over them.
+                 mamba_chunk_tokens: int | None = None,
+                 store: StoreTierSpec | None = None) -> PrefixCache:
+    """Device pools, a radix tree, the host and store tiers if asked for, and the facade.
 
     ``mamba_chunk_tokens`` defaults to the page, so states can be saved at every page end
     (GLM-5.3-Flash's KDA chunk is 64 tokens; the tiny model's grid is a knob).
@@ -64,6 +72,7 @@ def prefix_cache(cfg: TinyConfig, sizes: PoolSizes, *, host: HostTier | None = N
     tree = RadixTree(page_size=sizes.page_tokens,
                      mamba_chunk_tokens=mamba_chunk_tokens or sizes.page_tokens)
     controller = None if host is None else build_host_tier(pools, tree, host)
+    tier = None if store is None else build_store_tier(cfg, pools, store)
     return PrefixCache(HybridCache(kv=pools.kv, token_allocator=pools.token_allocator,
                                    state_allocator=pools.state_allocator, tree=tree,
-                                   host=controller))
+                                   host=controller, store=tier))

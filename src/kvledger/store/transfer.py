@@ -72,12 +72,14 @@ def _chain(backend: StoreBackend, ns: Namespace, keys: Sequence[str], end: int,
 
 
 def read_prefix(backend: StoreBackend, ns: Namespace, keys: Sequence[str], *, start_page: int,
-                max_tries: int = MAX_TRIES) -> PrefixRead | None:
-    """The longest committed, intact prefix longer than `start_page` pages, or None."""
+                min_end_page: int = 0, max_tries: int = MAX_TRIES) -> PrefixRead | None:
+    """The longest committed, intact prefix longer than `start_page` and at least
+    `min_end_page` pages, or None."""
     known: dict[int, Manifest | None] = {}
     pages_ok: dict[int, bytes] = {}
     misses = 0
-    for end in committed_ends(backend, ns, keys, start_page)[:max_tries]:
+    ends = [n for n in committed_ends(backend, ns, keys, start_page) if n >= min_end_page]
+    for end in ends[:max_tries]:
         chain = _chain(backend, ns, keys, end, start_page, known)
         if chain is None:
             misses += 1
