@@ -203,7 +203,9 @@ class StoreTier:
 
     def poll(self) -> int:
         """Acknowledge finished writes; returns how many."""
-        acks = self.writes.poll()
+        return self._settle(self.writes.poll())
+
+    def _settle(self, acks) -> int:
         for ack in acks:
             mkey, size = ack.tag
             self.writing.discard(mkey)
@@ -219,8 +221,7 @@ class StoreTier:
 
     def flush(self, timeout_s: float = 60.0) -> None:
         """Wait for every queued write and acknowledge it (tests, shutdown)."""
-        self.writes.drain(timeout_s=timeout_s)
-        self.poll()
+        self._settle(self.writes.drain(timeout_s=timeout_s))
 
     # ---- reads -----------------------------------------------------------------------------
 
