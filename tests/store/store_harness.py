@@ -45,6 +45,8 @@ def run(spec: StoreTierSpec | None, sc: Script, *, host: HostTier | None = None,
     if cache.cache.store is not None:
         cache.cache.store.flush()
     cache.check_integrity()
+    if cache.cache.store is not None:
+        cache.cache.store.close()  # waits for reads a timeout abandoned
     return outs, cache
 
 

@@ -13,11 +13,17 @@ machines). Behaviour this backend relies on, observed on the 0.3.13 wheel:
 * an object is leased for ``default_kv_lease_ttl`` (10 s by default) after each write or read
   and ``remove`` inside the lease fails (``-706``; ``-704`` absent): delete reports False and
   the object stays — it is content-addressed, so a stale copy is still correct bytes;
-* putting a key that exists succeeds without rewriting it.
+* putting a key that exists succeeds without rewriting it;
+* the client is not safe to call from two threads once its master is gone (a put racing a
+  read segfaulted in testing), so every call holds one lock, and a client that lost its
+  master stays down: each later call raises `StoreUnavailable` without touching it (open a
+  new client to rejoin).
 """
 
 from __future__ import annotations
 
+import functools
+import threading
 from collections.abc import Sequence
 
 from kvledger.store.backend import BackendKind, Payload, StoreBackend, StoreUnavailable
@@ -38,6 +44,20 @@ def _batches(sizes: Sequence[int], limit: int) -> list[range]:
     return out
 
 
+def _guarded(method):
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        with self._lock:
+            if self._down is not None:
+                raise StoreUnavailable(self._down)
+            try:
+                return method(self, *args, **kwargs)
+            except StoreUnavailable as e:
+                self._down = f"{e} (client down since)"
+                raise
+    return call
+
+
 class MooncakeStore(StoreBackend):
     kind = BackendKind.MOONCAKE
 
@@ -56,19 +76,26 @@ class MooncakeStore(StoreBackend):
         if rc != MC_OK:
             raise StoreUnavailable(f"Mooncake master at {master}: setup failed (code {rc})")
         self._closed = False
+        self._lock = threading.Lock()
+        self._down: str | None = None
 
     def _limit(self) -> int:
         # Half the buffer: the client keeps a little of it for its own bookkeeping.
         return self.local_buffer_bytes // 2
 
+    @_guarded
     def exists(self, keys: Sequence[str]) -> list[bool]:
         if not keys:
             return []
+        return self._exists(keys)
+
+    def _exists(self, keys: Sequence[str]) -> list[bool]:
         codes = self.client.batch_is_exist(list(keys))
         if any(c < 0 for c in codes):
             raise StoreUnavailable(f"Mooncake master at {self.address}: exists failed")
         return [c == 1 for c in codes]
 
+    @_guarded
     def get(self, keys: Sequence[str], sizes: Sequence[int] | None = None) -> list[bytes | None]:
         # Without sizes every key is read in a batch of its own: one unknown-size object
         # might fill the buffer alone.
@@ -82,13 +109,14 @@ class MooncakeStore(StoreBackend):
             out.extend(self.client.get_batch(keys[cut.start:cut.stop]))
         empty = [i for i, v in enumerate(out) if not v]
         if empty:
-            present = self.exists([keys[i] for i in empty])
+            present = self._exists([keys[i] for i in empty])
             for i, there in zip(empty, present, strict=True):
                 if there:  # present but unreadable: a transfer failure, not a miss
                     raise StoreUnavailable(f"Mooncake at {self.address}: read of {keys[i]} failed")
                 out[i] = None
         return out
 
+    @_guarded
     def put(self, items: Sequence[tuple[str, Payload]]) -> list[bool]:
         if not items:
             return []
@@ -102,16 +130,22 @@ class MooncakeStore(StoreBackend):
             rc = self.client.put_batch([k for k, _ in part], [v for _, v in part])
             if rc != MC_OK:
                 # A dead master and a full pool both answer here; tell them apart.
-                self.exists([part[0][0]])
+                self._exists([part[0][0]])
             done.extend([rc == MC_OK] * len(part))
         return done
 
+    @_guarded
     def delete(self, keys: Sequence[str]) -> list[bool]:
         if not keys:
             return []
         return [c == MC_OK for c in self.client.batch_remove(list(keys))]
 
     def close(self) -> None:
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
         if not self._closed:
             self._closed = True
+            self._down = f"Mooncake client of {self.address} is closed"
             self.client.close()

@@ -29,8 +29,13 @@ class RedisStore(StoreBackend):
         self._errors = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
         self.address = f"{host}:{port}"
         self.ttl_s = ttl_s
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        # One immediate retry (a dropped idle connection reconnects); redis-py's default of
+        # ten with backoff would keep a request waiting seconds on a dead server.
         self.client = redis.Redis(host=host, port=port, socket_timeout=timeout_s,
-                                  socket_connect_timeout=timeout_s)
+                                  socket_connect_timeout=timeout_s, retry=Retry(NoBackoff(), 1))
 
     def _run(self, what: str, fn):
         try:
