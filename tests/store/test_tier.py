@@ -3,6 +3,8 @@ device and host come back from the store bit for bit; policies decide what is wr
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from kvledger.engine.memory import HostTier, PoolSizes, StoreTierSpec
@@ -14,7 +16,8 @@ from store.store_harness import SMALL_HOST, assert_nothing_leaked, identical, ru
 def test_revisits_restore_from_the_store_bit_identical(backend):
     """revisit: four system prompts, then the four again. Device (8 pages) and host (4
     pages) have dropped the first ones by the second visit, so the store serves them."""
-    outs, cache = run(StoreTierSpec(backend=backend), script(), host=SMALL_HOST)
+    spec = StoreTierSpec(backend=backend, salt=uuid.uuid4().hex)
+    outs, cache = run(spec, script(), host=SMALL_HOST)
     stats = cache.cache.store.stats
     assert identical(outs)
     assert stats.restored_groups >= 2 and stats.restored_pages >= 6
@@ -23,9 +26,9 @@ def test_revisits_restore_from_the_store_bit_identical(backend):
 
 
 def test_a_second_engine_hits_the_first_ones_prefixes(backend):
-    sc = script()
-    run(StoreTierSpec(backend=backend), sc)
-    outs, cache = run(StoreTierSpec(backend=backend), sc)  # a new tree: device empty
+    sc, salt = script(), uuid.uuid4().hex  # a namespace of its own on the shared server
+    run(StoreTierSpec(backend=backend, salt=salt), sc)
+    outs, cache = run(StoreTierSpec(backend=backend, salt=salt), sc)  # a new tree
     stats = cache.cache.store.stats
     assert identical(outs)
     # Every first visit is served by the store now: each prompt has 3 whole pages cached.

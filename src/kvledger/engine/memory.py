@@ -144,10 +144,12 @@ class StoreTierSpec:
     backend: StoreBackend
     policy: BackupPolicy = BackupPolicy.WRITE_THROUGH
     timeout: PrefetchTimeout = field(default_factory=PrefetchTimeout)
+    salt: str = ""  # the namespace's salt: instances share objects only with equal salts
 
 
 def build_store_tier(cfg: TinyConfig, pools: TinyPools, spec: StoreTierSpec) -> StoreTier:
     codec = PageCodec.of(pools.kv, page_tokens=pools.token_allocator.page_tokens)
     model = "tiny-" + hashlib.sha256(repr(cfg).encode()).hexdigest()[:12]
-    return StoreTier(backend=spec.backend, namespace=Namespace(model=model, layout=codec.layout),
+    return StoreTier(backend=spec.backend, namespace=Namespace(model=model, layout=codec.layout,
+                                                               salt=spec.salt),
                      codec=codec, policy=spec.policy, timeout=spec.timeout)

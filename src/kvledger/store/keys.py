@@ -47,6 +47,7 @@ class Namespace:
     layout: str
     rank: int = 0
     ranks: int = 1
+    salt: str = ""  # separates deployments (or tests) sharing one store; "" for none
 
     def __post_init__(self) -> None:
         if not self.model or not self.layout:
@@ -56,7 +57,8 @@ class Namespace:
 
     @property
     def text(self) -> str:
-        return f"{KEY_SCHEME}/{self.model}/{self.layout}/rank{self.rank}of{self.ranks}"
+        text = f"{KEY_SCHEME}/{self.model}/{self.layout}/rank{self.rank}of{self.ranks}"
+        return text + (f"/salt={self.salt}" if self.salt else "")
 
     @property
     def seed(self) -> bytes:
