@@ -13,7 +13,7 @@ import pytest
 from kvledger.store.backend import BackendKind, StoreUnavailable
 from kvledger.store.servers import find_binary, start_server
 
-os.environ.setdefault("GLOG_minloglevel", "2")  # Mooncake's C++ logs: errors only
+os.environ.setdefault("MC_LOG_LEVEL", "ERROR")  # Mooncake's C++ logs: errors only
 
 SERVED = (BackendKind.REDIS, BackendKind.MOONCAKE)
 

@@ -11,7 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-os.environ.setdefault("GLOG_minloglevel", "2")
+os.environ.setdefault("MC_LOG_LEVEL", "ERROR")
 
 from kvledger.engine.memory import StoreTierSpec  # noqa: E402
 from kvledger.store.backend import BackendKind  # noqa: E402

@@ -1,20 +1,27 @@
 """Store servers on loopback: start Redis/Valkey or a Mooncake master on free ports.
 
 Tests, ``kvledger verify --workload l3-*`` and ``bench/l3.py`` run against real servers
-started here; nothing binds beyond 127.0.0.1. `find_binary` says why a server cannot be
+started here, bound to 127.0.0.1, and killed with their parent (``PR_SET_PDEATHSIG``) so a
+crashed run leaves no server behind. `find_binary` says why a server cannot be
 started (the binary is not installed), so a test can skip with that reason.
 
 Redis is started with persistence off, ``maxmemory`` and ``allkeys-lru``: the store evicts
-on its own, which the tier must survive. The Mooncake master is started with its HTTP
-metadata server (the transfer engine's handshake) and a short ``default_kv_lease_ttl``
-(its default, 10 s, would keep every object undeletable for the length of a test).
+on its own, which the tier must survive. Mooncake needs two processes: the master (with a
+short ``default_kv_lease_ttl``: its default, 10 s, would keep every object undeletable for
+the length of a test) and the transfer engine's HTTP metadata server. The wheel's
+``mooncake_http_metadata_server`` is used rather than the master's built-in one, because
+the 0.3.13 master listens on 0.0.0.0 whatever ``-http_metadata_server_host`` says.
+Mooncake *clients* also open transfer listeners on all interfaces (the wheel has no bind
+option for them); they advertise 127.0.0.1, so no traffic leaves loopback.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -48,6 +55,15 @@ def find_binary(kind: BackendKind) -> str | None:
     return None
 
 
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _spawn(args: list[str], **kwargs) -> subprocess.Popen:
+    return subprocess.Popen(args, preexec_fn=_die_with_parent, **kwargs)  # noqa: PLW1509
+
+
 def _wait_port(port: int, proc: subprocess.Popen, timeout_s: float, what: str) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -70,6 +86,7 @@ class StoreServer:
     port: int
     extra_ports: dict[str, int] = field(default_factory=dict)
     workdir: str | None = None
+    helpers: list[subprocess.Popen] = field(default_factory=list)  # stopped with it
 
     def backend(self, **options) -> StoreBackend:
         if self.kind is BackendKind.REDIS:
@@ -96,13 +113,14 @@ class StoreServer:
         self.proc.wait()
 
     def stop(self) -> None:
-        if self.alive:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        for proc in [self.proc, *self.helpers]:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
         if self.workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
@@ -120,7 +138,7 @@ def start_redis(*, maxmemory_bytes: int = 512 << 20, timeout_s: float = 10.0) ->
                                "redis-server)")
     port = free_port()
     workdir = tempfile.mkdtemp(prefix="kvledger-redis-")
-    proc = subprocess.Popen(
+    proc = _spawn(
         [binary, "--bind", LOOPBACK, "--port", str(port), "--save", "", "--appendonly", "no",
          "--dir", workdir, "--maxmemory", str(maxmemory_bytes),
          "--maxmemory-policy", "allkeys-lru", "--protected-mode", "yes"],
@@ -136,18 +154,25 @@ def start_mooncake_master(*, lease_ms: int = 50, timeout_s: float = 20.0) -> Sto
                                "mooncake-transfer-engine wheel)")
     rpc, http, metrics = free_port(), free_port(), free_port()
     workdir = tempfile.mkdtemp(prefix="kvledger-mooncake-")
-    log = open(Path(workdir) / "master.log", "wb")  # noqa: SIM115 - the server keeps it
-    proc = subprocess.Popen(
+    log = open(Path(workdir) / "master.log", "wb")  # noqa: SIM115 - the servers keep it
+    meta = _spawn([sys.executable, "-m", "mooncake.http_metadata_server", "--host", LOOPBACK,
+                   "--port", str(http), "--log-level", "WARNING"],
+                  stdout=log, stderr=subprocess.STDOUT, cwd=workdir)
+    proc = _spawn(
         [binary, f"-rpc_port={rpc}", f"-rpc_address={LOOPBACK}",
-         "-enable_http_metadata_server=true", f"-http_metadata_server_host={LOOPBACK}",
-         f"-http_metadata_server_port={http}", f"-metrics_host={LOOPBACK}",
-         f"-metrics_port={metrics}", f"-default_kv_lease_ttl={lease_ms}"],
+         f"-metrics_host={LOOPBACK}", f"-metrics_port={metrics}",
+         f"-default_kv_lease_ttl={lease_ms}"],
         stdout=log, stderr=subprocess.STDOUT, cwd=workdir)
     log.close()
-    _wait_port(rpc, proc, timeout_s, binary)
-    _wait_port(http, proc, timeout_s, f"{binary} (metadata)")
-    return StoreServer(BackendKind.MOONCAKE, proc, rpc, extra_ports={"http": http},
-                       workdir=workdir)
+    server = StoreServer(BackendKind.MOONCAKE, proc, rpc, extra_ports={"http": http},
+                         workdir=workdir, helpers=[meta])
+    try:
+        _wait_port(rpc, proc, timeout_s, binary)
+        _wait_port(http, meta, timeout_s, "mooncake_http_metadata_server")
+    except StoreUnavailable:
+        server.stop()
+        raise
+    return server
 
 
 def start_server(kind: BackendKind, **options) -> StoreServer:
