@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from kvledger.deploy import DeploymentError
 from kvledger.gpus import GPU
 from kvledger.model.arch import AttnKind, ModelArch, ShardingError
+from kvledger.units import cdiv
 from kvledger.vllm.align import BlockAlignment, align_block
 from kvledger.vllm.deploy import KV_CACHE_DTYPES, VllmDeployment
 from kvledger.vllm.groups import KVCacheGroup, group_size, kv_cache_groups
@@ -35,7 +36,6 @@ from kvledger.vllm.layers import (
     MambaLayer,
     state_itemsizes,
 )
-from kvledger.units import cdiv
 from kvledger.vllm.rules import MambaCacheMode, VllmRules
 
 CUDA_DEFAULT_BLOCK = 16  # CudaPlatform.check_and_update_config when --block-size is unset
