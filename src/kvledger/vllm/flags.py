@@ -78,6 +78,8 @@ _REFUSED = {"--pipeline-parallel-size": "1", "-pp": "1", "--cpu-offload-gb": "0"
             "--num-gpu-blocks-override": None, "--prefill-context-parallel-size": "1",
             "--decode-context-parallel-size": "1", "-dcp": "1"}
 _MODEL_FLAGS = ("--model",)
+# --dtype: kvledger's state and KV "auto" dtypes are 2-byte (the embedded checkpoints are bf16)
+_TWO_BYTE_DTYPES = frozenset({"auto", "bfloat16", "float16", "half"})
 # Switches vLLM knows that take no value; every other unknown flag skips the words up to the
 # next flag (its values).
 _IGNORED_SWITCHES = frozenset({
@@ -142,7 +144,7 @@ def parse_vllm_command(argv: Sequence[str] | str) -> ParsedVllm:
             if eq:
                 raise DeploymentError(f"{flag}: a switch takes no value")
             name, value = _SWITCHES[flag]
-        elif flag in _VALUE_FLAGS or flag in _MODEL_FLAGS or flag in _REFUSED:
+        elif flag in _VALUE_FLAGS or flag in _MODEL_FLAGS or flag in _REFUSED or flag == "--dtype":
             if eq:
                 text = inline
             elif i < len(words) and not (words[i].startswith("--") or words[i] in ("-tp", "-dp")):
@@ -153,6 +155,12 @@ def parse_vllm_command(argv: Sequence[str] | str) -> ParsedVllm:
                 if model is not None and model != text:
                     raise DeploymentError(f"--model {text!r} contradicts the model {model!r}")
                 model = text
+                continue
+            if flag == "--dtype":
+                if text not in _TWO_BYTE_DTYPES:
+                    raise DeploymentError(f"--dtype {text}: kvledger models 2-byte model dtypes "
+                                          f"({', '.join(sorted(_TWO_BYTE_DTYPES))})")
+                ignored.append(flag)
                 continue
             if flag in _REFUSED:
                 neutral = _REFUSED[flag]
