@@ -23,7 +23,7 @@ SCHEMA = "kvledger.engines/1"
 
 def _sglang_lost(plan: Plan) -> int:
     cap = plan.capacity
-    # the padding slot and page, plus what flooring left, plus the (1 − mem_fraction) slack
+    # the padding state slot and token page, plus what flooring left
     return cap.slot_bytes + cap.token_bytes * plan.layout.page_tokens + cap.unused_bytes
 
 
