@@ -110,7 +110,10 @@ def reconcile_vllm(scan: LogScan, *, model: str | None = None, rules: str | None
     if conc is not None:
         logged_len = conc.int(0)
         if dep.max_model_len is None:
-            dep = replace(dep, max_model_len=logged_len)
+            try:
+                dep = replace(dep, max_model_len=logged_len)
+            except ValueError as exc:
+                raise LogError(f"line {conc.line_no}: {exc}") from None
         elif dep.max_model_len != logged_len:
             raise LogError(f"line {conc.line_no} logs max_model_len {logged_len:,} but the "
                            f"server arguments say {dep.max_model_len:,}")
