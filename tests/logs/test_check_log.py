@@ -139,3 +139,37 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path):
     binary.write_bytes(b"\xff\xfe\x00garbage")
     r = runner.invoke(app, ["check-log", str(binary)])
     assert r.exit_code == 2 and "not UTF-8" in r.output
+
+
+ISSUE_EXAMPLE = """\
+(APIServer pid=1) INFO [utils.py:1] non-default args: {'model': 'Qwen/Qwen3-Next-80B-A3B-Instruct', 'tensor_parallel_size': 2}
+(EngineCore_DP0 pid=2) INFO [core.py:1] Initializing a V1 LLM engine (v0.11.0) with config:
+(EngineCore_DP0 pid=2) INFO [config.py:1] Setting attention block size to 544 tokens to ensure that attention page size is >= mamba page size.
+(EngineCore_DP0 pid=2) INFO [config.py:1] Padding mamba page size by 1.49% to ensure that mamba page size and attention page size are exactly equal.
+(EngineCore_DP0 pid=2) INFO [gpu_worker.py:1] Available KV cache memory: 44.59 GiB
+(EngineCore_DP0 pid=2) INFO [kv_cache_utils.py:1] GPU KV cache size: 973,760 tokens
+(EngineCore_DP0 pid=2) INFO [kv_cache_utils.py:1] Maximum concurrency for 262,144 tokens per request: 14.77x
+"""
+
+
+def test_the_issues_example_as_a_log():
+    # The issue's 973,760 tokens and 14.77× in vLLM's line formats (a 0.11 engine, so the
+    # 0.10–0.13 rules); block 544 and the 1.49% padding follow _align_hybrid_block_size.
+    r = check_log(ISSUE_EXAMPLE)
+    assert r.rules == "vllm-0.13" and r.model == "Qwen/Qwen3-Next-80B-A3B-Instruct"
+    assert [(row.quantity, row.status) for row in r.rows] == [
+        ("attention block size (tokens)", Status.EQUAL), ("Mamba page padding (%)", Status.EQUAL),
+        ("Available KV cache memory (GiB)", Status.INPUT),
+        ("GPU KV cache size (tokens)", Status.EQUAL), ("Maximum concurrency", Status.EQUAL)]
+    under_033 = check_log(ISSUE_EXAMPLE, rules="vllm-0.33", gpu="h200")
+    assert [d.quantity for d in under_033.differs] == [
+        "attention block size (tokens)", "Mamba page padding (%)", "GPU KV cache size (tokens)",
+        "Maximum concurrency"]
+
+
+def test_plan_routes_a_pasted_vllm_command_to_vllm():
+    r = runner.invoke(app, ["plan", "--json", "--available-gib", "44.59", "--rules", "vllm-0.13",
+                            "--", "python", "-m", "vllm.entrypoints.openai.api_server", "--model",
+                            "Qwen/Qwen3-Next-80B-A3B-Instruct", "--tensor-parallel-size", "2"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["capacity"]["num_blocks"] == 7162
