@@ -45,7 +45,7 @@ def test_capacity_invariants(rule, gib, ratio, overlap_off, running):
     assert plan.max_total_tokens % lay.page_tokens == 0
     assert plan.max_running_requests <= plan.state_slots // lay.slots_per_request
     assert plan.max_running_requests == plan.limits[plan.binding]
-    # SGLang caps N at T // 2 only when --max-running-requests is unset (tp_worker.py).
-    assert plan.limits.get(Limit.TOKENS) == (plan.max_total_tokens // 2 if running is None else None)
+    # KVCacheConfigurator.resolve_max_num_reqs caps N at T // 2, set limit or not.
+    assert plan.limits[Limit.TOKENS] == plan.max_total_tokens // 2
     assert plan.state_pool_bytes + plan.max_total_tokens * plan.token_bytes <= plan.rest_bytes
     assert plan.unused_bytes >= 0
