@@ -95,6 +95,22 @@ class MemoryInput:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class DeploymentTotals:
+    """The whole deployment: every GPU holds one rank's pools; each attention-DP worker
+    schedules its own requests over its own tokens (tensor-parallel ranks of one worker shard
+    the same tokens, so they count once)."""
+
+    ranks: int  # GPUs = tp_size
+    workers: int  # attention-DP schedulers = attn_dp_size
+    running_requests: int  # N × workers
+    tokens: int  # T × workers
+    token_pool_bytes: int  # per-rank pool × ranks
+    state_pool_bytes: int
+    verify_bytes: int
+    side_bytes: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CapacityPlan:
     layout: CacheLayout
     memory: MemoryInput
@@ -109,6 +125,18 @@ class CapacityPlan:
     limits: dict[Limit, int]  # every candidate for N
     side: Ledger
     state_budget: StateBudget | None = None  # how K and the verify scratch were sized
+
+    @property
+    def totals(self) -> DeploymentTotals:
+        dep = self.layout.deployment
+        ranks, workers = dep.tp_size, dep.attn_dp_size
+        return DeploymentTotals(
+            ranks=ranks, workers=workers,
+            running_requests=self.max_running_requests * workers,
+            tokens=self.max_total_tokens * workers,
+            token_pool_bytes=self.token_pool_bytes * ranks,
+            state_pool_bytes=self.state_pool_bytes * ranks,
+            verify_bytes=self.verify_bytes * ranks, side_bytes=self.side.total_bytes * ranks)
 
     @property
     def verify(self) -> Ledger | None:
