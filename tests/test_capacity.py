@@ -123,3 +123,14 @@ def test_dense_configured_requests_capped_by_tokens(rules):
     assert plan.max_total_tokens == 256
     assert plan.limits == {Limit.CONFIGURED: 512, Limit.TOKENS: 128}
     assert plan.max_running_requests == 128
+
+
+def test_request_beyond_the_context_length_does_not_fit():
+    # The case: one 2,000,000-token request on GLM-5.3-Flash (context 1,048,576) used
+    # to "fit" on memory alone; SGLang's tokenizer manager refuses an input longer than the
+    # model's context length, so the context row fails first whatever the memory.
+    plan = plan_capacity(glm_layout(), MemoryInput.available(8_000 * GiB))
+    check = check_workload(plan, 1, 2_000_000)
+    assert not check.fits and check.first_overflow.ledger == "context length"
+    assert check.rows[0].capacity == 1_048_576 and check.rows[0].max_requests == 0
+    assert check_workload(plan, 1, 1_048_576).fits

@@ -289,9 +289,14 @@ def check_workload(plan: CapacityPlan, requests: int, context_tokens: int) -> Wo
     lay = plan.layout
     per_rank = cdiv(requests, lay.deployment.attn_dp_size)
     tokens = per_rank * context_tokens
-    rows = [WorkloadRow(ledger="token KV", need=tokens, capacity=plan.max_total_tokens,
+    # A request longer than the context length is refused outright (TokenizerManager's
+    # "longer than the model's context length" check), whatever memory is left.
+    rows = [WorkloadRow(ledger="context length", need=context_tokens, capacity=lay.context_tokens,
+                        need_bytes=0,
+                        max_requests=per_rank if context_tokens <= lay.context_tokens else 0)]
+    rows.append(WorkloadRow(ledger="token KV", need=tokens, capacity=plan.max_total_tokens,
                         need_bytes=tokens * plan.token_bytes,
-                        max_requests=plan.max_total_tokens // context_tokens)]
+                        max_requests=plan.max_total_tokens // context_tokens))
     if plan.slot_bytes:
         slots = per_rank * lay.slots_per_request
         rows.append(WorkloadRow(ledger="state slots", need=slots, capacity=plan.state_slots,
