@@ -44,6 +44,31 @@ def test_club3090_652_reconciles_under_033_rules():
     assert r.binding == "--max-num-seqs 1" and r.exit_code == 0
 
 
+def test_the_gpu_is_an_input_to_the_block_size():
+    # On the RTX 5090 (Blackwell) the rules add no GDN checkpoint alignment: block 2,096 as
+    # logged. Under the Hopper rule (lcm with 64: block 64 × cdiv(2146304, 64 × 1024) = 2,112)
+    # the same log would not reconcile.
+    text = CLUB_652.read_text()
+    assert check_log(text, model="qwen3.5-35b-a3b", gpu="RTX 5090").exit_code == 0
+    hopper = check_log(text, model="qwen3.5-35b-a3b", gpu="H100")
+    assert dict(hopper.derived)["attention block size (tokens)"] == "2,112"
+    assert [d.quantity for d in hopper.differs] == ["GPU KV cache size (tokens)",
+                                                     "Maximum concurrency"]
+
+
+def test_padding_layer_warning_is_reconciled():
+    # Kimi-Linear: 7 MLA + 20 KDA layers, group size 7: 20 → 3 groups, 1 padding layer,
+    # 1/20 = 5.00% (the warning of _get_kv_cache_groups_uniform_page_size).
+    log = ("Initializing a V1 LLM engine (v0.13.0) with config:\n"
+           "non-default args: {'model': 'moonshotai/Kimi-Linear-48B-A3B-Instruct'}\n"
+           "WARNING [kv_cache_utils.py:1] Add {n} padding layers, may waste at most {p}% KV cache memory\n"
+           "GPU KV cache size: 18,880 tokens\n")
+    ok = check_log(log.replace("{n}", "1").replace("{p}", "5.00"))
+    assert statuses(ok)["padding layers, % wasted"] is Status.EQUAL
+    bad = check_log(log.replace("{n}", "2").replace("{p}", "10.00"))
+    assert [d.quantity for d in bad.differs] == ["padding layers, % wasted"]
+
+
 def test_club3090_612_reconciles():
     r = check_log(CLUB_612.read_text(), model="qwen3.5-35b-a3b")
     assert not r.differs
