@@ -170,6 +170,10 @@ def vllm_layout(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
                   or rules.default_gpu_memory_utilization,
                   max_num_seqs=dep.max_num_seqs or rules.default_max_num_seqs(gpu))
     attention = _attention(model, dep)
+    if dep.num_speculative_tokens and model.num_draft_layers:
+        notes.append(f"speculative decoding: the {model.num_draft_layers} MTP draft layer(s) "
+                     "register KV-cache layers of their own in vLLM; kvledger counts only the "
+                     "target model's layers and the extra state blocks")
     hybrid = model.is_hybrid
     if dep.block_size is not None:
         attention = replace(attention, block_tokens=dep.block_size)
