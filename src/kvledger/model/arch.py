@@ -172,6 +172,7 @@ class ModelArch:
     state: StateShape | None = None
     num_draft_layers: int = 0  # MTP / nextn layers, allocated only with speculative decoding
     is_multimodal: bool = False  # a vision section makes SGLang reserve a multimodal cache
+    vit_shape: tuple[int, int] | None = None  # vision tower (layers, hidden), when multimodal
     max_context_tokens: int = 0  # the context length SGLang derives from the config
     num_params: int | None = None  # estimate of the weights, for GPU planning
     weight_bytes_per_param: float = 2.0  # 1.0 for fp8 checkpoints
