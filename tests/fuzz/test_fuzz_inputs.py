@@ -4,13 +4,17 @@ Configs: an embedded config with one to three of the fields it holds (the fields
 readers use are among them) deleted or replaced — wrong type, zero, negative, huge, NaN,
 Infinity, deeply nested — then `kvledger plan --model FILE --json`. Trace lines: a valid
 Mooncake line with fields mutated the same way, or raw text, read by `kvledger simulate
---trace FILE --json` (1-3 lines, so each replay is short). Every case is held to the
-boundary contract of `fuzz_harness.check_invocation`.
+--trace FILE --json` (1-3 lines, so each replay is short). Boot logs: a real SGLang or vLLM
+log (tests/data/logs) with lines deleted, duplicated, replaced by noise or with a number
+replaced by a hostile one, read by `kvledger check-log FILE --json` (exit 1 is an answer
+there: a logged number differs). Every case is held to the boundary contract of
+`fuzz_harness.check_invocation`.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from pathlib import Path
 
@@ -121,3 +125,40 @@ def test_trace_lines(lines):
     path.write_text("\n".join(lines) + "\n")
     check_invocation("simulate --trace", ["simulate", "--trace", str(path), "--no-progress",
                                           "--json"])
+
+
+LOGS = {p.name: p.read_text().splitlines()
+        for p in sorted((Path(__file__).parents[1] / "data" / "logs").glob("*.log"))}
+NUMBER = re.compile(r"\d+(?:\.\d+)?")
+HOSTILE_NUMBERS = st.sampled_from(["0", "-1", "nan", "inf", "1e400", "9" * 400, "", "x",
+                                   "0.0", "1e-300", "18446744073709551616"])
+
+
+@st.composite
+def mutated_log(draw) -> list[str]:
+    lines = list(LOGS[draw(st.sampled_from(sorted(LOGS)))])
+    for _ in range(draw(st.integers(min_value=1, max_value=4))):
+        i = draw(st.integers(min_value=0, max_value=len(lines) - 1))
+        match draw(st.integers(min_value=0, max_value=3)):
+            case 0:
+                del lines[i]
+            case 1:
+                lines.insert(i, lines[i])
+            case 2:
+                lines[i] = draw(st.text(max_size=60)).replace("\n", " ")
+            case _:
+                spans = [m.span() for m in NUMBER.finditer(lines[i])]
+                if spans:
+                    a, b = spans[draw(st.integers(0, len(spans) - 1))]
+                    lines[i] = lines[i][:a] + draw(HOSTILE_NUMBERS) + lines[i][b:]
+        if not lines:
+            lines = [""]
+    return lines
+
+
+@fuzz_settings(60)
+@given(lines=mutated_log())
+def test_log_lines(lines):
+    path = WORK / "boot.log"
+    path.write_text("\n".join(lines) + "\n")
+    check_invocation("check-log", ["check-log", str(path), "--json"], exits=(0, 1, 2))
