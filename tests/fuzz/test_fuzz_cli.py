@@ -54,8 +54,11 @@ PLAN_OPTIONS = st.one_of(
     st.tuples(st.just("--rules"), st.sampled_from(["sglang-0.5.21", "sglang-0.5.23", "", "x"]))
     .map(list),
     st.tuples(st.just("--gpu"), st.sampled_from(["H200", "B200", "h100", "", "tpu"])).map(list),
-    st.tuples(st.sampled_from(["--available-gib", "--weights-gib"]),
+    st.tuples(st.sampled_from(["--available-gib", "--weights-gib", "--gpu-memory-gib",
+                               "--activation-gib", "--cudagraph-gib", "--non-torch-gib"]),
               st.one_of(PLAUSIBLE, VALUES)).map(list),
+    st.tuples(st.just("--engine"), st.sampled_from(["sglang", "vllm", "sglang,vllm", "", "x"]))
+    .map(list),
 )
 
 
