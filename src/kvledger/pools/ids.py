@@ -55,7 +55,7 @@ class IdAllocator:
         # are never True, so a clipped lookup answers "not allocated" for any id outside
         # 1..fresh−1 in one call.
         self._in_use = np.zeros(size + 2, dtype=bool)
-        self._position = np.zeros(0, dtype=np.int64)  # scratch for finding repeats
+        self._position = np.zeros(0, dtype=np.int32)  # scratch for finding repeats
 
     @property
     def num_free(self) -> int:
@@ -163,8 +163,9 @@ class IdAllocator:
         each id's slot of the scratch keeps one writer's position, and only that writer
         reads its own position back."""
         if self._position.size < self._in_use.size:
-            self._position = np.zeros(self._in_use.size, dtype=np.int64)
-        order = np.arange(arr.size, dtype=np.int64)
+            self._position = np.zeros(self._in_use.size, dtype=np.int32)
+        # int32 positions halve the scattered memory traffic; one call frees < 2^31 ids.
+        order = np.arange(arr.size, dtype=np.int32)
         self._position[arr] = order
         return self._position[arr] == order
 
