@@ -98,9 +98,12 @@ class _Pools:
             c.evicted_states += freed.num_mamba_slots
         pages = self.pages.alloc(num_pages)
         if pages is None or num_states > self.states.num_free:
-            raise ReplayError(f"request {rid}: needs {num_pages} pages and {num_states} state "
-                              f"slots; {self.pages.num_free} pages and {self.states.num_free} "
-                              "slots are left after evicting everything unlocked")
+            page = self.page
+            raise ReplayError(
+                f"request {rid}: needs {num_pages * page:,} more KV tokens and {num_states} "
+                f"state slot(s); {self.pages.num_free * page:,} tokens and "
+                f"{self.states.num_free} slot(s) are free after evicting everything unlocked "
+                "(the KV pool is too small for this prompt)")
         return pages, self.states.alloc(num_states)
 
     def settle(self, result, slot: int | None) -> None:
