@@ -1,9 +1,10 @@
 """Command-line edge: `kvledger plan | explain | models | …`. Thin: parse, call, render."""
 
 from kvledger.cli import (  # noqa: F401  (registers commands)
+    checklog_cmd,
     plan_cmd,
     pools_cmd,
-    replay_cmd,  # noqa: F401  (registers `replay`)
+    replay_cmd,
     report_cmd,
     sim_cmd,
     verify_cmd,
