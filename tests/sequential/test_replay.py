@@ -25,7 +25,7 @@ def _spec(**kw) -> ReplaySpec:
 
 def test_a_state_at_the_prompt_end_is_what_a_repeat_reuses():
     reqs = [_req(0, 1, 2), _req(1, 1, 2), _req(2, 1, 3)]
-    out = replay(reqs, _spec(checkpoints=Checkpoints.END))
+    out = replay(reqs, _spec(checkpoints=Checkpoints.END), check_every=1)
     # Request 2 shares block 1 only: 512 KV tokens match but no state ends there.
     assert out.hits.tolist() == [0, 1024, 0] and out.kv_hits.tolist() == [0, 1024, 512]
     assert out.counters.state_already_present == 1  # request 1 ends where request 0's state is
@@ -34,7 +34,7 @@ def test_a_state_at_the_prompt_end_is_what_a_repeat_reuses():
 
 def test_branching_checkpoint_saves_a_state_at_the_shared_prefix():
     reqs = [_req(0, 1, 2), _req(1, 1, 3), _req(2, 1, 4)]
-    out = replay(reqs, _spec(checkpoints=Checkpoints.BRANCH))
+    out = replay(reqs, _spec(checkpoints=Checkpoints.BRANCH), check_every=1)
     assert out.hits.tolist() == [0, 0, 512]
     assert out.counters.branching_checkpoints == 1 and out.final_cached_states == 4
 
@@ -56,7 +56,8 @@ def test_prompt_minus_one_matches_all_but_the_last_token():
 
 def test_full_only_hits_every_cached_page_and_evicts_lru_leaves():
     reqs = [_req(0, 1, 2), _req(1, 3, 4), _req(2, 1, 2)]
-    out = replay(reqs, _spec(components=Components.FULL, state_slots=None, pool_tokens=1536))
+    out = replay(reqs, _spec(components=Components.FULL, state_slots=None, pool_tokens=1536),
+                 check_every=1)
     # 24 pages: request 1 evicts request 0's 16-page leaf, request 2 then evicts request 1's.
     assert out.hits.tolist() == [0, 0, 0]
     assert out.counters.evict_calls == 2 and out.counters.evicted_tokens == 2048
@@ -66,10 +67,31 @@ def test_full_only_hits_every_cached_page_and_evicts_lru_leaves():
 
 def test_state_pressure_evicts_the_oldest_state_and_its_leaf():
     reqs = [_req(0, 1), _req(1, 2), _req(2, 1), _req(3, 2)]
-    out = replay(reqs, _spec(checkpoints=Checkpoints.END, state_slots=1))
+    out = replay(reqs, _spec(checkpoints=Checkpoints.END, state_slots=1), check_every=1)
     assert out.hits.tolist() == [0, 0, 0, 0]
     assert (out.counters.evict_calls, out.counters.evicted_states) == (3, 3)
     assert out.counters.evicted_tokens == 3 * 512  # each state's leaf went with it
+
+
+@pytest.mark.parametrize("page", [1, 64])
+def test_shared_prefixes_under_pressure_conserve_every_index(page):
+    """300 seeded requests (one of 6 shared prefixes of 1-8 blocks, then 1-4 blocks of their
+    own, a partial last block) into small pools, checking after every few requests that
+    tree and allocators agree on every page and state slot."""
+    rng = np.random.default_rng(7)
+    prefixes = [list(range(100 * p, 100 * p + rng.integers(1, 9))) for p in range(6)]
+    reqs = []
+    for rid in range(300):
+        own = list(range(10_000 + 10 * rid, 10_000 + 10 * rid + rng.integers(1, 5)))
+        blocks = prefixes[rng.integers(6)] + own
+        reqs.append(_req(rid, *blocks, last=int(rng.integers(1, 513))))
+    spec = _spec(page_tokens=page, pool_tokens=20_000, state_slots=6,
+                 checkpoints=Checkpoints.BRANCH)
+    out = replay(reqs, spec, check_every=5)
+    c = out.counters
+    assert c.evict_calls > 100 and c.branching_checkpoints > 0
+    assert 0 < out.hits.sum() <= out.kv_hits.sum()
+    assert out.final_cached_states <= 6 and out.final_cached_tokens <= 20_000
 
 
 def test_a_prompt_larger_than_the_pool_is_a_clear_error():
