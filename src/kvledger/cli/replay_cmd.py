@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,9 +22,8 @@ def _spec(inputs: PlanInputs, extra: list[str], *, pool_tokens: int | None,
     notes: list[str] = []
     options = {"match_key": match_key}
     if pool_tokens is not None:
-        planned = [f for f, v in (("--model", inputs.model), ("--gpu", inputs.gpu),
-                                  ("--available-gib", inputs.available_gib),
-                                  ("--weights-gib", inputs.weights_gib)) if v is not None]
+        planned = ["--" + f.name.replace("_", "-") for f in fields(inputs)
+                   if f.name != "rules" and getattr(inputs, f.name) is not None]
         if planned or extra:
             given = ", ".join(planned + extra[:1])
             raise ValueError(f"--pool-tokens: give the pool sizes or a plan's flags, not both "
