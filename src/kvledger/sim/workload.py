@@ -26,6 +26,7 @@ True
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -67,6 +68,10 @@ class Request:
             raise WorkloadError(f"{where}: output_segment_id must be in 0..{PROMPT_SEGMENT_LIMIT - 1}")
         if self.rid < 0 or self.rid >= OUTPUT_SEGMENT_BASE:
             raise WorkloadError(f"{where}: rid out of range")
+        if not (math.isfinite(self.arrival_ms) and self.arrival_ms >= 0):
+            # A NaN arrival never compares due: the replay would wait for it forever.
+            raise WorkloadError(f"{where}: arrival_ms {self.arrival_ms}: expected a finite "
+                                "number ≥ 0")
 
     @property
     def prompt_tokens(self) -> int:
@@ -102,8 +107,8 @@ class Workload:
 
     def stretched(self, factor: float) -> Workload:
         """Arrivals `factor` times further apart (2.0 halves the request rate)."""
-        if not factor > 0:
-            raise WorkloadError(f"--time-scale {factor}: expected a positive factor")
+        if not (factor > 0 and math.isfinite(factor)):
+            raise WorkloadError(f"--time-scale {factor}: expected a positive finite factor")
         return Workload(name=f"{self.name} (time ×{factor:g})" if factor != 1 else self.name,
                         requests=tuple(replace(r, arrival_ms=r.arrival_ms * factor)
                                        for r in self.requests))
