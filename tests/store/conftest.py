@@ -28,7 +28,10 @@ def require_server(kind: BackendKind) -> None:
 
 
 def launch(kind: BackendKind, **options):
+    """A server for tests; Mooncake's lease is 50 ms so deletes need only a short wait."""
     require_server(kind)
+    if kind is BackendKind.MOONCAKE:
+        options.setdefault("lease_ms", 50)
     try:
         return start_server(kind, **options)
     except StoreUnavailable as e:  # installed but cannot start here: say why

@@ -54,7 +54,9 @@ def test_server_killed_mid_transfer(own_server):
     stats = cache.cache.store.stats
     assert not server.alive
     assert identical(outs)
-    assert stats.unavailable >= 1 and stats.timeouts == 0 and stats.restored_pages == 0
+    # The first read after the kill fails (unavailable), or — on a loaded machine, while the
+    # Mooncake client gives up on its master — outlives the 2 s timeout; both recompute.
+    assert stats.unavailable + stats.timeouts >= 1 and stats.restored_pages == 0
     assert stats.write_errors + stats.groups_refused == stats.groups_queued > 0
     assert_nothing_leaked(cache)
 

@@ -1,5 +1,6 @@
 """The facade where device pools, the radix tree and the host tier meet (`hybrid`), and
-what it records per running request (`seq`)."""
+what it records per running request (`seq`); the store tier below host (`store_tier`: its
+hooks into the facade, `store_codec`: device pages and state slots as object bytes)."""
 
 from __future__ import annotations
 

@@ -10,6 +10,8 @@ machines). Behaviour this backend relies on, observed on the 0.3.13 wheel:
   must fit it alone;
 * ``get_batch`` returns ``b""`` for a missing object *and* for a failed read, so empty
   answers are checked with ``batch_is_exist`` (1 present, 0 absent, −1 error → unavailable);
+  an object present but unreadable is a miss (``unreadable`` counts them): a read must end
+  inside the object's lease, and one that outlives it fails with ``LEASE_EXPIRED``;
 * an object is leased for ``default_kv_lease_ttl`` (10 s by default) after each write or read
   and ``remove`` inside the lease fails (``-706``; ``-704`` absent): delete reports False and
   the object stays — it is content-addressed, so a stale copy is still correct bytes;
@@ -78,6 +80,7 @@ class MooncakeStore(StoreBackend):
         self._closed = False
         self._lock = threading.Lock()
         self._down: str | None = None
+        self.unreadable = 0  # objects present whose read failed (read as misses)
 
     def _limit(self) -> int:
         # Half the buffer: the client keeps a little of it for its own bookkeeping.
@@ -111,8 +114,7 @@ class MooncakeStore(StoreBackend):
         if empty:
             present = self._exists([keys[i] for i in empty])
             for i, there in zip(empty, present, strict=True):
-                if there:  # present but unreadable: a transfer failure, not a miss
-                    raise StoreUnavailable(f"Mooncake at {self.address}: read of {keys[i]} failed")
+                self.unreadable += int(there)
                 out[i] = None
         return out
 

@@ -7,8 +7,9 @@ started (the binary is not installed), so a test can skip with that reason.
 
 Redis is started with persistence off, ``maxmemory`` and ``allkeys-lru``: the store evicts
 on its own, which the tier must survive. Mooncake needs two processes: the master (with a
-short ``default_kv_lease_ttl``: its default, 10 s, would keep every object undeletable for
-the length of a test) and the transfer engine's HTTP metadata server. The wheel's
+shorter ``default_kv_lease_ttl`` than its 10 s, which would keep every object undeletable
+for the length of a test; but a read must finish inside the lease, so 2 s by default —
+tests of tiny objects pass 50 ms) and the transfer engine's HTTP metadata server. The wheel's
 ``mooncake_http_metadata_server`` is used rather than the master's built-in one, because
 the 0.3.13 master listens on 0.0.0.0 whatever ``-http_metadata_server_host`` says.
 Mooncake *clients* also open transfer listeners on all interfaces (the wheel has no bind
@@ -147,7 +148,7 @@ def start_redis(*, maxmemory_bytes: int = 512 << 20, timeout_s: float = 10.0) ->
     return StoreServer(BackendKind.REDIS, proc, port, workdir=workdir)
 
 
-def start_mooncake_master(*, lease_ms: int = 50, timeout_s: float = 20.0) -> StoreServer:
+def start_mooncake_master(*, lease_ms: int = 2000, timeout_s: float = 20.0) -> StoreServer:
     binary = find_binary(BackendKind.MOONCAKE)
     if binary is None:
         raise StoreUnavailable("no mooncake_master (pip install 'kvledger[store]' brings the "
