@@ -33,6 +33,8 @@ copy) cannot be built (`HostRowError`); the simulator runs the corrected host po
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from kvledger.cache.host_stats import HostStats
 from kvledger.cache.tier import Evictions, HostUsage
 from kvledger.host.build import build_host_group, host_sizes
@@ -45,7 +47,7 @@ from kvledger.plan import Plan
 from kvledger.pools.build import build_pools
 from kvledger.pools.ids import StateSlotAllocator
 from kvledger.pools.paged import PagedTokenAllocator
-from kvledger.tree import EvictResult, InsertResult, MatchResult, Node, RadixTree
+from kvledger.tree import EvictResult, InsertResult, LockReceipt, MatchResult, Node, RadixTree
 
 
 class HiCacheTier:
@@ -151,9 +153,10 @@ class HiCacheTier:
             peak_pages_used=self.peak_pages_used, peak_slots_used=self.peak_slots_used,
         )
 
-    def check_integrity(self) -> None:
-        """Both tiers against the tree (`kvledger.host.tiers`), and the peaks within capacity."""
-        self.ctrl.check_integrity()
+    def check_integrity(self, request_receipts: Iterable[LockReceipt] | None = None) -> None:
+        """Both tiers against the tree and every lock owned (`kvledger.host.tiers`), and the
+        peaks within capacity."""
+        self.ctrl.check_integrity(request_receipts)
         stats = self.stats()
         if stats.peak_pages_used > stats.capacity_pages or (
                 stats.peak_slots_used > stats.capacity_slots):

@@ -391,11 +391,11 @@ class HybridCache:
     def check_integrity(self) -> None:
         """Tree, rows and host tier consistent; every device page and state slot owned exactly
         once, by the tree or by one running request; reservations and totals add up."""
-        self.tier.check_integrity()
+        seqs = list(self.running.values())
+        self.tier.check_integrity([s.receipt for s in seqs if s.receipt is not None])
         self.rows.check_integrity()
         if self.states is not None:
             self.states.check_integrity()
-        seqs = list(self.running.values())
         tree_pages, tree_slots = _tree_ids(self.tree)
         claimed = [self.rows.page_ids(tree_pages), *(self.rows.own_page_ids(s) for s in seqs)]
         _check_ids("token pages", np.concatenate(claimed), self.rows.pages)

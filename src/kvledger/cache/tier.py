@@ -27,10 +27,11 @@ whole pages (accounting).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from kvledger.host.results import LoadbackResult, LoadStatus
-from kvledger.tree import EvictResult, InsertResult, MatchResult, Node, RadixTree, Tier
+from kvledger.tree import EvictResult, InsertResult, LockReceipt, MatchResult, Node, RadixTree, Tier
 
 if TYPE_CHECKING:
     from kvledger.cache.host_stats import HostStats
@@ -85,8 +86,10 @@ class HostTier(Protocol):
     def stats(self) -> HostStats | None:
         """Totals for a report; None when there is no host tier (reports then say so)."""
 
-    def check_integrity(self) -> None:
-        """The tier's conservation laws (both tiers against the tree); raises when broken."""
+    def check_integrity(self, request_receipts: Iterable[LockReceipt] | None = None) -> None:
+        """The tier's conservation laws (both tiers against the tree); with the running
+        requests' receipts, also that every outstanding tree lock has an owner (a request, or
+        a transfer in flight). Raises when broken."""
 
     def serves(self, tree: RadixTree, tokens: PagedTokenAllocator,
                states: StateSlotAllocator | None) -> bool:
@@ -137,9 +140,17 @@ class NoHostTier:
     def stats(self) -> None:
         return None
 
-    def check_integrity(self) -> None:
-        """The tree's own laws, and nothing ever reached the host."""
+    def check_integrity(self, request_receipts: Iterable[LockReceipt] | None = None) -> None:
+        """The tree's own laws, nothing ever reached the host, and (given the requests'
+        receipts) every outstanding lock is one of theirs: nothing else locks."""
         self.tree.check_integrity()
+        if request_receipts is not None:
+            owned = {r.receipt_id for r in request_receipts}
+            outstanding = set(self.tree.receipts)
+            if owned != outstanding:
+                raise RuntimeError(f"device-only cache: {len(outstanding - owned)} tree locks "
+                                   f"without an owner, {len(owned - outstanding)} receipts "
+                                   "already unlocked")
         host = self.tree.sizes(Tier.HOST)
         if host.full_tokens or host.mamba_slots:
             raise RuntimeError(f"device-only cache: the tree holds {host.full_tokens} host KV "
