@@ -17,7 +17,7 @@ from kvledger.cache.token_rows import TokenRows
 from kvledger.engine.config import TinyConfig
 from kvledger.engine.memory import HostTier, PoolSizes, build_device_pools, build_host_tier
 from kvledger.pools.ids import StateSlotAllocator
-from kvledger.tree import RadixTree
+from kvledger.tree import FULL_ONLY, RadixTree
 
 PAGE = 16
 HELD = 3
@@ -41,6 +41,13 @@ def accounting_cache(*, num_pages: int = 12, num_state_slots: int = 12,
                        tree=RadixTree(page_size=1, mamba_chunk_tokens=1),
                        states=StateSlotAllocator(num_slots=num_state_slots),
                        held_slots_per_request=HELD, mode=CheckpointMode.TRACKED)
+
+
+def dense_cache(*, num_pages: int = 12, num_rows: int = 3) -> HybridCache:
+    """Accounting mode without a state component (a dense model: SGLang's RadixCache)."""
+    return HybridCache(rows=PageRows(num_pages=num_pages, page_tokens=PAGE, num_rows=num_rows),
+                       tree=RadixTree(page_size=1, components=FULL_ONLY), states=None,
+                       held_slots_per_request=0, mode=CheckpointMode.NONE)
 
 
 class Keys:

@@ -7,8 +7,9 @@ pages, held slots and reservations add up), plus what the machine sees from outs
 refused admission changes no pool, a hit is page-aligned and never longer than a prefix that
 was cached, a running request's cached prefix is exactly its locked tree path, and it never
 holds more than the plan's slots. Variants: real bytes and accounting, each device-only and
-with state slots so few that they bind before request rows; real bytes with a write_back
-host tier; accounting with the plan-built host tier (page 64).
+with state slots so few that they bind before request rows; accounting without a state
+component (dense); real bytes with a write_back host tier; accounting with the plan-built
+host tier (page 64).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from cache.cache_factories import HELD, Keys, accounting_cache, real_cache
+from cache.cache_factories import Keys, accounting_cache, dense_cache, real_cache
 from kvledger.cache import HybridCache, Shortfall
 from kvledger.cache import accounting as plan_cache
 from kvledger.engine.memory import HostTier
@@ -50,7 +51,8 @@ class CacheMachine(RuleBasedStateMachine):
     def _pools(self):
         c = self.cache
         return (c.rows.num_free_pages, c.reserved_pages, c.rows.num_free_rows,
-                c.states.num_free, len(c.running), c.own_pages, c.held_slots_total)
+                None if c.states is None else c.states.num_free, len(c.running), c.own_pages,
+                c.held_slots_total)
 
     @rule(prefix=st.integers(0, 2), keep=st.sampled_from([0, 1, 2.06, 2.5]),
           extra=st.integers(1, 20), new=st.integers(1, 10), salt=st.integers(0, 3))
@@ -68,7 +70,7 @@ class CacheMachine(RuleBasedStateMachine):
         hit = seq.usable_hit_tokens
         assert hit % self.page == 0 and hit < len(prompt) and hit <= seq.hit_tokens
         assert hit <= max((_common(prompt, run) for run in self.cached), default=0)
-        assert len(seq.slots) == HELD
+        assert len(seq.slots) == self.cache.held_slots
         self.live[seq.row] = (seq, tokens, keys, len(prompt))
 
     @precondition(lambda self: self.live)
@@ -100,7 +102,7 @@ class CacheMachine(RuleBasedStateMachine):
     def conserved(self):
         self.cache.check_integrity()
         for seq, _, _, _ in self.live.values():
-            assert len(seq.slots) == HELD
+            assert len(seq.slots) == self.cache.held_slots
             path = (self.cache.tree.path_device_indices(seq.receipt.node)
                     if seq.receipt is not None else np.zeros(0, dtype=np.int64))
             assert np.array_equal(self.cache.rows.values(seq, seq.cached_tokens), path)
@@ -108,6 +110,12 @@ class CacheMachine(RuleBasedStateMachine):
 
 class AccountingMachine(CacheMachine):
     build = staticmethod(lambda: accounting_cache(num_pages=6))
+
+
+class DenseMachine(CacheMachine):
+    """No state component: every cached page is a match point, nothing holds a slot."""
+
+    build = staticmethod(lambda: dense_cache(num_pages=6))
 
 
 class SlotBoundMachine(CacheMachine):
@@ -137,10 +145,11 @@ class AccountingHostMachine(CacheMachine):
 STEPS = settings(max_examples=20, stateful_step_count=30, deadline=None)
 TestRealBytes = CacheMachine.TestCase
 TestAccounting = AccountingMachine.TestCase
+TestDense = DenseMachine.TestCase
 TestRealBytesSlotBound = SlotBoundMachine.TestCase
 TestAccountingSlotBound = AccountingSlotBoundMachine.TestCase
 TestRealBytesHost = HostMachine.TestCase
 TestAccountingHost = AccountingHostMachine.TestCase
-for case in (TestRealBytes, TestAccounting, TestRealBytesSlotBound, TestAccountingSlotBound,
+for case in (TestRealBytes, TestAccounting, TestDense, TestRealBytesSlotBound, TestAccountingSlotBound,
              TestRealBytesHost, TestAccountingHost):
     case.settings = STEPS

@@ -11,6 +11,9 @@ it, does (its meta-device pools), and is imported only then.
 >>> cache = accounting_cache(make_plan(deployment=Deployment(kv_cache_dtype=KVDtype.FP8_E4M3)))
 >>> cache.rows.pages.capacity, cache.states.capacity, cache.held_slots, cache.mode.value
 (121573, 343, 3, 'extra_buffer')
+>>> dense = accounting_cache(make_plan(model="llama-3.1-8b"))
+>>> dense.states is None, dense.held_slots, dense.mode.value, dense.tree.has_state
+(True, 0, 'none', False)
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from kvledger.deploy import MambaStrategy
 from kvledger.host.policy import BackupPolicy
 from kvledger.plan import Plan
 from kvledger.pools.ids import StateSlotAllocator
-from kvledger.tree import RadixTree
+from kvledger.tree import FULL_ONLY, RadixTree
 
 MAMBA_CHUNK_TOKENS = 64  # the linear-attention chunk of GLM-5.3-Flash's KDA layers
 
@@ -47,7 +50,10 @@ def accounting_cache(plan: Plan, *, mamba_chunk_tokens: int = MAMBA_CHUNK_TOKENS
     page = lay.page_tokens
     grid = lcm(mamba_chunk_tokens, page)
     mode = checkpoint_mode(plan)
-    tree = RadixTree(page_size=1, mamba_chunk_tokens=grid // page)
+    if mode is CheckpointMode.NONE:  # SGLang's RadixCache: every cached node is a match point
+        tree = RadixTree(page_size=1, components=FULL_ONLY)
+    else:
+        tree = RadixTree(page_size=1, mamba_chunk_tokens=grid // page)
     rows = PageRows(num_pages=cap.max_total_tokens // page, page_tokens=page,
                     num_rows=cap.max_running_requests)
     states = None if mode is CheckpointMode.NONE else StateSlotAllocator(num_slots=cap.state_slots)

@@ -51,9 +51,6 @@ class SimResult:
 
 def _check_plan(plan: Plan, config: SimConfig) -> list[str]:
     lay = plan.layout
-    if not lay.model.is_hybrid:
-        raise WorkloadError(f"simulate: {lay.model.name} has no linear-attention layers; the "
-                            "simulator replays the hybrid (FULL + MAMBA) prefix cache")
     if lay.deployment.disable_radix_cache:
         raise WorkloadError("simulate: --disable-radix-cache leaves nothing to simulate")
     config.validate(lay.page_tokens)
