@@ -49,4 +49,4 @@ def test_held_slots_come_from_the_plan(deploy, held, mode):
     assert cache.held_slots == held
     assert cache.rows.pages.capacity == plan.capacity.max_total_tokens // plan.layout.page_tokens
     assert cache.states.capacity == plan.capacity.state_slots
-    assert cache.rows.rows.capacity == plan.capacity.max_running_requests
+    assert cache.rows.num_free_rows == plan.capacity.max_running_requests

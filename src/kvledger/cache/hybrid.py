@@ -81,7 +81,8 @@ class Rows(Protocol):
     def hold_prefix(self, seq: CacheSeq, indices: np.ndarray) -> None: ...
     def grow(self, seq: CacheSeq, end_tokens: int, pages: int) -> None: ...
     def values(self, seq: CacheSeq, num_tokens: int) -> np.ndarray: ...
-    def adopt(self, seq: CacheSeq, num_tokens: int, shared: np.ndarray | None) -> None: ...
+    def adopt(self, seq: CacheSeq, num_tokens: int, values: np.ndarray, *,
+              changed: bool) -> None: ...
     def own_page_ids(self, seq: CacheSeq) -> np.ndarray: ...
     def free_own(self, seq: CacheSeq) -> None: ...
     def free_values(self, values: np.ndarray) -> None: ...
@@ -200,7 +201,10 @@ class HybridCache:
             self.stats.loadback_states += int(loaded.loaded_state)
             self.stats.loadback_failures += int(loaded.status in _FAILED_LOADBACKS)
         if node.parent is not None:
-            seq.receipt = tree.lock(node)
+            if guards and guards[0].node is node and not host_hit:
+                seq.receipt = guards.pop(0)  # the admission lock becomes the request's
+            else:
+                seq.receipt = tree.lock(node)
             self.tier.on_hit(node)
             if self.states is not None:
                 self.rows.copy_state(int(node.mamba.value), seq.slots[0])
@@ -350,7 +354,8 @@ class HybridCache:
     def _insert(self, seq: CacheSeq, keys: np.ndarray, length: int, slot: int | None, *,
                 relock: bool) -> None:
         rows, tree = self.rows, self.tree
-        result = tree.insert(keys[: length // self.unit], rows.values(seq, length), slot)
+        values = rows.values(seq, length)
+        result = tree.insert(keys[: length // self.unit], values, slot)
         self.tier.on_insert(result)
         duplicates = result.duplicate_indices
         if len(duplicates):
@@ -362,7 +367,10 @@ class HybridCache:
             else:
                 self.stats.checkpoints_saved += 1
                 self.stats.branch_states += int(seq.last_track_branch)
-        rows.adopt(seq, length, tree.path_device_indices(result.node) if len(duplicates) else None)
+        if len(duplicates):
+            rows.adopt(seq, length, tree.path_device_indices(result.node), changed=True)
+        else:
+            rows.adopt(seq, length, values, changed=False)
         self.own_pages -= length // self.page - seq.cached_tokens // self.page
         self.stats.inserted_tokens += length - result.prefix_length * self.unit
         seq.cached_tokens = length

@@ -19,7 +19,6 @@ from __future__ import annotations
 import numpy as np
 
 from kvledger.cache.seq import EMPTY, CacheSeq
-from kvledger.pools.ids import IdAllocator
 from kvledger.pools.paged import PagedTokenAllocator
 
 
@@ -38,7 +37,8 @@ class PageRows:
         self.unit_tokens = page_tokens  # tokens per tree key
         self.allocator = PagedTokenAllocator(num_pages=num_pages, page_tokens=1)
         self.pages = self.allocator.pages
-        self.rows = IdAllocator(capacity=num_rows, what="request row")
+        self.num_rows = num_rows
+        self.free_rows = list(range(num_rows, 0, -1))  # request rows 1..N, a stack
 
     @property
     def num_free_pages(self) -> int:
@@ -46,19 +46,17 @@ class PageRows:
 
     @property
     def num_free_rows(self) -> int:
-        return self.rows.num_free
+        return len(self.free_rows)
 
     @property
     def max_context_tokens(self) -> int | None:
         return None  # no row width: a request is bounded by the pool only
 
     def alloc_row(self) -> int:
-        got = self.rows.alloc(1)
-        assert got is not None, "request row vanished between check and commit"
-        return int(got[0])
+        return self.free_rows.pop()
 
     def free_row(self, row: int) -> None:
-        self.rows.free([row])
+        self.free_rows.append(row)
 
     def hold_prefix(self, seq: CacheSeq, indices: np.ndarray) -> None:
         seq.tree_ids = indices
@@ -76,12 +74,13 @@ class PageRows:
             return tree[:num_pages]
         return np.concatenate([tree, _own(seq)[: num_pages - len(tree)]])
 
-    def adopt(self, seq: CacheSeq, num_tokens: int, shared: np.ndarray | None) -> None:
-        """The tree now owns the first `num_tokens`; `shared` are its values when it kept
-        its own copies of some (the caller freed the request's duplicates)."""
+    def adopt(self, seq: CacheSeq, num_tokens: int, values: np.ndarray, *, changed: bool) -> None:
+        """The tree now owns the first `num_tokens`, whose values are `values` (the request's
+        own, or — `changed` — the tree's where it kept its copies and the caller freed the
+        request's duplicates)."""
         handed = num_tokens // self.page_tokens - len(seq.tree_ids)
         own = _own(seq)
-        seq.tree_ids = shared if shared is not None else np.concatenate([seq.tree_ids, own[:handed]])
+        seq.tree_ids = values
         seq.own = [own[handed:]]
 
     def own_page_ids(self, seq: CacheSeq) -> np.ndarray:
@@ -105,4 +104,7 @@ class PageRows:
 
     def check_integrity(self) -> None:
         self.allocator.check_integrity()
-        self.rows.check_integrity()
+        free = self.free_rows
+        if len(set(free)) != len(free) or not all(0 < row <= self.num_rows for row in free):
+            raise RuntimeError(f"request rows: the free list {sorted(free)} repeats a row or "
+                               f"holds one outside 1..{self.num_rows}")

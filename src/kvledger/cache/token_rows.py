@@ -75,10 +75,12 @@ class TokenRows:
     def values(self, seq: CacheSeq, num_tokens: int) -> np.ndarray:
         return self.req_to_token.read(seq.row, num_tokens).numpy().astype(np.int64)
 
-    def adopt(self, seq: CacheSeq, num_tokens: int, shared: np.ndarray | None) -> None:
-        if shared is not None:
+    def adopt(self, seq: CacheSeq, num_tokens: int, values: np.ndarray, *, changed: bool) -> None:
+        """The row's first `num_tokens` now point at the tree's slots (`values` when
+        `changed`: the tree kept its own copies)."""
+        if changed:
             self.req_to_token.write_extend(rows=[seq.row], prefix_lens=[0],
-                                           seq_lens=[len(shared)], token_locs=np.array(shared))
+                                           seq_lens=[len(values)], token_locs=np.array(values))
 
     def own_page_ids(self, seq: CacheSeq) -> np.ndarray:
         own = self.values(seq, seq.allocated_tokens)[seq.cached_tokens:]
