@@ -67,6 +67,12 @@ def _per_block(lay: VllmLayout) -> Ledger:
     rows = [LedgerRow(component="layer page", count=lay.group_size, unit_bytes=lay.page_bytes,
                       detail=f"{lay.block_tokens} tokens × {lay.attention.bytes_per_token} B "
                              "(one tensor per group slot)")]
+    if lay.indexer is not None:
+        ix = lay.indexer
+        rows.append(LedgerRow(component="indexer page", count=lay.num_indexer_layers,
+                              unit_bytes=ix.page_bytes,
+                              detail=f"{ix.block_tokens // ix.tokens_per_state} index rows × "
+                                     f"{ix.row_bytes} B (fp8 + fp32 scale)"))
     memo = []
     if lay.mamba is not None:
         memo.append(LedgerRow(component="Mamba state (real)", count=1,
@@ -107,6 +113,13 @@ def _lost_per_request(lay: VllmLayout) -> Ledger:
                                   count=tail * group.num_layers,
                                   unit_bytes=lay.attention.bytes_per_token,
                                   detail=f"{tail} tokens × {group.num_layers} layers"))
+            if lay.indexer is not None:
+                rows.append(LedgerRow(
+                    component="last indexer block, empty tail",
+                    count=tail // lay.indexer.tokens_per_state * lay.num_indexer_layers,
+                    unit_bytes=lay.indexer.row_bytes,
+                    detail=f"{tail // lay.indexer.tokens_per_state} rows × "
+                           f"{lay.num_indexer_layers} layers"))
             if lay.block_tokens > CUDA_DEFAULT_BLOCK and lay.mamba is not None:
                 kernel_tail = cdiv(lay.max_model_len, CUDA_DEFAULT_BLOCK) * CUDA_DEFAULT_BLOCK \
                     - lay.max_model_len
