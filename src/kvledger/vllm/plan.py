@@ -192,6 +192,13 @@ def make_vllm_plan(
             weights = arch.weight_bytes // lay.deployment.tensor_parallel_size
             notes.append(f"weights estimated from the config: {weights / GiB:,.2f} GiB per rank; "
                          "override with --weights-gib (vLLM logs 'Model loading took X GiB')")
+        budget = gpu_spec.memory_bytes * lay.deployment.gpu_memory_utilization
+        if weights >= budget:
+            raise ValueError(
+                f"weights of {weights / GiB:,.2f} GiB per rank do not fit in "
+                f"--gpu-memory-utilization {lay.deployment.gpu_memory_utilization:g} × "
+                f"{gpu_spec.name}'s {gpu_spec.memory_bytes / GiB:,.2f} GiB "
+                f"({budget / GiB:,.2f} GiB); raise --tensor-parallel-size or pass --weights-gib")
     memory = kv_memory(available_gib=available_gib,
                        kv_cache_memory_bytes=dep.kv_cache_memory_bytes,
                        total_bytes=None if gpu_spec is None else gpu_spec.memory_bytes,
