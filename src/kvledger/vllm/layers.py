@@ -151,7 +151,10 @@ class SsmDtype(Enum):
 
     CONV = "conv dtype"  # MambaStateDtypeCalculator._mamba_state_dtype: same as the conv state
     CONFIG = "config mamba_ssm_dtype"  # Qwen3.5: the checkpoint's pinned dtype
-    FLOAT32 = "float32 default"  # Nemotron-H: float32 unless the flag says otherwise
+    # Nemotron-H: NemotronHForCausalLMConfig.update_mamba_ssm_cache_dtype (models/config.py)
+    # takes the HF config's mamba_ssm_cache_dtype, else DEFAULT_MAMBA_SSM_CACHE_DTYPE "float32"
+    # (earlier releases defaulted to float16 there).
+    FLOAT32 = "float32 default"
     ALWAYS_FLOAT32 = "always float32"  # KDA: kda_state_dtype returns float32 for the recurrence
 
 
