@@ -111,3 +111,21 @@ def test_glm53_flash_matches_a_published_deployment_layout():
     assert lo.mamba.shapes == ((10, 12288), (32, 128, 128))
     assert lo.mamba.real_page_bytes == 10 * 12288 * 2 + 32 * 128 * 128 * 4 == 2_342_912
     assert lo.block_tokens == 3584 and lo.page_bytes == 3584 * 656 == 2_351_104
+
+
+def test_glm53_flash_lost_bytes_itemise_latent_and_indexer_tails():
+    p = make_vllm_plan("glm-5.3-flash", VllmDeployment(tensor_parallel_size=8),
+                       rules="vllm-0.33", available_gib=90)
+    lo = p.layout
+    assert lo.block_tokens == 128 * -(-542_720 // (128 * 1024)) == 640
+    tail = -(-1_048_576 // 640) * 640 - 1_048_576
+    assert tail == 384
+    rows = {r.component: r.total_bytes for r in p.ledgers.lost_per_request.rows}
+    assert rows["last attention block, empty tail"] == 384 * 11 * 1024
+    assert rows["last indexer block, empty tail"] == 384 // 4 * 11 * 132
+    memo = {r.component: r for r in p.ledgers.lost_per_request.memo}
+    # FlashMLASparse's 64-token kernel block would leave no tail: 1,048,576 = 16,384 × 64
+    assert memo["of which block inflation"].count == 384 * 11
+    cap = p.capacity
+    assert cap.num_blocks == 90 * GiB // (11 * 640 * 1024 + 11 * 160 * 132) == 12_986
+    assert cap.blocks_per_request == 1_639 + 4 * 2 + 1 == 1_648

@@ -26,7 +26,12 @@ from kvledger.model.config import load_model
 from kvledger.units import GiB, cdiv
 from kvledger.vllm.capacity import VllmCapacity, vllm_capacity
 from kvledger.vllm.deploy import VllmDeployment
-from kvledger.vllm.layout import CUDA_DEFAULT_BLOCK, VllmLayout, vllm_layout
+from kvledger.vllm.layout import (
+    CUDA_DEFAULT_BLOCK,
+    FLASHMLA_SPARSE_BLOCK,
+    VllmLayout,
+    vllm_layout,
+)
 from kvledger.vllm.memory import KVMemory, kv_memory
 from kvledger.vllm.rules import DEFAULT_VLLM_RULES, get_vllm_rules
 
@@ -120,13 +125,14 @@ def _lost_per_request(lay: VllmLayout) -> Ledger:
                     unit_bytes=lay.indexer.row_bytes,
                     detail=f"{tail // lay.indexer.tokens_per_state} rows × "
                            f"{lay.num_indexer_layers} layers"))
-            if lay.block_tokens > CUDA_DEFAULT_BLOCK and lay.mamba is not None:
-                kernel_tail = cdiv(lay.max_model_len, CUDA_DEFAULT_BLOCK) * CUDA_DEFAULT_BLOCK \
+            kernel = FLASHMLA_SPARSE_BLOCK if lay.indexer is not None else CUDA_DEFAULT_BLOCK
+            if lay.block_tokens > kernel and lay.mamba is not None:
+                kernel_tail = cdiv(lay.max_model_len, kernel) * kernel \
                     - lay.max_model_len
                 memo.append(LedgerRow(
                     component="of which block inflation", count=(tail - kernel_tail) * group.num_layers,
                     unit_bytes=lay.attention.bytes_per_token,
-                    detail=f"block {lay.block_tokens} vs the kernel's {CUDA_DEFAULT_BLOCK}"))
+                    detail=f"block {lay.block_tokens} vs the kernel's {kernel}"))
         else:
             assert lay.mamba is not None
             blocks = lay.mamba.blocks_per_request
