@@ -17,7 +17,6 @@ With neither, the SPEC's worked example is used: 100 GiB available after weights
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 from kvledger.capacity import (
@@ -31,6 +30,7 @@ from kvledger.deploy import Deployment, KVDtype
 from kvledger.gpus import GPU, get_gpu
 from kvledger.hicache import HostPlan, plan_host
 from kvledger.ledger import Ledger, draft_token_ledger, request_ledger, state_ledger, token_ledger
+from kvledger.limits import MAX_COUNT, MAX_GIB, check_number, show_value
 from kvledger.memfraction import CUDA_CONTEXT_BYTES, MemFraction, auto_mem_fraction_static
 from kvledger.model.arch import ModelArch
 from kvledger.model.config import DEFAULT_MODEL, load_model
@@ -70,11 +70,7 @@ class Plan:
 
 def _gib(flag: str, value: float, *, minimum_exclusive: bool) -> int:
     """A GiB flag in bytes; NaN, infinity and out-of-range values name the flag."""
-    low_ok = value > 0 if minimum_exclusive else value >= 0
-    if not (math.isfinite(value) and low_ok):
-        expected = "a positive" if minimum_exclusive else "a non-negative"
-        raise ValueError(f"{flag} {value:g}: expected {expected} finite number of GiB")
-    return int(value * GiB)
+    return int(check_number(flag, value, low=0, high=MAX_GIB, low_open=minimum_exclusive) * GiB)
 
 
 def _device(gpu: GPU | None, gpu_memory_gib: float | None) -> tuple[str, int] | None:
@@ -147,6 +143,10 @@ def make_plan(
                      gpu_memory_gib, notes)
     capacity = plan_capacity(layout, memory)
     workload = None
+    for flag, value in (("--requests", requests), ("--context", context_tokens)):
+        if isinstance(value, int) and value > MAX_COUNT:
+            raise ValueError(f"{flag} {show_value(value)}: expected a positive integer (at most "
+                             f"{MAX_COUNT:,})")
     if requests is not None or context_tokens is not None:
         workload = check_workload(capacity, 1 if requests is None else requests,
                                   layout.context_tokens if context_tokens is None else context_tokens)

@@ -53,6 +53,11 @@ def plan_from(inputs: PlanInputs, extra_args: list[str], *, requests: int | None
     """Build the plan from kvledger options plus SGLang flags / a pasted launch command."""
     parsed = parse_flags(extra_args)
     model = inputs.model
+    for flag, ref in (("--model", model), ("--model-path", parsed.model_ref)):
+        if ref is not None and not ref.strip():
+            raise ValueError(f"{flag} {ref!r}: expected an embedded name, a repo id, a "
+                             f"config.json or a model directory (omit {flag} for the default, "
+                             f"{DEFAULT_MODEL})")
     if parsed.model_ref and model and parsed.model_ref != model:
         raise ValueError(f"--model {model!r} contradicts --model-path {parsed.model_ref!r}")
     plan = make_plan(

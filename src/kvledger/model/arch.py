@@ -185,6 +185,14 @@ class ModelArch:
     # None means every decoder layer appears in `layers`.
     num_decoder_layers: int | None = None
 
+    def __post_init__(self) -> None:
+        # The token pool, its ledger and capacity divide by the full layers' bytes: a config
+        # whose layer pattern leaves none (a Qwen3-Next cut to 3 layers) is refused here.
+        if not any(layer.kind is LayerKind.FULL for layer in self.layers):
+            raise ModelError(f"{self.source}: no full-attention layer among "
+                             f"{len(self.layers)} layers (field 'num_hidden_layers' or the "
+                             "layer pattern); kvledger sizes models with at least one")
+
     @property
     def full_layers(self) -> tuple[LayerSpec, ...]:
         return tuple(layer for layer in self.layers if layer.kind is LayerKind.FULL)
