@@ -264,12 +264,12 @@ def _check_parallelism(d: Deployment) -> None:
     if tp % d.ep_size:
         raise _fail("ep_size", d.ep_size, f"--tp-size {tp} must be a multiple of it "
                     "(moe_tp_size = tp / ep)")
-    # Both limits are global and split evenly over the attention-DP ranks (SPEC §5).
-    for name in ("max_running_requests", "max_mamba_cache_size"):
-        value = getattr(d, name)
-        if value is not None and value < d.attn_dp_size:
-            raise _fail(name, value, f"split over {d.attn_dp_size} attention-DP ranks this "
-                        "leaves 0 per rank; expected at least --dp-size")
+    # Both limits are global and split evenly over the attention-DP ranks (SPEC §5). A request
+    # limit below the DP size is a rule-set question (kvledger.resolve).
+    value = d.max_mamba_cache_size
+    if value is not None and value < d.attn_dp_size:
+        raise _fail("max_mamba_cache_size", value, f"split over {d.attn_dp_size} attention-DP "
+                    "ranks this leaves 0 per rank; expected at least --dp-size")
     if d.speculative_algorithm is not None and d.speculative_num_draft_tokens == 0:
         raise _fail("speculative_algorithm", d.speculative_algorithm,
                     "needs --speculative-num-draft-tokens ≥ 1")

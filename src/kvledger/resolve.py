@@ -161,6 +161,18 @@ def _slots(model: ModelArch, dep: Deployment) -> tuple[int, int]:
     return 3, 1
 
 
+def _check_requests_per_worker(dep: Deployment, rules: RuleSet, notes: list[str]) -> None:
+    requests, workers = dep.max_running_requests, dep.attn_dp_size
+    if requests is None or requests >= workers:
+        return
+    if not rules.requests_floor_one_per_worker:
+        raise DeploymentError(f"--max-running-requests {requests}: split over {workers} "
+                              "attention-DP ranks this leaves 0 per rank; expected at least "
+                              f"--dp-size ({rules.name})")
+    notes.append(f"--max-running-requests {requests} < {workers} attention-DP ranks: "
+                 f"{rules.name} gives each worker max(1, {requests} // {workers}) = 1")
+
+
 def _check_scale_groups(model: ModelArch, field: str, width: int) -> None:
     # Scaled fp8 stores one 4-byte scale per 128 elements; calculate_mla_kv_cache_dim asserts
     # kv_lora_rank % quant_block_size == 0, and index keys are always scaled fp8.
@@ -179,6 +191,7 @@ def resolve(
     dep = _strategy(model, dep, notes)
     page = _page_tokens(model, dep, rules, notes)
     dep = replace(dep, page_size=page)
+    _check_requests_per_worker(dep, rules, notes)
     if dep.speculative and dep.max_running_requests is None:
         # Every speculative handler in server_args (arg_groups/speculative_hook.py) sets 48;
         # _handle_max_mamba_cache asserts a limit is set when speculating.
