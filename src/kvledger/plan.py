@@ -126,12 +126,13 @@ def make_plan(
     available_gib: float | None = None,
     weights_gib: float | None = None,
     gpu_memory_gib: float | None = None,
+    family: str | None = None,
     requests: int | None = None,
     context_tokens: int | None = None,
     kv_cache_dtype: str | None = None,
 ) -> Plan:
     """Resolve, ledger and plan capacity; errors name the flag or field at fault."""
-    arch = load_model(model) if isinstance(model, str) else model
+    arch = load_model(model, family=family) if isinstance(model, str) else model
     dep = deployment or Deployment()
     if kv_cache_dtype is not None:
         dep = replace(dep, kv_cache_dtype=KVDtype(kv_cache_dtype))
