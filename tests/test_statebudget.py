@@ -166,8 +166,19 @@ def test_speculative_radix_off_scratch_covers_every_slot():
 
 def test_speculative_scratch_that_leaves_no_slot_is_refused():
     lay = glm_layout(max_running_requests=48, **EAGLE4)
-    with pytest.raises(CapacityError, match="with 4 draft tokens of verify scratch"):
+    # _handle_max_mamba_cache refuses a non-positive pool with this message.
+    with pytest.raises(CapacityError, match="with 4 draft tokens of verify scratch "
+                       r"\(SGLang: \"Not enough GPU memory for hybrid \(mamba/linear-attention\) "
+                       "state cache. Computed max_mamba_cache_size=-"):
         plan_capacity(lay, MemoryInput.available(1 * GiB))
+
+
+def test_no_request_fits_quotes_resolve_max_num_reqs():
+    # K = 4 slots at 5 per request: resolve_max_num_reqs' "too small to serve any requests".
+    lay = glm_layout(max_mamba_cache_size=4)
+    with pytest.raises(CapacityError, match="state cache is too small to serve any requests. "
+                       "max_mamba_cache_size=4, mamba_ratio=5, resulting max_num_reqs=0"):
+        plan_capacity(lay, MemoryInput.available(60 * GiB))
 
 
 def test_request_limit_below_the_dp_size_per_rule_set():
