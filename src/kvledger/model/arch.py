@@ -62,6 +62,7 @@ class LinearKind(Enum):
 class Family(Enum):
     GLM5_NEXT = "glm5_next"
     KIMI_LINEAR = "kimi_linear"
+    KIMI_K3 = "kimi_k3"
     QWEN3_NEXT = "qwen3_next"
     QWEN3_5 = "qwen3_5"
     DEEPSEEK_V3 = "deepseek_v3"

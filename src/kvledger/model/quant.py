@@ -45,8 +45,13 @@ class QuantMethod(Enum):
 
     @classmethod
     def from_config(cls, method: str, algo: str | None = None) -> QuantMethod:
-        """A `quant_method` (and ModelOpt's `quant_algo`) as checkpoints spell them."""
+        """A `quant_method` (and ModelOpt's `quant_algo` or compressed-tensors' `format`) as
+        checkpoints spell them."""
         name = method.lower()
+        if name == "compressed-tensors":
+            # compressed-tensors names the scheme in `format` ("mxfp4-pack-quantized", …)
+            fmt = (algo or "").lower()
+            name = next((n for n in ("mxfp4", "nvfp4") if n in fmt), method)
         if name == "modelopt":
             name = "fp8" if (algo or "").upper() == "FP8" else "modelopt_fp4"
         name = {"nvfp4": "modelopt_fp4", "modelopt_fp8": "fp8"}.get(name, name)

@@ -196,7 +196,8 @@ def quant_method(root: ConfigReader) -> QuantMethod | None:
         return None
     method = quant.str("quant_method")
     try:
-        return QuantMethod.from_config(method, quant.str("quant_algo", None))
+        return QuantMethod.from_config(
+            method, quant.str(quant.pick("quant_algo", "format"), None))
     except ValueError:
         raise quant.error(
             "quant_method",
