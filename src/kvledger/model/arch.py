@@ -69,6 +69,7 @@ class Family(Enum):
     DEEPSEEK_V32 = "deepseek_v32"
     GLM_MOE_DSA = "glm_moe_dsa"
     NEMOTRON_H = "nemotron_h"
+    GRANITE_MOE_HYBRID = "granitemoehybrid"
     FALCON_H1 = "falcon_h1"
     LLAMA = "llama"
     QWEN3 = "qwen3"
