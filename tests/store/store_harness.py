@@ -74,7 +74,8 @@ def assert_nothing_leaked(cache: PrefixCache) -> None:
     assert not hybrid.running and hybrid.reserved_pages == 0
     sizes = hybrid.tree.sizes()
     assert sizes.full_protected_tokens == 0 and sizes.mamba_protected_slots == 0
-    assert hybrid.tokens.num_free_pages * hybrid.page + sizes.full_evictable_tokens \
-        == hybrid.tokens.num_pages * hybrid.page
+    pages = hybrid.rows.allocator
+    assert pages.num_free_pages * hybrid.page + sizes.full_evictable_tokens \
+        == pages.num_pages * hybrid.page
     if hybrid.store is not None:
         hybrid.store.check_integrity()

@@ -1,10 +1,21 @@
-"""The facade where device pools, the radix tree and the host tier meet (`hybrid`), and
-what it records per running request (`seq`); the store tier below host (`store_tier`: its
-hooks into the facade, `store_codec`: device pages and state slots as object bytes)."""
+"""The one place where device memory, the radix tree and the host tier meet.
+
+- `hybrid`: `HybridCache`, the facade (admit, extend, commit, decode, release, eviction);
+- `seq`: what it records per running request (`CacheSeq`), answers (`Extension`,
+  `Shortfall`) and counts (`CacheStats`); `CheckpointMode`;
+- `page_rows`: accounting mode's request memory (numpy page ids; the simulator);
+- `token_rows`: real-bytes mode's request memory (torch pools; the engine, `verify`);
+- `accounting`: the accounting facade for one rank of a plan;
+- `tier`: the `HostTier` protocol and its null object `NoHostTier`;
+- `hicache_tier`: `HiCacheTier`, SGLang's HiCache controller as a `HostTier` (torch);
+- `host_stats`: what a host tier reports;
+- `store_tier`: the store tier below host (hooks into the facade) and `store_codec`: device
+  pages and state slots as object bytes.
+"""
 
 from __future__ import annotations
 
 from kvledger.cache.hybrid import HybridCache
-from kvledger.cache.seq import STATE_SLOTS_PER_REQUEST, CacheSeq, CacheStats, Extension
+from kvledger.cache.seq import CacheSeq, CacheStats, CheckpointMode, Extension, Shortfall
 
-__all__ = ["STATE_SLOTS_PER_REQUEST", "CacheSeq", "CacheStats", "Extension", "HybridCache"]
+__all__ = ["CacheSeq", "CacheStats", "CheckpointMode", "Extension", "HybridCache", "Shortfall"]

@@ -225,11 +225,12 @@ class StoreTier:
 
     # ---- reads -----------------------------------------------------------------------------
 
-    def prefetch(self, cache: HybridCache, prompt: np.ndarray) -> int:
-        """Restore the longest committed prefix of ``prompt[:-1]`` deeper than device +
-        host hold; returns the tokens restored (0: nothing, or recompute)."""
+    def prefetch(self, cache: HybridCache, tokens: np.ndarray) -> int:
+        """Restore the longest committed prefix of ``tokens`` (the whole pages admission
+        matches) deeper than device + host hold; returns the tokens restored (0: nothing, or
+        recompute)."""
         self.poll()
-        tokens = np.asarray(prompt[: len(prompt) - 1])
+        tokens = np.asarray(tokens)
         keys = page_keys(self.namespace, tokens, page_tokens=self.page)
         tree = cache.tree
         match = tree.match_prefix(tokens)
@@ -260,12 +261,16 @@ class StoreTier:
         num_pages = got.end_page - start
         guard = None if match.last_device_node.parent is None else tree.lock(match.last_device_node)
         try:
-            if not cache._fits(num_pages):
+            if (cache.available_pages() - cache.reserved_pages < num_pages
+                    or cache.available_slots() < 1):
                 self.stats.no_room += 1
                 return 0
-            cache._make_room(pages=num_pages, slots=1)
-            locs = cache.tokens.alloc(num_pages * page)
-            slots = cache.states.alloc(1)
+            allocator = cache.rows.allocator
+            short = num_pages - allocator.num_free_pages
+            if short > 0:
+                cache._evict(full_units=short * cache.units_per_page)
+            slots = cache._alloc_slots(1)
+            locs = allocator.alloc(num_pages * page)
             if locs is None or slots is None:
                 raise RuntimeError("store prefetch: no room after eviction although it fit")
             slot = int(slots[0])
@@ -275,7 +280,7 @@ class StoreTier:
             result = tree.insert(tokens[: got.end_page * page], full, slot)
             cache.tier.on_insert(result)
             if len(result.duplicate_indices):
-                cache.tokens.free(result.duplicate_indices)
+                cache.rows.free_values(result.duplicate_indices)
             if result.mamba_existed:
                 cache.states.free([slot])
         finally:
