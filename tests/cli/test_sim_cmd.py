@@ -23,7 +23,7 @@ def test_simulate_json_and_csv(tmp_path):
                     "--no-progress", "--json", "--csv", str(out), "--kv-cache-dtype", "fp8_e4m3")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
-    assert doc["schema"] == "kvledger.simulate/1"
+    assert doc["schema"] == "kvledger.simulate/2"
     assert doc["requests"] == {"offered": 60, "finished": 60, "unfinished": []}
     # GLM-5.3-Flash, scaled fp8, 100 GiB: the SPEC §5 pools (T = 7,780,672, K = 343, N = 68)
     assert doc["pools"]["token_pages"] == 7_780_672 // 64
@@ -57,7 +57,8 @@ def test_simulate_with_the_host_tier_reports_its_traffic(tmp_path):
                           env={"COLUMNS": "200"})
     assert table.exit_code == 0, table.output
     for text in ("Host tier (HiCache, write_through", "backed up (device → host)",
-                 "loaded back (host → device)", "prompt tokens served from host"):
+                 "loaded back (host → device)",
+                 "prompt tokens made usable by loadbacks (KV pages or a state)"):
         assert text in table.output
 
 

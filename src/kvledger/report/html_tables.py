@@ -103,5 +103,6 @@ def sim_tables(s: SimSummary) -> str:
         ("loadback bytes", f"{host.loadback_bytes:,} ({host.loadback_pages:,} pages, "
                            f"{host.loadback_slots:,} states)"),
         ("host evicted pages", f"{host.host_evicted_pages:,}"),
-        ("prompt tokens loaded back", f"{host.loadback_hit_tokens:,}")])
+        ("prompt tokens made usable by loadbacks (KV pages or a state)",
+         f"{host.loadback_hit_tokens:,}")])
     return "\n".join([hits, ledgers, table("Host tier (HiCache)", ("", ""), host_rows)])
