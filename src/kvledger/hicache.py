@@ -60,6 +60,12 @@ class HostObject(Enum):
     STATE = "linear-attention state"
     COMPRESS_TAIL = "compress tail"
 
+    def label(self, kv_row: object) -> str:
+        """The object as this model keeps it: GQA models hold K+V rows, not a latent."""
+        if self is HostObject.KV and isinstance(kv_row, GqaRowSpec):
+            return "GQA K+V"
+        return self.value
+
 
 class CopyStatus(Enum):
     COPIED = "host copy"

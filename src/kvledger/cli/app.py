@@ -19,6 +19,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from typer import _click as click  # typer ≥ 0.29 vendors click; its exceptions live here
 from typer.core import TyperCommand, TyperGroup
 
@@ -41,7 +42,8 @@ err_console = _console(stderr=True)
 
 
 def print_error(message: str) -> None:
-    err_console.print(f"[red]error:[/] {message}", soft_wrap=True, highlight=False, markup=True)
+    # The message is text, not markup: `kvledger[memory]` must print as written.
+    err_console.print(f"[red]error:[/] {escape(message)}", soft_wrap=True, highlight=False)
 
 
 class KvGroup(TyperGroup):
@@ -50,6 +52,8 @@ class KvGroup(TyperGroup):
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True,
              **extra: Any) -> Any:
+        # The words after the program name, for documents that record their command line.
+        self.invocation = list(sys.argv[1:] if args is None else args)
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.NoArgsIsHelpError as exc:
@@ -58,7 +62,8 @@ class KvGroup(TyperGroup):
         except click.exceptions.ClickException as exc:
             print_error(exc.format_message())
             if isinstance(exc, click.exceptions.UsageError) and exc.ctx is not None:
-                err_console.print(f"see `{exc.ctx.command_path} -h`", highlight=False)
+                words = exc.ctx.command_path.split()[1:]  # the program may be `python -m …`
+                err_console.print(f"see `{' '.join(['kvledger', *words])} -h`", highlight=False)
             code = exc.exit_code
         except typer.Abort:
             code = 1
@@ -116,6 +121,11 @@ class DeploymentCommand(KvCommand):
     """A command that also takes SGLang deployment flags (or a pasted launch command)."""
 
     takes_deployment = True
+
+
+def command_line(ctx: typer.Context) -> list[str]:
+    """The arguments this run was given (after `kvledger`)."""
+    return list(getattr(ctx.find_root().command, "invocation", []))
 
 
 def _version(value: bool) -> None:
