@@ -222,7 +222,7 @@ ERRORS = [
     (["--nsa-decode-backend", "trtllm", "--dsa-decode-backend", "fa3"],
      "--dsa-decode-backend fa3: contradicts --nsa-decode-backend trtllm given earlier"),
     # argparse (SGLang's parser, allow_abbrev): unknown and ambiguous flags exit 2
-    (["--tpp", "8"], "--tpp: unknown flag; did you mean --tp, --ep or --dtype?"),
+    (["--tpp", "8"], "--tpp: unknown flag; did you mean --tp?"),
     (["--some-new-flag", "a"], "--some-new-flag: unknown flag"),
     (["--max", "8"], "--max: ambiguous flag, could be --max-ep-size, --max-loaded-loras, "
      "--max-lora-chunk-size, --max-lora-rank, --max-loras-per-batch, --max-mamba-cache-size "

@@ -25,7 +25,8 @@ from typer.core import TyperCommand, TyperGroup
 
 from kvledger import __version__
 from kvledger.extras import MissingExtra
-from kvledger.launch.spellings import SGLANG_SPELLINGS, read_flag
+from kvledger.launch.spellings import SGLANG_SPELLINGS, UnknownFlag, read_flag
+from kvledger.vllm.flags import VLLM_SPELLINGS
 
 # Piped output is not a terminal: rich would wrap and truncate tables to 80 columns. A wide
 # virtual line keeps every cell whole (tables take their natural width, no padding).
@@ -97,7 +98,11 @@ class KvCommand(TyperCommand):
 
     def expand(self, args: list[str]) -> list[str]:
         own = self._own_options()
-        known = set(own) | (SGLANG_SPELLINGS if self.takes_deployment else set())
+        engine_flags = (SGLANG_SPELLINGS | VLLM_SPELLINGS) if self.takes_deployment else set()
+        known = set(own) | engine_flags
+        # vLLM's parser (kvledger.vllm.flags) skips flags its table does not list; leave
+        # them to it when vLLM plans.
+        vllm = self.takes_deployment and _names_vllm(args)
         out: list[str] = []
         takes_value = False
         for i, word in enumerate(args):
@@ -110,11 +115,26 @@ class KvCommand(TyperCommand):
             name, eq, value = word.partition("=")
             try:
                 name = read_flag(name, known)
+            except UnknownFlag as exc:
+                if not vllm:
+                    raise click.exceptions.UsageError(str(exc)) from None
             except ValueError as exc:
                 raise click.exceptions.UsageError(str(exc)) from None
             out.append(name + eq + value)
             takes_value = own.get(name, False) and not eq
         return out
+
+
+def _names_vllm(args: list[str]) -> bool:
+    """Whether --engine or --rules (as given, before `--`) selects vLLM."""
+    words = args[:args.index("--")] if "--" in args else args
+    for i, word in enumerate(words):
+        name, eq, value = word.partition("=")
+        if name in ("--engine", "--rules"):
+            value = value if eq else (words[i + 1] if i + 1 < len(words) else "")
+            if "vllm" in value:
+                return True
+    return False
 
 
 class DeploymentCommand(KvCommand):
@@ -168,7 +188,15 @@ def user_errors() -> Iterator[None]:
 
 
 def emit_json(doc: Any) -> None:
-    sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    """Strict JSON on stdout: a NaN or an infinity is a bug upstream (inputs are bounded), so
+    it fails loudly (exit 1) rather than print `NaN`, which is not JSON."""
+    try:
+        text = json.dumps(doc, indent=2, allow_nan=False)
+    except ValueError as exc:
+        err_console.print(f"[red]error:[/] output holds a non-finite number ({exc})",
+                          soft_wrap=True, highlight=False)
+        raise typer.Exit(1) from None
+    sys.stdout.write(text + "\n")
 
 
 def command(*, help: str, epilog: str | None = None,  # noqa: A002 (typer's name)

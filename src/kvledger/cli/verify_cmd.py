@@ -41,6 +41,8 @@ def _row(r: VerifyReport) -> dict:
     return doc
 
 
+# No deployment flags: the reference engine's sizes are its own, so `verify --tp 2` is an
+# unknown option (exit 2), not an argument silently ignored.
 @command(help="Run reference-engine workloads twice — through the full cache system (prefix "
          "tree, device pools, host tier) and cache-free — and check that every generated "
          "token and logit is bit for bit the same. Exit status 1 if any output differs.",

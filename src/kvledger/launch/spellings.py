@@ -13,7 +13,7 @@ wheels) plus the older spellings kvledger's flag table still accepts (`--nsa-*`)
 >>> read_flag("--tpp", SGLANG_SPELLINGS)
 Traceback (most recent call last):
 ...
-kvledger.launch.spellings.UnknownFlag: --tpp: unknown flag; did you mean --tp, --ep or --dtype?
+kvledger.launch.spellings.UnknownFlag: --tpp: unknown flag; did you mean --tp?
 >>> read_flag("--max", SGLANG_SPELLINGS)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
@@ -51,7 +51,8 @@ SGLANG_SPELLINGS: frozenset[str] = SGLANG_FLAGS | KNOWN
 
 def suggestions(word: str, known: Collection[str]) -> list[str]:
     """Up to three known spellings close to `word`, best first."""
-    return difflib.get_close_matches(word, sorted(known), n=3, cutoff=0.6)
+    long = sorted(flag for flag in known if flag.startswith("--"))  # not vLLM's -tp
+    return difflib.get_close_matches(word, long, n=3, cutoff=0.7)
 
 
 def read_flag(word: str, known: Collection[str]) -> str:

@@ -30,12 +30,15 @@ from kvledger import __version__
 # command → schema major version; bumped when a key is removed or changes meaning.
 SCHEMAS: dict[str, int] = {
     "plan": 2,  # 2: limits/binding/first_overflow are machine codes; notes from the host plan
+    "vllm-plan": 1,  # plan --engine vllm
+    "engines": 1,  # plan --engine sglang,vllm
     "explain": 1,
     "models": 1,
     "gpus": 1,
     "pools": 2,  # 2: `ignored` became the envelope's `ignored_flags`
     "simulate": 2,  # 2: binding/blocked_ms keys are machine codes; host tokens renamed
     "verify": 1,
+    "check-log": 1,
     "figures": 1,
     "report": 1,
     "sweep": 1,
