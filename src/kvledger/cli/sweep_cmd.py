@@ -61,7 +61,7 @@ def _parser(spelling: str):
 
 
 def _axes(gpu, nodes, tp, dp, kv, ssm):
-    from kvledger.sweep import Axes, parse_axis
+    from kvledger.sizing import Axes, parse_axis
 
     kv_parse, ssm_parse = _parser("--kv-cache-dtype"), _parser("--mamba-ssm-dtype")
     integer = _parser("--tp")
@@ -87,7 +87,7 @@ def sweep(ctx: typer.Context, model: ModelOpt = None, rules: RulesOpt = DEFAULT_
           figure: FigureOpt = None, json: JsonOpt = False) -> None:
     from kvledger.report.sweep_json import sweep_json
     from kvledger.report.sweep_view import sweep_table, write_sweep_csv
-    from kvledger.sweep import sweep as run_sweep
+    from kvledger.sizing import sweep as run_sweep
 
     with user_errors():
         if engine != "sglang":
@@ -161,7 +161,7 @@ def compare(ctx: typer.Context,
             json: JsonOpt = False) -> None:
     from kvledger.report.sweep_json import compare_json
     from kvledger.report.sweep_view import compare_table
-    from kvledger.sweep import compare as compare_plans
+    from kvledger.sizing import compare as compare_plans
 
     with user_errors():
         plan_a, ignored_a = _side_plan(a, ctx.args, model, rules, available_gib, weights_gib,
@@ -191,8 +191,8 @@ def recommend(ctx: typer.Context,
               json: JsonOpt = False) -> None:
     from kvledger.report.sweep_json import recommend_json
     from kvledger.report.sweep_view import render_recommendations
-    from kvledger.sweep import parse_axis
-    from kvledger.sweep import recommend as run_recommend
+    from kvledger.sizing import parse_axis
+    from kvledger.sizing import recommend as run_recommend
 
     with user_errors():
         if top < 1:

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kvledger.report.sweep_json import sweep_row_json
-from kvledger.sweep import Difference, Recommendations, SweepRow
+from kvledger.sizing import Difference, Recommendations, SweepRow
 from kvledger.units import fmt_gib
 
 COLUMNS = ("gpu", "nodes", "tp", "dp", "attn_tp", "kv", "state", "GPUs", "workers",

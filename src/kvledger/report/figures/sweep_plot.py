@@ -5,7 +5,7 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 
 from kvledger.report.figures.canvas import PALETTE, new_figure
-from kvledger.sweep import SweepRow
+from kvledger.sizing import SweepRow
 
 
 def _label(row: SweepRow) -> str:

@@ -25,9 +25,9 @@ from kvledger.gpus import CATALOGUE
 from kvledger.model.arch import ModelArch
 from kvledger.model.config import REPO_IDS, load_model
 from kvledger.rules import DEFAULT_RULES
-from kvledger.sweep.axes import Axes
-from kvledger.sweep.launch_line import sglang_command
-from kvledger.sweep.run import SweepRow, sweep
+from kvledger.sizing.axes import Axes
+from kvledger.sizing.launch_line import sglang_command
+from kvledger.sizing.run import SweepRow, sweep
 
 TP_SIZES = (1, 2, 4, 8, 16)
 KV_DTYPES = (KVDtype.AUTO, KVDtype.FP8_E4M3)

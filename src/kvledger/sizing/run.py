@@ -21,7 +21,7 @@ from kvledger.model.arch import ModelArch
 from kvledger.model.config import load_model
 from kvledger.plan import Plan, make_plan
 from kvledger.rules import DEFAULT_RULES
-from kvledger.sweep.axes import Axes, Point
+from kvledger.sizing.axes import Axes, Point
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

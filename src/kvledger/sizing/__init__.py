@@ -1,4 +1,4 @@
-"""Many deployments of one model: a grid sweep, a side-by-side comparison, recommendations.
+"""Sizing: many deployments of one model: a grid sweep, a side-by-side comparison, recommendations.
 
 Built on the one planning call (`kvledger.plan.make_plan`); deployment-wide numbers are the
 plan's own totals (`CapacityPlan.totals`), never recomputed here.
@@ -10,11 +10,11 @@ plan's own totals (`CapacityPlan.totals`), never recomputed here.
 - launch_line.py  the SGLang launch command that reproduces a deployment
 """
 
-from kvledger.sweep.axes import GPUS_PER_NODE, Axes, Point, parse_axis
-from kvledger.sweep.compare import Difference, compare
-from kvledger.sweep.launch_line import sglang_command
-from kvledger.sweep.recommend import Recommendation, Recommendations, recommend
-from kvledger.sweep.run import SweepRow, sweep
+from kvledger.sizing.axes import GPUS_PER_NODE, Axes, Point, parse_axis
+from kvledger.sizing.compare import Difference, compare
+from kvledger.sizing.launch_line import sglang_command
+from kvledger.sizing.recommend import Recommendation, Recommendations, recommend
+from kvledger.sizing.run import SweepRow, sweep
 
 __all__ = ["GPUS_PER_NODE", "Axes", "Difference", "Point", "Recommendation", "Recommendations",
            "SweepRow", "compare", "parse_axis", "recommend", "sglang_command", "sweep"]
