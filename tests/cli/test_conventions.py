@@ -100,9 +100,16 @@ ENVELOPE = ["schema", "kvledger_version", "ignored_flags", "notes"]
     (("gpus",), "kvledger.gpus/1"),
     (("simulate", "--workload", "chat", "--num-requests", "5", "--no-progress"),
      "kvledger.simulate/2"),
+    (("figures",), "kvledger.figures/1"),
+    (("report",), "kvledger.report/1"),
+    (("sweep", "--tp", "1,2"), "kvledger.sweep/1"),
+    (("compare", "--a", "--tp 1", "--b", "--tp 2"), "kvledger.compare/1"),
+    (("recommend", "--requests", "4", "--context", "1024", "--gpu", "H200"),
+     "kvledger.recommend/1"),
 ])
-def test_every_json_document_has_the_envelope(args, schema):
-    result = invoke(*args, "--json")
+def test_every_json_document_has_the_envelope(args, schema, tmp_path):
+    where = {"figures": ("--out", str(tmp_path)), "report": ("--out", str(tmp_path / "r.html"))}
+    result = invoke(*args, *where.get(args[0], ()), "--json")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert list(doc)[:4] == ENVELOPE
@@ -147,3 +154,30 @@ def test_a_command_needing_torch_names_the_extra_when_torch_is_absent():
         "not installed: pip install 'kvledger[memory]'",
     ]
     assert out[3] == "0"  # the planner runs without it
+
+
+def test_the_host_note_prints_the_policy_not_its_enum_repr():
+    pytest.importorskip("torch")  # the host tier holds torch tensors (meta device)
+    args = ("simulate", "--workload", "chat", "--num-requests", "5", "--no-progress",
+            "--enable-hierarchical-cache")
+    table, doc = invoke(*args), json.loads(invoke(*args, "--json").stdout)
+    assert "BackupPolicy." not in table.stdout
+    assert doc["host"]["note"].startswith("write_through: host pools of ")
+    assert "write_through: host pools of " in table.stdout
+
+
+def test_pools_json_has_the_envelope():
+    pytest.importorskip("torch")
+    doc = json.loads(invoke("pools", "--json", "--port", "1").stdout)
+    assert list(doc)[:4] == ENVELOPE and doc["schema"] == "kvledger.pools/2"
+    assert doc["ignored_flags"] == ["--port"] and "ignored" not in doc
+
+
+def test_the_time_series_csv_has_no_binary_residue(tmp_path):
+    out = tmp_path / "series.csv"
+    result = invoke("simulate", "--workload", "zipf", "--num-requests", "200", "--no-progress",
+                    "--csv", str(out))
+    assert result.exit_code == 0, result.output
+    cells = [c for line in out.read_text().splitlines()[1:] for c in line.split(",")]
+    # 225.97699999999998 was written as is; the clock has µs resolution
+    assert all(len(c.partition(".")[2]) <= 6 for c in cells), max(cells, key=len)

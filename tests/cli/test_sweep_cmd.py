@@ -27,7 +27,7 @@ def test_sweep_rows_carry_the_plans_own_totals(model):
                     "1,4", "--json")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
-    assert doc["schema"] == "kvledger.sizing/1" and len(doc["rows"]) == 8
+    assert doc["schema"] == "kvledger.sweep/1" and len(doc["rows"]) == 8
     planned = [r for r in doc["rows"] if r["ok"]]
     assert planned, [r["error"] for r in doc["rows"]]
     for row in planned:

@@ -1,6 +1,6 @@
 """The `kvledger sweep`, `compare` and `recommend` `--json` documents (inside the envelope).
 
-Schema `kvledger.sizing/1`: model, rules, workload{requests, context_tokens}|null,
+Schema `kvledger.sweep/1`: model, rules, workload{requests, context_tokens}|null,
 rows[{gpu, nodes, tp_size, dp_size, enable_dp_attention, attn_tp_size, kv_cache_dtype,
 mamba_ssm_dtype, ok, error|null, totals{ranks, workers, running_requests, tokens,
 token_pool_bytes, state_pool_bytes, verify_bytes, side_bytes}|null, per_worker{state_slots,
