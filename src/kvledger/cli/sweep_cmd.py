@@ -23,7 +23,6 @@ from kvledger.launch.flags import BY_SPELLING
 from kvledger.model.config import DEFAULT_MODEL
 from kvledger.rules import DEFAULT_RULES
 
-ListOpt = Annotated[str | None, typer.Option()]
 GpusOpt = Annotated[str | None, typer.Option(
     "--gpu", help="GPUs from the catalogue, comma-separated (H100,H200,B200).")]
 NodesOpt = Annotated[str | None, typer.Option(
