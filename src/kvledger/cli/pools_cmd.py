@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from kvledger.cli.app import command, console, emit_json, err_console, user_errors
+from kvledger.cli.app import command, console, emit_json, print_error, user_errors
 from kvledger.cli.groups import option_group
 from kvledger.cli.options import JsonOpt, PlanInputs, plan_from
 from kvledger.launch import flags_help
@@ -103,5 +103,5 @@ def pools(ctx: typer.Context, inputs: PlanInputs, device: DeviceOpt = PoolDevice
         if full_rows is not None:
             console.print(_table("full size (meta device, no memory)", full_rows))
     if not ok:
-        err_console.print("[red]error:[/] allocated bytes differ from the ledger")
+        print_error("allocated bytes differ from the ledger")
         raise typer.Exit(1)
