@@ -127,7 +127,7 @@ def test_enumerations_are_machine_codes():
 def test_explain_states_the_plans_assumptions():
     out = invoke("explain", "--gpu", "H200", "--tp", "8").stdout
     assert "assumed: --mem-fraction-static not given" in out
-    assert "assumed: weights estimated from the config" in out
+    assert "assumed: weights per rank estimated from the config" in out
 
 
 def test_a_command_needing_torch_names_the_extra_when_torch_is_absent():

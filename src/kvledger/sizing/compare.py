@@ -9,7 +9,7 @@ differs when the two values are not equal.
 >>> b = make_plan(deployment=Deployment(tp_size=8, dp_size=8, enable_dp_attention=True),
 ...               gpu="H200")
 >>> [d.quantity for d in compare(a, b) if d.differs][:4]
-['dp_size', 'attn_tp_size', 'slot_bytes', 'request_bytes']
+['dp_size', 'attn_tp_size', 'available_bytes', 'slot_bytes']
 """
 
 from __future__ import annotations
