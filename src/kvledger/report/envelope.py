@@ -39,6 +39,7 @@ SCHEMAS: dict[str, int] = {
     "simulate": 2,  # 2: binding/blocked_ms keys are machine codes; host tokens renamed
     "verify": 1,
     "check-log": 1,
+    "replay": 1,
     "figures": 1,
     "report": 1,
     "sweep": 1,

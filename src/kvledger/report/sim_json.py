@@ -29,8 +29,8 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
+from kvledger.cache.host_stats import HostStats
 from kvledger.report.envelope import envelope, schema_name
-from kvledger.sim.host_port import HostStats
 from kvledger.sim.metrics import SimSummary
 from kvledger.sim.series import Constraint
 
