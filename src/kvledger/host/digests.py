@@ -114,12 +114,12 @@ class PrefixDigests:
         assert len(moves.kv_keys) == len(dev_pages), "one prefix key per page loaded"
         for d, h, key in zip(dev_pages, host_pages, moves.kv_keys, strict=True):
             self._check(self.pages.get(int(h)), key, self.device_page(int(d)),
-                        f"host page {int(h)} → device page {int(d)}")
+                        f"host page {int(h)} → device page {int(d)}", host_page=int(h))
             self.verified_pages += 1
         for d, h, key in zip(moves.state_device, moves.state_host, moves.state_keys,
                              strict=True):
             self._check(self.states.get(int(h)), key, self.device_state(int(d)),
-                        f"host state slot {int(h)} → device slot {int(d)}")
+                        f"host state slot {int(h)} → device slot {int(d)}", host_state=int(h))
             self.verified_states += 1
 
     def holds(self, host_page: int, key: bytes) -> bool:
@@ -127,12 +127,13 @@ class PrefixDigests:
         record = self.pages.get(host_page)
         return record is not None and record.key == key
 
-    def _check(self, record: DigestRecord | None, key: bytes, found: bytes, where: str) -> None:
+    def _check(self, record: DigestRecord | None, key: bytes, found: bytes, where: str,
+               **host: int) -> None:
         if record is None or not record.matches(key, found):
             self.mismatches += 1
             why = ("no backup recorded" if record is None else
                    "another prefix's bytes" if record.key != key else "bytes differ")
-            raise VerifyFault(f"loadback {where}: {why}")
+            raise VerifyFault(f"loadback {where}: {why}", **host)
 
     def device_page(self, page: int) -> bytes:
         """Digest of device page `page`: every KV plane's page, then its index-key pages."""
