@@ -66,13 +66,11 @@ def _host_view(tensor: torch.Tensor) -> np.ndarray | torch.Tensor:
     return tensor.numpy() if tensor.device.type == "cpu" else tensor
 
 
-def _parts(views: Sequence[np.ndarray | torch.Tensor], index: tuple) -> list[np.ndarray]:
-    parts = []
-    for view in views:
-        part = view[index]
-        if isinstance(part, torch.Tensor):
-            part = part.contiguous().cpu().numpy()
-        parts.append(part)
+def _parts(views: Sequence[np.ndarray | torch.Tensor], index: int) -> list[np.ndarray]:
+    """Row `index` of every view (all on one device: numpy views on the CPU)."""
+    parts = [view[index] for view in views]
+    if parts and isinstance(parts[0], torch.Tensor):
+        parts = [part.contiguous().cpu().numpy() for part in parts]
     return parts
 
 
@@ -137,11 +135,11 @@ class PrefixDigests:
 
     def device_page(self, page: int) -> bytes:
         """Digest of device page `page`: every KV plane's page, then its index-key pages."""
-        return digest_of(_parts(self._page_views, (page,)))
+        return digest_of(_parts(self._page_views, page))
 
     def device_state(self, slot: int) -> bytes:
         """Digest of device state slot `slot`: conv then temporal of every linear layer."""
         assert self._state_views, "a state without a pool"
         # (Lm, slots, bytes)[:, slot] is strided across layers: one contiguous part per layer.
         return digest_of(_parts([view[layer] for view in self._state_views
-                                 for layer in range(view.shape[0])], (slot,)))
+                                 for layer in range(view.shape[0])], slot))
