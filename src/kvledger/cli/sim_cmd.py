@@ -12,9 +12,11 @@ from kvledger.cli.app import command, console, emit_json, err_console, user_erro
 from kvledger.cli.groups import option_group
 from kvledger.cli.options import JsonOpt, PlanInputs, plan_from
 from kvledger.host.policy import BackupPolicy
-from kvledger.sim.config import SimConfig, StepCost
+from kvledger.sim.config import DEFAULT_TIME_GPU, SimConfig, StepCost
+from kvledger.sim.timing import Efficiency
 
 SIM_DEFAULTS, COST_DEFAULTS = SimConfig(), StepCost()  # flag defaults are the dataclasses' own
+EFF_DEFAULTS = Efficiency()
 
 if TYPE_CHECKING:
     from kvledger.plan import Plan
@@ -36,12 +38,24 @@ ChunkOpt = Annotated[int, typer.Option(
     "--chunked-prefill-size", help="Prefill tokens per step (SGLang's flag of that name).")]
 TrackOpt = Annotated[int, typer.Option(
     "--mamba-track-interval", help="Decode tokens between state checkpoints (SGLang's flag).")]
-OverheadOpt = Annotated[float, typer.Option(
-    "--step-overhead-ms", help="Step-time model: fixed cost of one forward pass (ms).")]
-PrefillCostOpt = Annotated[float, typer.Option(
-    "--prefill-ms-per-token", help="Step-time model: cost per prefill token (ms).")]
-DecodeCostOpt = Annotated[float, typer.Option(
-    "--decode-ms-per-token", help="Step-time model: cost per decoded token (ms).")]
+OverheadOpt = Annotated[float | None, typer.Option(
+    "--step-overhead-ms", help="Linear step-time model instead of the roofline: fixed cost "
+    f"of one forward pass (ms, default {COST_DEFAULTS.overhead_ms:g}).")]
+PrefillCostOpt = Annotated[float | None, typer.Option(
+    "--prefill-ms-per-token", help="Linear step-time model: cost per prefill token (ms, "
+    f"default {COST_DEFAULTS.prefill_ms_per_token:g}).")]
+DecodeCostOpt = Annotated[float | None, typer.Option(
+    "--decode-ms-per-token", help="Linear step-time model: cost per decoded token (ms, "
+    f"default {COST_DEFAULTS.decode_ms_per_token:g}).")]
+TimeGpuOpt = Annotated[str | None, typer.Option(
+    "--time-gpu", help="GPU whose peak FLOP/s, HBM and host-link bandwidth time the steps "
+    f"(default: --gpu, else {DEFAULT_TIME_GPU}).")]
+FlopsEffOpt = Annotated[float, typer.Option(
+    "--flops-efficiency", help="Roofline: fraction of peak FLOP/s the kernels reach.")]
+HbmEffOpt = Annotated[float, typer.Option(
+    "--hbm-efficiency", help="Roofline: fraction of peak HBM bandwidth the kernels reach.")]
+RooflineOverheadOpt = Annotated[float, typer.Option(
+    "--roofline-overhead-ms", help="Roofline: fixed cost of one step (ms).")]
 WritePolicyOpt = Annotated[BackupPolicy | None, typer.Option(
     "--hicache-write-policy", help="Host tier write policy (SGLang's flag; default "
     f"{SIM_DEFAULTS.hicache_write_policy.value}); needs --enable-hierarchical-cache.")]
@@ -59,9 +73,13 @@ class SimInputs:
     time_scale: ScaleOpt = 1.0
     chunked_prefill_size: ChunkOpt = SIM_DEFAULTS.chunked_prefill_tokens
     mamba_track_interval: TrackOpt = SIM_DEFAULTS.mamba_track_interval_tokens
-    step_overhead_ms: OverheadOpt = COST_DEFAULTS.overhead_ms
-    prefill_ms_per_token: PrefillCostOpt = COST_DEFAULTS.prefill_ms_per_token
-    decode_ms_per_token: DecodeCostOpt = COST_DEFAULTS.decode_ms_per_token
+    step_overhead_ms: OverheadOpt = None
+    prefill_ms_per_token: PrefillCostOpt = None
+    decode_ms_per_token: DecodeCostOpt = None
+    time_gpu: TimeGpuOpt = None
+    flops_efficiency: FlopsEffOpt = EFF_DEFAULTS.flops
+    hbm_efficiency: HbmEffOpt = EFF_DEFAULTS.hbm
+    roofline_overhead_ms: RooflineOverheadOpt = EFF_DEFAULTS.overhead_ms
     hicache_write_policy: WritePolicyOpt = None
 
     @property
@@ -74,12 +92,25 @@ class SimInputs:
         if policy is not None and not plan.layout.deployment.enable_hierarchical_cache:
             raise ValueError(f"--hicache-write-policy {policy.value}: has no effect without "
                              "--enable-hierarchical-cache")
+        linear = (self.step_overhead_ms, self.prefill_ms_per_token, self.decode_ms_per_token)
+        cost = None
+        if any(v is not None for v in linear):
+            overhead, prefill, decode = (COST_DEFAULTS.overhead_ms if self.step_overhead_ms is None
+                                         else self.step_overhead_ms,
+                                         COST_DEFAULTS.prefill_ms_per_token
+                                         if self.prefill_ms_per_token is None
+                                         else self.prefill_ms_per_token,
+                                         COST_DEFAULTS.decode_ms_per_token
+                                         if self.decode_ms_per_token is None
+                                         else self.decode_ms_per_token)
+            cost = StepCost(overhead_ms=overhead, prefill_ms_per_token=prefill,
+                            decode_ms_per_token=decode)
         return SimConfig(
             chunked_prefill_tokens=self.chunked_prefill_size,
             mamba_track_interval_tokens=self.mamba_track_interval,
-            step_cost=StepCost(overhead_ms=self.step_overhead_ms,
-                               prefill_ms_per_token=self.prefill_ms_per_token,
-                               decode_ms_per_token=self.decode_ms_per_token),
+            step_cost=cost, time_gpu=self.time_gpu,
+            efficiency=Efficiency(flops=self.flops_efficiency, hbm=self.hbm_efficiency,
+                                  overhead_ms=self.roofline_overhead_ms),
             hicache_write_policy=policy or SIM_DEFAULTS.hicache_write_policy,
         )
 

@@ -15,12 +15,14 @@ Schema `kvledger.simulate/1` (keys never removed within a major version):
          pages are the plan's pages, loadback_hit_tokens the prompt tokens admitted requests
          took from host instead of recomputing),
     blocked_ms{constraint: ms}, binding, peaks{pages_used, pages_pinned, slots_used,
-    slots_pinned, running}, time{simulated_ms, steps, queue_ms_mean, wall_s}, notes[]
+    slots_pinned, running}, time{simulated_ms, steps, queue_ms_mean, wall_s}, notes[],
+    latency{model, ttft_ms{mean, p50, p95, p99}, tpot_ms{…}, output_tokens_per_s,
+    total_tokens_per_s} (ttft_ms and tpot_ms null when nothing finished)
 """
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import asdict, fields
 from typing import Any
 
 from kvledger.sim.host_port import HostStats
@@ -64,4 +66,16 @@ def sim_json(s: SimSummary) -> dict[str, Any]:
                  "queue_ms_mean": round(c.queue_ms / c.admitted, 3) if c.admitted else 0.0,
                  "wall_s": round(s.wall_s, 3)},
         "notes": list(s.notes),
+        "latency": _latency(s),
     }
+
+
+def _latency(s: SimSummary) -> dict[str, Any]:
+    lat = s.latency
+    doc: dict[str, Any] = {"model": s.timing}
+    if lat is None:
+        return {**doc, "ttft_ms": None, "tpot_ms": None, "output_tokens_per_s": 0.0,
+                "total_tokens_per_s": 0.0}
+    return {**doc, "ttft_ms": asdict(lat.ttft_ms), "tpot_ms": asdict(lat.tpot_ms),
+            "output_tokens_per_s": lat.output_tokens_per_s,
+            "total_tokens_per_s": lat.total_tokens_per_s}

@@ -44,8 +44,9 @@ class CheckpointMode(Enum):
 class Lifecycle:
     def __init__(self, *, cache: DeviceCache, counters: Counters, page_tokens: int,
                  grid_tokens: int, track_interval_tokens: int, held_slots: int,
-                 mode: CheckpointMode) -> None:
+                 mode: CheckpointMode, page_bytes: int = 0, slot_bytes: int = 0) -> None:
         self.cache = cache
+        self.page_bytes, self.slot_bytes = page_bytes, slot_bytes  # to time loadbacks
         self.counters = counters
         self.page = page_tokens
         self.grid = grid_tokens
@@ -128,6 +129,8 @@ class Lifecycle:
         loaded = self.cache.loadback(match)
         if loaded.device_hit_length == match.device_hit_length:
             return match, receipt  # no room: the request recomputes from its device hit
+        gained = loaded.device_hit_length - match.device_hit_length
+        self.counters.loadback_bytes += gained * self.page_bytes + self.slot_bytes
         tree = self.cache.tree
         moved = tree.lock(loaded.last_device_node)
         if receipt is not None:

@@ -26,16 +26,19 @@ from math import lcm
 import numpy as np
 
 from kvledger.deploy import MambaStrategy
+from kvledger.gpus import get_gpu
 from kvledger.hicache import HostRules
 from kvledger.plan import Plan
-from kvledger.sim.config import SimConfig
+from kvledger.sim.config import DEFAULT_TIME_GPU, SimConfig
 from kvledger.sim.device_cache import DeviceCache
 from kvledger.sim.host_port import HostTierFactory, NoHostTier
+from kvledger.sim.latency import LatencyStats
 from kvledger.sim.lifecycle import CheckpointMode, Lifecycle
 from kvledger.sim.metrics import Counters, RequestRecord, SimSummary, Unfinished
 from kvledger.sim.pages import PageKeyer
 from kvledger.sim.running import Running, kv_total_tokens
 from kvledger.sim.series import Constraint, TimeSeries, blocked_mask
+from kvledger.sim.timing import Roofline, StepCost, StepWork
 from kvledger.sim.workload import Workload, WorkloadError
 
 Progress = Callable[[int, int], None]  # (requests done, requests total)
@@ -73,6 +76,20 @@ def _check_plan(plan: Plan, config: SimConfig) -> list[str]:
     return notes
 
 
+def step_timer(plan: Plan, config: SimConfig) -> tuple[StepCost | Roofline, str]:
+    """The step-time model and a line saying which: the linear constants when set, else the
+    roofline on `time_gpu`, the plan's GPU or DEFAULT_TIME_GPU."""
+    if config.step_cost is not None:
+        c = config.step_cost
+        return c, (f"linear: {c.overhead_ms:g} ms per step + {c.prefill_ms_per_token:g} ms per "
+                   f"prefill token + {c.decode_ms_per_token:g} ms per decoded token")
+    gpu = get_gpu(config.time_gpu) if config.time_gpu else plan.gpu or get_gpu(DEFAULT_TIME_GPU)
+    timer = Roofline.for_plan(plan, gpu, config.efficiency)
+    e = timer.efficiency
+    return timer, (f"roofline on {gpu.name}: {e.flops:.0%} of peak FLOP/s, {e.hbm:.0%} of HBM "
+                   f"bandwidth, {e.link:.0%} of the host link, {e.overhead_ms:g} ms per step")
+
+
 class Replay:
     def __init__(self, plan: Plan, workload: Workload, config: SimConfig, host: HostTierFactory,
                  progress: Sequence[Progress]) -> None:
@@ -91,7 +108,8 @@ class Replay:
                 else CheckpointMode.EXACT)
         self.life = Lifecycle(cache=self.cache, counters=self.counters, page_tokens=self.page,
                               grid_tokens=grid, track_interval_tokens=config.mamba_track_interval_tokens,
-                              held_slots=lay.held_slots_per_request, mode=mode)
+                              held_slots=lay.held_slots_per_request, mode=mode,
+                              page_bytes=cap.token_bytes * self.page, slot_bytes=cap.slot_bytes)
         self.max_running = cap.max_running_requests
         self.keyer = PageKeyer(self.page)
         self.series = TimeSeries()
@@ -103,6 +121,9 @@ class Replay:
         self.chunked: Running | None = None  # the one request whose prefill is cut in chunks
         self.num_running = 0  # admitted, not finished: chunked + decoding
         self.now_ms = 0.0
+        self.spans: list[tuple[int, int]] = []  # prefill chunks of the current step
+        self.timed_transfer_bytes = 0
+        self.timer, self.timing = step_timer(plan, config)
 
     # ---- one step --------------------------------------------------------------------------
 
@@ -119,8 +140,12 @@ class Replay:
     def _prefill(self) -> tuple[int, set[Constraint], list[Running]]:
         budget = self.config.chunked_prefill_tokens
         computed, started = 0, []
+        spans = self.spans = []
         if self.chunked is not None:
+            first = self.chunked.computed_tokens
             done = self.life.prefill(self.chunked, budget)
+            if done:
+                spans.append((first, first + done))
             budget, computed = budget - done, computed + done
             if not self.chunked.in_prefill:
                 started.append(self.chunked)
@@ -135,7 +160,10 @@ class Replay:
             self.num_running += 1
             head.admitted_ms = self.now_ms
             self.counters.queue_ms += self.now_ms - head.request.arrival_ms
+            first = head.computed_tokens
             done = self.life.prefill(head, budget)
+            if done:
+                spans.append((first, first + done))
             budget, computed = budget - done, computed + done
             if head.in_prefill:
                 self.chunked = head
@@ -157,11 +185,18 @@ class Replay:
     def step(self) -> None:
         computed, blocked, started = self._prefill()
         decoding = self.decoding
-        cost = self.config.step_cost
-        step_ms = cost.step_ms(prefill_tokens=computed, decode_tokens=len(decoding))
+        contexts = tuple(r.computed_tokens + r.generated_tokens for r in decoding)
+        transfer = self.counters.loadback_bytes - self.timed_transfer_bytes
+        self.timed_transfer_bytes = self.counters.loadback_bytes
+        step_ms = self.timer.step_ms(StepWork(prefill_spans=tuple(self.spans),
+                                              decode_contexts=contexts, transfer_bytes=transfer))
         steps = 1
         if not computed and decoding and self.chunked is None:
             steps = self._stride(blocked, step_ms)
+            if steps > 1:  # price the stride at its middle step (contexts grow by one a step)
+                mid = (steps - 1) // 2
+                step_ms = self.timer.step_ms(StepWork(
+                    decode_contexts=tuple(c + mid for c in contexts)))
         elif not computed and not decoding:
             raise RuntimeError(f"simulation stalled at {self.now_ms:.1f} ms: nothing runs, "
                                f"{len(self.waiting)} waiting, blocked on {blocked}")
@@ -181,12 +216,15 @@ class Replay:
         decoding += [r for r in started if r.generated_tokens < r.output_tokens]
         self.decoding = decoding
         elapsed = steps * step_ms
+        for run in started:  # sampled by this step's pass, out when it ends
+            run.first_token_ms = self.now_ms + step_ms
         self.now_ms += elapsed
         for run in done:
             self.records.append(RequestRecord(
                 rid=run.request.rid, arrival_ms=run.request.arrival_ms,
-                admitted_ms=run.admitted_ms, finished_ms=self.now_ms,
-                prompt_tokens=run.prompt_tokens, hit_tokens=run.hit_tokens,
+                admitted_ms=run.admitted_ms, first_token_ms=run.first_token_ms,
+                finished_ms=self.now_ms, prompt_tokens=run.prompt_tokens,
+                output_tokens=run.output_tokens, hit_tokens=run.hit_tokens,
                 usable_hit_tokens=run.usable_hit_tokens))
         c = self.counters
         c.steps += steps
@@ -273,7 +311,9 @@ class Replay:
             token_bytes=cap.token_bytes, slot_bytes=cap.slot_bytes, counters=self.counters,
             unfinished=tuple(self.unfinished), evicted_pages=self.cache.evicted_pages,
             evicted_slots=self.cache.evicted_slots, host=stats, host_note=host_note,
-            duration_ms=self.now_ms, wall_s=wall_s, notes=tuple(self.notes),
+            duration_ms=self.now_ms, wall_s=wall_s, timing=self.timing,
+            latency=LatencyStats.of(self.records, duration_ms=self.now_ms) if self.records
+            else None, notes=tuple(self.notes),
         )
 
 

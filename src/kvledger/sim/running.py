@@ -32,7 +32,7 @@ class Running:
         "request", "prompt_tokens", "output_tokens", "seq_keys", "tree_page_ids", "own_pages",
         "num_own_pages", "covered_tokens", "receipt", "slots", "computed_tokens",
         "generated_tokens", "last_track_tokens", "branching_tokens", "reserved_pages",
-        "admitted_ms", "hit_tokens", "usable_hit_tokens",
+        "admitted_ms", "first_token_ms", "hit_tokens", "usable_hit_tokens",
     )
 
     def __init__(self, *, request: Request, seq_keys: np.ndarray) -> None:
@@ -52,6 +52,7 @@ class Running:
         self.branching_tokens: int | None = None  # where the tree asked for a state
         self.reserved_pages = 0
         self.admitted_ms = 0.0
+        self.first_token_ms = 0.0
         self.hit_tokens = 0  # cached KV found at admission
         self.usable_hit_tokens = 0  # of which backed by a state
 
