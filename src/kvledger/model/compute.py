@@ -27,6 +27,8 @@ GLM-5.3-Flash: 42 MoE layers of 288 experts (8 routed per token) of 3 · 4096 ·
 (42, 288, 8, 25165824)
 >>> round(p.active_params / 1e9, 2), p.attn_pair_flops, p.index_pair_flops
 (16.7, 65536, 8192)
+>>> round(p.prefill_flops(8192) / 1e15, 3)   # PFLOPs a state 8,192 tokens deep saves
+0.287
 """
 
 from __future__ import annotations
@@ -58,11 +60,28 @@ class ComputeProfile:
     attn_pair_flops: int  # per FULL layer, query and key
     index_pair_flops: int  # per DSA indexer layer, query and pooled key (0: no indexer)
     linear_token_flops: int  # per linear layer and token
+    full_layers: int = 0
+    linear_layers: int = 0
+    index_layers: int = 0
+    attn_topk: int | None = None  # DSA: keys a query attends at most
+    kpool: int = 1  # DSA: tokens per pooled index key
 
     @property
     def active_params(self) -> int:
         """Weights one token multiplies through."""
         return self.dense_params + self.moe_layers * self.top_k * self.expert_params
+
+    def prefill_flops(self, tokens: int) -> float:
+        """FLOPs of prefilling a `tokens`-long prefix from nothing, all ranks together: what
+        a cached state there saves a later request (with its KV)."""
+        pairs = tokens * (tokens + 1) // 2
+        attended = pairs
+        if self.attn_topk is not None and tokens > self.attn_topk:
+            cap = self.attn_topk
+            attended = cap * (cap + 1) // 2 + (tokens - cap) * cap
+        return (tokens * (2 * self.active_params + self.linear_layers * self.linear_token_flops)
+                + self.full_layers * self.attn_pair_flops * attended
+                + self.index_layers * self.index_pair_flops * (pairs // self.kpool))
 
     def expected_experts(self, tokens: int) -> float:
         """Distinct routed experts n tokens touch in one MoE layer, routing uniform and
@@ -131,4 +150,8 @@ def compute_profile(arch: ModelArch) -> ComputeProfile:
         expert_params=expert_params, weight_bytes_per_param=arch.weight_bytes_per_param,
         attn_heads=heads, attn_pair_flops=2 * heads * (qk_dim + v_dim),
         index_pair_flops=index_pair, linear_token_flops=linear,
+        full_layers=arch.num_full_layers, linear_layers=arch.num_linear_layers,
+        index_layers=arch.num_indexer_layers if index_pair else 0,
+        attn_topk=arch.indexer.topk if index_pair else None,
+        kpool=arch.indexer.kpool if index_pair else 1,
     )

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kvledger.cache.policies import StateAdmission, StateEviction
 from kvledger.host.policy import BackupPolicy
 from kvledger.sim.timing import Efficiency, StepCost, StepWork
 
@@ -38,6 +39,9 @@ class SimConfig:
     # SGLang --hicache-write-policy (default write_through); used only when the plan enables
     # the host tier (--enable-hierarchical-cache)
     hicache_write_policy: BackupPolicy = BackupPolicy.WRITE_THROUGH
+    # state policies (`kvledger.cache.policies`); the defaults are the engine's behaviour
+    state_admission: StateAdmission = StateAdmission.ENGINE
+    state_eviction: StateEviction = StateEviction.LRU
     step_cost: StepCost | None = None  # None: the roofline (`kvledger.sim.timing.Roofline`)
     efficiency: Efficiency = field(default_factory=Efficiency)  # the roofline's fractions
     time_gpu: str | None = None  # the roofline's GPU; None: the plan's, else DEFAULT_TIME_GPU

@@ -28,12 +28,21 @@ from enum import Enum
 
 import numpy as np
 
+from kvledger.cache.policies import CheckpointEvent, StatePolicies
+from kvledger.cache.policies.admission import EngineAdmission
+from kvledger.cache.policies.eviction import LruEviction
+from kvledger.cache.policies.ghost import prefix_hashes
 from kvledger.sim.device_cache import DeviceCache
 from kvledger.sim.metrics import Counters
 from kvledger.sim.running import Running
 from kvledger.sim.series import Constraint
 from kvledger.tree.results import LockReceipt, MatchResult
 from kvledger.units import align_down, cdiv
+
+
+def DEFAULT_POLICIES() -> StatePolicies:  # noqa: N802 (a factory named as the constant it makes)
+    """The engine's own behaviour: SGLang's admission points and LRU state eviction."""
+    return StatePolicies(admission=EngineAdmission(), eviction=LruEviction())
 
 
 class CheckpointMode(Enum):
@@ -44,8 +53,12 @@ class CheckpointMode(Enum):
 class Lifecycle:
     def __init__(self, *, cache: DeviceCache, counters: Counters, page_tokens: int,
                  grid_tokens: int, track_interval_tokens: int, held_slots: int,
-                 mode: CheckpointMode, page_bytes: int = 0, slot_bytes: int = 0) -> None:
+                 mode: CheckpointMode, page_bytes: int = 0, slot_bytes: int = 0,
+                 policies: StatePolicies | None = None) -> None:
         self.cache = cache
+        self.policies = policies or DEFAULT_POLICIES()
+        self.admission = self.policies.admission
+        cache.tree.state_victims = self.policies.eviction
         self.page_bytes, self.slot_bytes = page_bytes, slot_bytes  # to time loadbacks
         self.counters = counters
         self.page = page_tokens
@@ -110,8 +123,15 @@ class Lifecycle:
         run.tree_page_ids = match.device_indices
         run.covered_tokens = usable_pages * page
         run.computed_tokens = usable_pages * page
-        if match.mamba_branching_seqlen is not None:
-            run.branching_tokens = match.mamba_branching_seqlen * page
+        hashes = prefix_hashes(run.seq_keys) if self.policies.needs_hashes else None
+        ticket = self.admission.ticket(
+            keys=run.seq_keys, prompt_pages=matchable, usable_pages=usable_pages,
+            tree_branch_pages=match.mamba_branching_seqlen, grid_pages=self.grid // page,
+            hashes=hashes)
+        run.ticket = ticket
+        if ticket.branch_pages is not None:
+            run.branching_tokens = ticket.branch_pages * page
+        self.policies.eviction.observe(hashes, matchable, usable_pages)
         run.reserved_pages = need_pages
         self.reserved_pages += need_pages
         run.hit_tokens = match.full_kv_hit_length * page
@@ -158,8 +178,12 @@ class Lifecycle:
         self.counters.prefill_tokens += end - start
         if end < prompt:
             cached = run.last_track_tokens if self.tracked else end
-            self._cache_prefix(run, cached, slot_index=None)
-        elif run.output_tokens:
+            if self._admit(CheckpointEvent.CHUNK_END, run, cached):
+                self._cache_prefix(run, cached, slot_index=None)
+        elif self.tracked and run.last_track_tokens is not None and self.admission.admit(
+                CheckpointEvent.PREFILL_END, run.ticket, run.last_track_tokens // self.page):
+            self._cache_prefix(run, run.last_track_tokens, slot_index=None)
+        if end == prompt and run.output_tokens:
             run.generated_tokens = 1  # the first token is sampled by the prefill pass
             self.counters.decode_tokens += 1
         return end - start
@@ -232,11 +256,24 @@ class Lifecycle:
         run.receipt = receipt
         run.tree_page_ids = rematch.device_indices
 
+    def _admit(self, event: CheckpointEvent, run: Running, cached_tokens: int | None) -> bool:
+        """Ask the admission policy; a declined checkpoint that would have cached new pages
+        is counted (`checkpoints_declined`)."""
+        if cached_tokens is None or cached_tokens // self.page <= run.tree_pages:
+            return False  # nothing new to cache either way
+        if self.admission.admit(event, run.ticket, cached_tokens // self.page):
+            return True
+        self.counters.checkpoints_declined += 1
+        return False
+
     def finish(self, run: Running) -> None:
         if self.tracked:
-            self._cache_prefix(run, run.last_track_tokens, slot_index=1)
+            if self._admit(CheckpointEvent.FINISH, run, run.last_track_tokens):
+                self._cache_prefix(run, run.last_track_tokens, slot_index=1)
         else:
-            self._cache_prefix(run, align_down(run.kv_tokens, self.page), slot_index=0)
+            cached = align_down(run.kv_tokens, self.page)
+            if self._admit(CheckpointEvent.FINISH, run, cached):
+                self._cache_prefix(run, cached, slot_index=0)
         self.cache.free_pages(run.take_own())
         self.own_pages -= run.num_own_pages
         run.own_pages, run.num_own_pages = [], 0

@@ -25,9 +25,11 @@ from math import lcm
 
 import numpy as np
 
+from kvledger.cache.policies import StateEviction, StatePolicies, build_policies
 from kvledger.deploy import MambaStrategy
 from kvledger.gpus import get_gpu
 from kvledger.hicache import HostRules
+from kvledger.model.compute import compute_profile
 from kvledger.plan import Plan
 from kvledger.sim.config import DEFAULT_TIME_GPU, SimConfig
 from kvledger.sim.device_cache import DeviceCache
@@ -90,6 +92,25 @@ def step_timer(plan: Plan, config: SimConfig) -> tuple[StepCost | Roofline, str]
                    f"bandwidth, {e.link:.0%} of the host link, {e.overhead_ms:g} ms per step")
 
 
+def policies_for(plan: Plan, config: SimConfig) -> StatePolicies:
+    """The configured state policies for one rank of `plan`; FLOP-aware eviction prices a
+    state by the prefill FLOPs of its prefix (`ComputeProfile.prefill_flops`)."""
+    cap, page = plan.capacity, plan.layout.page_tokens
+    flops_of = _no_flops
+    if config.state_eviction is StateEviction.FLOP_AWARE:
+        profile = compute_profile(plan.layout.model)
+
+        def flops_of(pages: int) -> float:
+            return profile.prefill_flops(pages * page)
+    return build_policies(config.state_admission, config.state_eviction, flops_of=flops_of,
+                          slot_bytes=cap.slot_bytes, page_bytes=cap.token_bytes * page,
+                          num_slots=cap.state_slots)
+
+
+def _no_flops(pages: int) -> float:
+    raise AssertionError("only FLOP-aware eviction prices states")
+
+
 class Replay:
     def __init__(self, plan: Plan, workload: Workload, config: SimConfig, host: HostTierFactory,
                  progress: Sequence[Progress]) -> None:
@@ -106,10 +127,12 @@ class Replay:
         self.counters = Counters()
         mode = (CheckpointMode.TRACKED if lay.deployment.mamba_strategy is MambaStrategy.EXTRA_BUFFER
                 else CheckpointMode.EXACT)
+        self.policies = policies_for(plan, config)
         self.life = Lifecycle(cache=self.cache, counters=self.counters, page_tokens=self.page,
                               grid_tokens=grid, track_interval_tokens=config.mamba_track_interval_tokens,
                               held_slots=lay.held_slots_per_request, mode=mode,
-                              page_bytes=cap.token_bytes * self.page, slot_bytes=cap.slot_bytes)
+                              page_bytes=cap.token_bytes * self.page, slot_bytes=cap.slot_bytes,
+                              policies=self.policies)
         self.max_running = cap.max_running_requests
         self.keyer = PageKeyer(self.page)
         self.series = TimeSeries()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kvledger.cache.policies import Ticket
 from kvledger.sim.workload import Request
 from kvledger.tree.results import LockReceipt
 
@@ -32,7 +33,7 @@ class Running:
         "request", "prompt_tokens", "output_tokens", "seq_keys", "tree_page_ids", "own_pages",
         "num_own_pages", "covered_tokens", "receipt", "slots", "computed_tokens",
         "generated_tokens", "last_track_tokens", "branching_tokens", "reserved_pages",
-        "admitted_ms", "first_token_ms", "hit_tokens", "usable_hit_tokens",
+        "admitted_ms", "first_token_ms", "hit_tokens", "usable_hit_tokens", "ticket",
     )
 
     def __init__(self, *, request: Request, seq_keys: np.ndarray) -> None:
@@ -53,6 +54,7 @@ class Running:
         self.reserved_pages = 0
         self.admitted_ms = 0.0
         self.first_token_ms = 0.0
+        self.ticket: Ticket | None = None  # what state admission decided at admission
         self.hit_tokens = 0  # cached KV found at admission
         self.usable_hit_tokens = 0  # of which backed by a state
 

@@ -7,7 +7,8 @@ Device and host follow the same rules:
   node's state on this tier goes with its KV. A node with a copy on the other tier stays;
   otherwise it is removed, and parents left childless and stateless are pruned.
 * MAMBA, by least recent use of the state (a state is refreshed only when a request consumes
-  it): an internal node loses just its state and stays as a tombstone, its KV still serving
+  it), or in the order of the tree's ``state_victims`` policy (``kvledger.cache.policies``
+  offers others; the default is ``LRU_STATES``): an internal node loses just its state and stays as a tombstone, its KV still serving
   deeper matches; a node left with no children and no state on any tier is pruned with its KV.
 
 Worked example (page 1): ``abc`` and ``abd`` share ``ab``, whose node has no state (it was
@@ -39,7 +40,8 @@ def evict(core: TreeCore, tier: Tier, full_tokens: int, mamba_slots: int) -> Evi
         if node is None:
             break
         num_full += _evict_leaf(core, tier, node, freed_full, freed_mamba)
-    for node in book.states.oldest(mamba_slots - len(freed_mamba), book.state_unlocked):
+    for node in core.state_victims.pick(tier, book.states, mamba_slots - len(freed_mamba),
+                                        book.state_unlocked):
         freed_mamba.append(core._mamba_off(tier, node))
         _prune(core, tier, node, freed_full)
     if not freed_full:
@@ -58,8 +60,8 @@ def next_victim(core: TreeCore, tier: Tier, component: Component) -> Node | None
         case Component.FULL:
             return book.leaves.peek(book.is_leaf)
         case Component.MAMBA:
-            oldest = book.states.oldest(1, book.state_unlocked)
-            return oldest[0] if oldest else None
+            picked = core.state_victims.pick(tier, book.states, 1, book.state_unlocked)
+            return picked[0] if picked else None
 
 
 def _evict_leaf(
