@@ -8,6 +8,10 @@ import pytest
 
 from factories import glm_layout
 from kvledger.capacity import CapacityError, Limit, MemoryInput, check_workload, plan_capacity
+from kvledger.deploy import Deployment
+from kvledger.model.config import load_model
+from kvledger.resolve import resolve
+from kvledger.rules import RULES
 from kvledger.units import GiB, MiB
 
 
@@ -96,14 +100,37 @@ def test_workload_names_the_first_overflow():
     assert check.first_overflow.ledger == "state slots"
 
 
-def test_configured_running_requests_are_not_capped_at_half_the_tokens():
-    # SGLang (tp_worker.py / model_runner.py, "Init max running requests"):
-    # max_running_requests = min(T // 2 if the flag is unset else flag // attn_dp, pool size),
-    # so a configured limit above T // 2 stands; only the state pool can lower it.
+def test_configured_running_requests_are_capped_at_half_the_tokens():
+    # mem_cache/kv_cache_configurator.py, KVCacheConfigurator.resolve_max_num_reqs (both rule
+    # sets): max_num_reqs = min(max_running_requests // attn_dp, token_capacity // 2), then
+    # min(·, max_mamba_cache_size // ratio) on hybrids.
     lay = glm_layout(max_running_requests=4_000, max_total_tokens=4_096, max_mamba_cache_size=50_000)
     plan = plan_capacity(lay, MemoryInput.available(8_000 * GiB))
-    assert Limit.TOKENS not in plan.limits
-    assert plan.max_running_requests == 4_000 and plan.binding is Limit.CONFIGURED
+    assert plan.limits == {Limit.CONFIGURED: 4_000, Limit.TOKENS: 2_048, Limit.STATE: 10_000}
+    assert plan.max_running_requests == 2_048 and plan.binding is Limit.TOKENS
     unset = plan_capacity(glm_layout(max_total_tokens=2_048, max_mamba_cache_size=50_000),
                           MemoryInput.available(8_000 * GiB))
     assert unset.max_running_requests == 2_048 // 2 and unset.binding is Limit.TOKENS
+
+
+@pytest.mark.parametrize("rules", ["sglang-0.5.21", "sglang-0.5.23"])
+def test_dense_configured_requests_capped_by_tokens(rules):
+    # The case: Llama-3.1-8B, --max-running-requests 512 --max-total-tokens 256 →
+    # resolve_max_num_reqs gives min(512, 256 // 2) = 128 (a dense model has no state cap).
+    lay = resolve(load_model("llama-3.1-8b"),
+                  Deployment(max_running_requests=512, max_total_tokens=256), RULES[rules])
+    plan = plan_capacity(lay, MemoryInput.available(40 * GiB))
+    assert plan.max_total_tokens == 256
+    assert plan.limits == {Limit.CONFIGURED: 512, Limit.TOKENS: 128}
+    assert plan.max_running_requests == 128
+
+
+def test_request_beyond_the_context_length_does_not_fit():
+    # The case: one 2,000,000-token request on GLM-5.3-Flash (context 1,048,576) used
+    # to "fit" on memory alone; SGLang's tokenizer manager refuses an input longer than the
+    # model's context length, so the context row fails first whatever the memory.
+    plan = plan_capacity(glm_layout(), MemoryInput.available(8_000 * GiB))
+    check = check_workload(plan, 1, 2_000_000)
+    assert not check.fits and check.first_overflow.ledger == "context length"
+    assert check.rows[0].capacity == 1_048_576 and check.rows[0].max_requests == 0
+    assert check_workload(plan, 1, 1_048_576).fits

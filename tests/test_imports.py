@@ -12,13 +12,15 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "kvledger"
 # Lower rank = closer to the bottom. A module may import only modules of rank ≤ its own
 # (equal rank only inside one package), never `cli` or `report` from below them.
 RANKS = {
-    "units": 0, "lazy": 0, "model": 1, "deploy": 2, "rules": 2, "gpus": 2, "specs": 2, "launch": 3,
-    "resolve": 3, "ledger": 4, "capacity": 5, "hicache": 5, "plan": 6, "pools": 7, "tree": 7, "host": 8,
+    "units": 0, "lazy": 0, "limits": 0, "model": 1, "deploy": 2, "rules": 2, "gpus": 2,
+    "specs": 2, "launch": 3,
+    "memfraction": 2, "resolve": 3, "ledger": 4, "statebudget": 4, "capacity": 5, "hicache": 5,
+    "plan": 6, "vllm": 6, "logs": 7, "pools": 7, "tree": 7, "host": 8,
     "cache": 9, "engine": 10, "sim": 10, "report": 11, "cli": 12, "__main__": 13,
     "__init__": 0,
 }
-PLANNING = {"units", "model", "deploy", "rules", "gpus", "specs", "launch", "resolve", "ledger",
-            "capacity", "hicache", "plan"}
+PLANNING = {"units", "limits", "model", "deploy", "rules", "gpus", "specs", "launch", "resolve", "ledger",
+            "statebudget", "memfraction", "capacity", "hicache", "plan", "vllm", "logs"}
 HEAVY = {"torch", "matplotlib"}
 
 

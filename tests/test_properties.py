@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from factories import glm_layout
-from kvledger.capacity import Limit, MemoryInput, plan_capacity
+from kvledger.capacity import CapacityError, Limit, MemoryInput, plan_capacity
 from kvledger.deploy import DsaBackend, KVDtype, StateDtype
 from kvledger.ledger import state_ledger, token_ledger
 from kvledger.units import GiB
@@ -45,7 +45,51 @@ def test_capacity_invariants(rule, gib, ratio, overlap_off, running):
     assert plan.max_total_tokens % lay.page_tokens == 0
     assert plan.max_running_requests <= plan.state_slots // lay.slots_per_request
     assert plan.max_running_requests == plan.limits[plan.binding]
-    # SGLang caps N at T // 2 only when --max-running-requests is unset (tp_worker.py).
-    assert plan.limits.get(Limit.TOKENS) == (plan.max_total_tokens // 2 if running is None else None)
+    # KVCacheConfigurator.resolve_max_num_reqs caps N at T // 2, set limit or not.
+    assert plan.limits[Limit.TOKENS] == plan.max_total_tokens // 2
     assert plan.state_pool_bytes + plan.max_total_tokens * plan.token_bytes <= plan.rest_bytes
     assert plan.unused_bytes >= 0
+
+
+dp_layouts = st.sampled_from([(1, 1, False), (4, 1, False), (8, 8, True), (8, 4, True),
+                              (8, 2, True)])
+
+
+@settings(max_examples=40, deadline=None)
+@given(rules, dp_layouts, st.integers(min_value=40, max_value=400), st.booleans())
+def test_totals_are_per_rank_times_ranks(rule, layout, gib, radix_off):
+    tp, dp, dp_attention = layout
+    lay = glm_layout(rule, tp_size=tp, dp_size=dp, enable_dp_attention=dp_attention,
+                     disable_radix_cache=radix_off, max_running_requests=64)
+    plan = plan_capacity(lay, MemoryInput.available(gib * GiB))
+    tot = plan.totals
+    workers = dp if dp_attention else 1
+    assert (tot.ranks, tot.workers) == (tp, workers)
+    assert tot.running_requests == plan.max_running_requests * workers
+    assert tot.tokens == plan.max_total_tokens * workers
+    assert tot.token_pool_bytes == plan.token_pool_bytes * tp
+    assert tot.state_pool_bytes == plan.state_pool_bytes * tp
+    assert tot.verify_bytes == plan.verify_bytes * tp
+
+
+@settings(max_examples=60, deadline=None)
+@given(rules, st.integers(min_value=60, max_value=400), st.integers(min_value=1, max_value=16),
+       st.sampled_from([1, 8, 48, 512]), st.sampled_from([None, 200]), st.booleans())
+def test_speculation_never_increases_state_slots(rule, gib, draft, running, mamba, radix_off):
+    # _handle_max_mamba_cache: the joint solve K = (B − S(1+D)) / (S(1 + D/ratio)) is at most
+    # B/S − 1; the other two branches do not depend on D. (T may grow: the scratch reserved
+    # for min(requests, K // ratio) can be smaller than the slots the joint solve gave up.)
+    base = dict(max_running_requests=running, max_mamba_cache_size=mamba,
+                disable_radix_cache=radix_off)
+    memory = MemoryInput.available(gib * GiB)
+    try:
+        plain = plan_capacity(glm_layout(rule, **base), memory)
+    except CapacityError:
+        return  # too big without speculation already
+    try:
+        spec = plan_capacity(glm_layout(rule, speculative_num_draft_tokens=draft, **base), memory)
+    except CapacityError:
+        return  # the scratch left no room: refused, not a larger K
+    assert spec.state_slots <= plain.state_slots
+    assert spec.verify_bytes + spec.state_pool_bytes + spec.max_total_tokens * spec.token_bytes \
+        <= spec.rest_bytes

@@ -1,17 +1,20 @@
 """Capacity plan per rank, in SGLang's order: state slots K, then tokens T, then requests N.
 
     rest  = available_after_weights − pre_load_free·(1 − mem_fraction_static) − mm_reservation
-    K     = floor(rest·r/(1+r) / S_slot) − 1        (or max_mamba_cache_size // attn_dp)
-    rest' = rest − (K + 1)·S_slot                    (+1: slot 0 is the padding slot)
+    K     = see kvledger.statebudget (max_mamba_cache_size, radix-off request limit, or ratio)
+    rest' = rest − verify_scratch − (K + 1)·S_slot   (+1: slot 0 is the padding slot)
     T     = floor(floor(rest' / C_token) / P)·P       (then min(T, max_total_tokens), re-floored)
-    N     = min(max_running_requests // attn_dp,  K // slots_per_request)       when set
-    N     = min(clamp(T/context·512, 2048, 4096),  T // 2,  K // slots_per_request)  otherwise
+    N     = min(max_running_requests // attn_dp   (when set; else clamp(T/context·512, 2048, 4096)),
+                T // 2,  K // slots_per_request)
 
-`r` (mamba_full_memory_ratio, 0.9) is a ratio state:token, not a fraction. T // 2 caps N only
-when --max-running-requests is unset: SGLang's worker takes `max_total_num_tokens // 2` in that
-case and the configured value otherwise, then the request pool's size (tp_worker.py /
-model_runner.py, "Init max running requests"). SPEC §5 writes T // 2 unconditionally. The compress tail
-and req_to_token are not budgeted: they come out of the slack.
+`r` (mamba_full_memory_ratio, 0.9) is a ratio state:token, not a fraction. N follows
+mem_cache/kv_cache_configurator.py, `KVCacheConfigurator.resolve_max_num_reqs`: the configured
+limit per worker and the context heuristic are both capped at `token_capacity // 2`, then at
+`max_mamba_cache_size // _calculate_mamba_ratio()` on hybrids. (An older worker,
+tp_worker.py / model_runner.py "Init max running requests", applied T // 2 only to an unset
+limit; both rule sets here size pools through the configurator, which always applies it.)
+C_token includes the draft model's layers when speculating. The compress tail and
+req_to_token are not budgeted: they come out of the slack.
 
 Worked example (SPEC §5; 0.5.21 rules, scaled fp8, fp32 state, attn_tp 1, rest = 100 GiB):
 
@@ -31,8 +34,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from kvledger.ledger import Ledger, draft_token_ledger, side_ledger, state_ledger, token_ledger
+from kvledger.ledger import (
+    Ledger,
+    draft_token_ledger,
+    side_ledger,
+    state_ledger,
+    token_ledger,
+    verify_ledger,
+)
 from kvledger.resolve import CacheLayout
+from kvledger.statebudget import StateBudget, solve_state_budget
 from kvledger.units import align_down, cdiv, fmt_gib
 
 CONTEXT_HEURISTIC_SCALE = 512  # SGLang: max_num_reqs = T / context_len · 512, clamped
@@ -84,6 +95,22 @@ class MemoryInput:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class DeploymentTotals:
+    """The whole deployment: every GPU holds one rank's pools; each attention-DP worker
+    schedules its own requests over its own tokens (tensor-parallel ranks of one worker shard
+    the same tokens, so they count once)."""
+
+    ranks: int  # GPUs = tp_size
+    workers: int  # attention-DP schedulers = attn_dp_size
+    running_requests: int  # N × workers
+    tokens: int  # T × workers
+    token_pool_bytes: int  # per-rank pool × ranks
+    state_pool_bytes: int
+    verify_bytes: int
+    side_bytes: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CapacityPlan:
     layout: CacheLayout
     memory: MemoryInput
@@ -97,6 +124,31 @@ class CapacityPlan:
     max_running_requests: int  # N
     limits: dict[Limit, int]  # every candidate for N
     side: Ledger
+    state_budget: StateBudget | None = None  # how K and the verify scratch were sized
+
+    @property
+    def totals(self) -> DeploymentTotals:
+        dep = self.layout.deployment
+        ranks, workers = dep.tp_size, dep.attn_dp_size
+        return DeploymentTotals(
+            ranks=ranks, workers=workers,
+            running_requests=self.max_running_requests * workers,
+            tokens=self.max_total_tokens * workers,
+            token_pool_bytes=self.token_pool_bytes * ranks,
+            state_pool_bytes=self.state_pool_bytes * ranks,
+            verify_bytes=self.verify_bytes * ranks, side_bytes=self.side.total_bytes * ranks)
+
+    @property
+    def verify(self) -> Ledger | None:
+        """The verify scratch itemised (None when not speculating or not hybrid)."""
+        if self.state_budget is None:
+            return None
+        return verify_ledger(self.layout, self.state_budget.verify_requests)
+
+    @property
+    def verify_bytes(self) -> int:
+        """Speculative verify scratch (intermediate SSM states and conv windows)."""
+        return self.state_budget.verify_bytes if self.state_budget else 0
 
     @property
     def binding(self) -> Limit:
@@ -117,7 +169,8 @@ class CapacityPlan:
         The token pool's padding page is not in the budget (SGLang sizes T from rest' and then
         allocates T + P rows), so it is not subtracted here: it comes out of the slack.
         """
-        return self.rest_bytes - self.state_pool_bytes - self.max_total_tokens * self.token_bytes
+        return (self.rest_bytes - self.verify_bytes - self.state_pool_bytes
+                - self.max_total_tokens * self.token_bytes)
 
 
 def plan_capacity(lay: CacheLayout, memory: MemoryInput) -> CapacityPlan:
@@ -134,18 +187,23 @@ def plan_capacity(lay: CacheLayout, memory: MemoryInput) -> CapacityPlan:
             f"{fmt_gib(mm)} multimodal reservation ≤ 0"
         )
     slot_bytes = state_ledger(lay).total_bytes
-    state_slots = 0
+    budget = None
+    rest_tokens = rest
     if slot_bytes:
-        if dep.max_mamba_cache_size is not None:
-            state_slots = dep.max_mamba_cache_size // attn_dp
-        else:
-            ratio = dep.mamba_full_memory_ratio
-            state_slots = int(rest * ratio / (1 + ratio) // slot_bytes) - 1
-        if state_slots < 1:
+        budget = solve_state_budget(
+            rest_bytes=rest, slot_bytes=slot_bytes, ratio=dep.mamba_full_memory_ratio,
+            draft_tokens=dep.speculative_num_draft_tokens,
+            slots_per_request=lay.slots_per_request,
+            max_running_requests=dep.max_running_requests, attn_dp=attn_dp,
+            max_mamba_cache_size=dep.max_mamba_cache_size, radix_off=dep.disable_radix_cache)
+        if budget.state_slots < 1:
             raise CapacityError(
                 f"no room for one state slot of {slot_bytes:,} B in {fmt_gib(rest)}"
+                + (f" with {dep.speculative_num_draft_tokens} draft tokens of verify scratch"
+                   if dep.speculative else "")
             )
-    rest_tokens = rest - (state_slots + 1) * slot_bytes if slot_bytes else rest
+        rest_tokens = rest - budget.verify_bytes - (budget.state_slots + 1) * slot_bytes
+    state_slots = budget.state_slots if budget else 0
     token_bytes = token_ledger(lay).total_bytes
     if draft := draft_token_ledger(lay):
         token_bytes += draft.total_bytes
@@ -161,16 +219,7 @@ def plan_capacity(lay: CacheLayout, memory: MemoryInput) -> CapacityPlan:
             f"no room for one {page}-token page: {fmt_gib(rest)} for the cache, state pool of "
             f"{state_slots + 1} slots takes {fmt_gib((state_slots + 1) * slot_bytes)}"
         )
-    limits: dict[Limit, int] = {}
-    if dep.max_running_requests is not None:
-        limits[Limit.CONFIGURED] = max(dep.max_running_requests // attn_dp, 1)
-    else:
-        heuristic = int(tokens / lay.context_tokens * CONTEXT_HEURISTIC_SCALE)
-        limits[Limit.CONTEXT_HEURISTIC] = min(
-            max(heuristic, CONTEXT_HEURISTIC_MIN), CONTEXT_HEURISTIC_MAX)
-        limits[Limit.TOKENS] = tokens // 2
-    if slot_bytes:
-        limits[Limit.STATE] = state_slots // lay.slots_per_request
+    limits = _request_limits(lay, tokens, state_slots if slot_bytes else None)
     running = min(limits.values())
     if running < 1:
         raise CapacityError(
@@ -181,8 +230,24 @@ def plan_capacity(lay: CacheLayout, memory: MemoryInput) -> CapacityPlan:
         layout=lay, memory=memory, slack_bytes=slack, mm_reservation_bytes=mm, rest_bytes=rest,
         slot_bytes=slot_bytes, token_bytes=token_bytes, state_slots=state_slots,
         max_total_tokens=tokens, max_running_requests=running, limits=limits,
-        side=side_ledger(lay, running),
+        side=side_ledger(lay, running), state_budget=budget,
     )
+
+
+def _request_limits(lay: CacheLayout, tokens: int, state_slots: int | None) -> dict[Limit, int]:
+    """Every candidate for N (`KVCacheConfigurator.resolve_max_num_reqs`)."""
+    dep = lay.deployment
+    limits: dict[Limit, int] = {}
+    if dep.max_running_requests is not None:
+        limits[Limit.CONFIGURED] = max(dep.max_running_requests // dep.attn_dp_size, 1)
+    else:
+        heuristic = int(tokens / lay.context_tokens * CONTEXT_HEURISTIC_SCALE)
+        limits[Limit.CONTEXT_HEURISTIC] = min(
+            max(heuristic, CONTEXT_HEURISTIC_MIN), CONTEXT_HEURISTIC_MAX)
+    limits[Limit.TOKENS] = tokens // 2
+    if state_slots is not None:
+        limits[Limit.STATE] = state_slots // lay.slots_per_request
+    return limits
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -224,9 +289,14 @@ def check_workload(plan: CapacityPlan, requests: int, context_tokens: int) -> Wo
     lay = plan.layout
     per_rank = cdiv(requests, lay.deployment.attn_dp_size)
     tokens = per_rank * context_tokens
-    rows = [WorkloadRow(ledger="token KV", need=tokens, capacity=plan.max_total_tokens,
+    # A request longer than the context length is refused outright (TokenizerManager's
+    # "longer than the model's context length" check), whatever memory is left.
+    rows = [WorkloadRow(ledger="context length", need=context_tokens, capacity=lay.context_tokens,
+                        need_bytes=0,
+                        max_requests=per_rank if context_tokens <= lay.context_tokens else 0)]
+    rows.append(WorkloadRow(ledger="token KV", need=tokens, capacity=plan.max_total_tokens,
                         need_bytes=tokens * plan.token_bytes,
-                        max_requests=plan.max_total_tokens // context_tokens)]
+                        max_requests=plan.max_total_tokens // context_tokens))
     if plan.slot_bytes:
         slots = per_rank * lay.slots_per_request
         rows.append(WorkloadRow(ledger="state slots", need=slots, capacity=plan.state_slots,

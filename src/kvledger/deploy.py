@@ -26,6 +26,8 @@ import math
 from dataclasses import dataclass, field, fields
 from enum import Enum
 
+from kvledger.limits import MAX_COUNT, MAX_GIB, MAX_HICACHE_RATIO, show_value
+
 
 class DeploymentError(ValueError):
     """Invalid or contradictory deployment flags; the message names the flag."""
@@ -149,6 +151,7 @@ class Deployment:
 
     def __post_init__(self) -> None:
         _check_types(self)
+        _check_maxima(self)
         _check_parallelism(self)
         _check_cache(self)
 
@@ -181,6 +184,8 @@ _OPTIONAL_POSITIVE_INT_FIELDS = ("page_size", "max_mamba_cache_size", "max_total
 def _show(value: object) -> str:
     if isinstance(value, Enum):
         return str(value.value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return show_value(value)
     return repr(value) if isinstance(value, str) else str(value)
 
 
@@ -222,6 +227,22 @@ def _check_types(d: Deployment) -> None:
     if not (_is_real(d.mamba_full_memory_ratio) and d.mamba_full_memory_ratio > 0):
         raise _fail("mamba_full_memory_ratio", d.mamba_full_memory_ratio,
                     "expected a positive number (state : token bytes)")
+
+
+# Upper limits against absurd values (kvledger.limits): beyond them a number would overflow a
+# float downstream or describe no machine; SGLang itself has no limit to follow here.
+_MAXIMA = {**dict.fromkeys(_POSITIVE_INT_FIELDS + _OPTIONAL_POSITIVE_INT_FIELDS
+                           + ("speculative_num_draft_tokens",), MAX_COUNT),
+           "mamba_full_memory_ratio": 1e6, "hicache_ratio": MAX_HICACHE_RATIO,
+           "hicache_size_gb": MAX_GIB}
+
+
+def _check_maxima(d: Deployment) -> None:
+    for name, high in _MAXIMA.items():
+        value = getattr(d, name)
+        if value is not None and value > high:
+            raise _fail(name, value, f"expected at most {high:,g}" if isinstance(high, float)
+                        else f"expected at most {high:,}")
 
 
 def _check_parallelism(d: Deployment) -> None:

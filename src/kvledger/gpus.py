@@ -33,6 +33,8 @@ class GpuError(ValueError):
 
 
 class GpuArch(Enum):
+    AMPERE = "ampere"  # sm80 / sm86
+    ADA = "ada"  # sm89
     HOPPER = "hopper"  # sm90
     BLACKWELL = "blackwell"  # sm100 / sm103 (datacenter), sm120 (RTX PRO)
     CDNA3 = "cdna3"  # gfx942
@@ -108,6 +110,37 @@ _GPUS = (
         memory_bytes=97_887 * MiB, memory_source=MemorySource.DEVICE, arch=GpuArch.BLACKWELL,
         compute_capability=(12, 0),
         aliases=("RTX PRO 6000 Blackwell", "NVIDIA RTX PRO 6000 Blackwell Workstation Edition")),
+    # nvidia-smi: "NVIDIA A100-SXM4-40GB … / 40960MiB"
+    GPU(name="A100 40GB", device_name="NVIDIA A100-SXM4-40GB", memory_bytes=40_960 * MiB,
+        memory_source=MemorySource.DEVICE, arch=GpuArch.AMPERE, compute_capability=(8, 0),
+        aliases=("A100 SXM4 40GB", "NVIDIA A100-PCIE-40GB")),
+    # nvidia-smi: "NVIDIA A100-SXM4-80GB … / 81920MiB"
+    GPU(name="A100 80GB", device_name="NVIDIA A100-SXM4-80GB", memory_bytes=81_920 * MiB,
+        memory_source=MemorySource.DEVICE, arch=GpuArch.AMPERE, compute_capability=(8, 0),
+        aliases=("A100", "A100 SXM4 80GB", "NVIDIA A100 80GB PCIe")),
+    # nvidia-smi: "NVIDIA H800 … / 81559MiB" (the H100's memory, export interconnect)
+    GPU(name="H800", device_name="NVIDIA H800", memory_bytes=81_559 * MiB,
+        memory_source=MemorySource.DEVICE, arch=GpuArch.HOPPER, compute_capability=(9, 0),
+        aliases=("H800 80GB", "H800 SXM")),
+    # 141 GB HBM3e like the H200; no reading on file, so the H200's 143,771 MiB is assumed.
+    GPU(name="H20-3e", device_name="NVIDIA H20-3e", memory_bytes=143_771 * MiB,
+        memory_source=MemorySource.NOMINAL, arch=GpuArch.HOPPER, compute_capability=(9, 0),
+        aliases=("H20 141GB", "H20-3e 141GB")),
+    # nvidia-smi: "NVIDIA L40S … / 46068MiB"
+    GPU(name="L40S", device_name="NVIDIA L40S", memory_bytes=46_068 * MiB,
+        memory_source=MemorySource.DEVICE, arch=GpuArch.ADA, compute_capability=(8, 9)),
+    # nvidia-smi: "NVIDIA GeForce RTX 4090 … / 24564MiB"
+    GPU(name="RTX 4090", device_name="NVIDIA GeForce RTX 4090", memory_bytes=24_564 * MiB,
+        memory_source=MemorySource.DEVICE, arch=GpuArch.ADA, compute_capability=(8, 9),
+        aliases=("GeForce RTX 4090", "4090")),
+    # nvidia-smi: "NVIDIA GeForce RTX 5090 … / 32607MiB"
+    GPU(name="RTX 5090", device_name="NVIDIA GeForce RTX 5090", memory_bytes=32_607 * MiB,
+        memory_source=MemorySource.DEVICE, arch=GpuArch.BLACKWELL, compute_capability=(12, 0),
+        aliases=("GeForce RTX 5090", "5090")),
+    # AMD's 256 GB HBM3E, taken as GiB like the MI355X entry (expect a little less).
+    GPU(name="MI325X", device_name="AMD Instinct MI325X", memory_bytes=256 * GiB,
+        memory_source=MemorySource.NOMINAL, arch=GpuArch.CDNA3, compute_capability=(9, 4),
+        aliases=("Instinct MI325X",)),
 )
 
 CATALOGUE: dict[str, GPU] = {g.name: g for g in _GPUS}
@@ -131,7 +164,7 @@ def get_gpu(name: str) -> GPU:
     gpu = _BY_KEY.get(_key(name))
     if gpu is None:
         raise GpuError(f"GPU {name!r} is not in the catalogue; choose one of "
-                       f"{', '.join(CATALOGUE)}")
+                       f"{', '.join(CATALOGUE)} (or give --gpu-memory-gib)")
     return gpu
 
 

@@ -172,3 +172,30 @@ def side_ledger(lay: CacheLayout, max_running_requests: int) -> Ledger:
         detail=f"({max_running_requests + 1}, {lay.context_tokens + extra:,}) int32",
     ))
     return Ledger(name="side buffers", per="rank", rows=tuple(rows))
+
+
+def verify_ledger(lay: CacheLayout, verify_requests: int) -> Ledger | None:
+    """The speculative verify scratch one rank allocates beside the state pool.
+
+    MambaPool (mem_cache/memory_pool.py) keeps, for each of `verify_requests` + 1 rows (row 0
+    pads), one SSM state and one conv window per draft token and per linear layer:
+    `intermediate_ssm_state_cache` (layers, n + 1, D, *temporal) in the SSM dtype and
+    `intermediate_conv_window_cache` (layers, n + 1, D, *conv) in the conv dtype. Its total is
+    S_slot·(n + 1)·D, what `_handle_max_mamba_cache` takes from the budget.
+    """
+    spec, draft = lay.state, lay.deployment.speculative_num_draft_tokens
+    if spec is None or not draft:
+        return None
+    layers, rows = lay.model.num_linear_layers, verify_requests + 1
+    ssm = lay.deployment.mamba_ssm_dtype
+    assert ssm is not None
+    return Ledger(name="verify scratch (speculative)", per="rank", rows=(
+        LedgerRow(component="intermediate SSM state cache", count=rows,
+                  unit_bytes=layers * draft * spec.temporal_bytes,
+                  detail=f"({layers}, {rows}, {draft}, "
+                         f"{', '.join(map(str, spec.temporal_shape))}) {ssm.value}"),
+        LedgerRow(component="intermediate conv window cache", count=rows,
+                  unit_bytes=layers * draft * spec.conv_bytes,
+                  detail=f"({layers}, {rows}, {draft}, "
+                         f"{', '.join(map(str, spec.conv_shape))}) bfloat16"),
+    ))

@@ -3,8 +3,11 @@
 Memory comes from exactly one of:
 - `available_gib`: what SGLang logs as free memory after weights (the slack is
   `(available + weights)·(1 − mem_fraction_static)`, mem_fraction_static defaulting to 1.0);
-- `gpu`: a catalogue GPU, minus the weights per rank (estimated from the config, or
-  `weights_gib`), with mem_fraction_static defaulting to DEFAULT_GPU_MEM_FRACTION.
+- `gpu` (a catalogue GPU) and/or `gpu_memory_gib` (its total memory, or any device's): the
+  memory free before load is the total less the CUDA context (`memfraction.CUDA_CONTEXT_BYTES`),
+  less the weights per rank (estimated from the config, or `weights_gib`);
+  mem_fraction_static defaults to SGLang's automatic choice for that GPU and layout
+  (`memfraction.auto_mem_fraction_static`).
 With neither, the SPEC's worked example is used: 100 GiB available after weights.
 
 >>> p = make_plan(kv_cache_dtype="fp8_e4m3")
@@ -14,7 +17,6 @@ With neither, the SPEC's worked example is used: 100 GiB available after weights
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 from kvledger.capacity import (
@@ -28,17 +30,15 @@ from kvledger.deploy import Deployment, KVDtype
 from kvledger.gpus import GPU, get_gpu
 from kvledger.hicache import HostPlan, plan_host
 from kvledger.ledger import Ledger, draft_token_ledger, request_ledger, state_ledger, token_ledger
+from kvledger.limits import MAX_COUNT, MAX_GIB, check_number, show_value
+from kvledger.memfraction import CUDA_CONTEXT_BYTES, auto_mem_fraction_static
 from kvledger.model.arch import ModelArch
 from kvledger.model.config import DEFAULT_MODEL, load_model
 from kvledger.resolve import CacheLayout, resolve
 from kvledger.rules import DEFAULT_RULES, get_rules
-from kvledger.units import GiB
+from kvledger.units import GiB, MiB
 
 DEFAULT_AVAILABLE_GIB = 100.0
-# SGLang derives mem_fraction_static from GPU size and parallelism; 0.9 is what it settles on
-# for large-memory GPUs without CUDA-graph-heavy settings. Pass --mem-fraction-static to match a
-# specific server exactly.
-DEFAULT_GPU_MEM_FRACTION = 0.9
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,27 +66,35 @@ class Plan:
 
 def _gib(flag: str, value: float, *, minimum_exclusive: bool) -> int:
     """A GiB flag in bytes; NaN, infinity and out-of-range values name the flag."""
-    low_ok = value > 0 if minimum_exclusive else value >= 0
-    if not (math.isfinite(value) and low_ok):
-        expected = "a positive" if minimum_exclusive else "a non-negative"
-        raise ValueError(f"{flag} {value:g}: expected {expected} finite number of GiB")
-    return int(value * GiB)
+    return int(check_number(flag, value, low=0, high=MAX_GIB, low_open=minimum_exclusive) * GiB)
+
+
+def _device(gpu: GPU | None, gpu_memory_gib: float | None) -> tuple[str, int] | None:
+    """(name, total bytes as the driver reports them) of the device, if one was named."""
+    if gpu_memory_gib is not None:
+        total = _gib("--gpu-memory-gib", gpu_memory_gib, minimum_exclusive=True)
+        return (gpu.name if gpu else "GPU", total)
+    return None if gpu is None else (gpu.name, gpu.memory_bytes)
 
 
 def _memory(model: ModelArch, dep: Deployment, gpu: GPU | None, available_gib: float | None,
-            weights_gib: float | None, notes: list[str]) -> MemoryInput:
+            weights_gib: float | None, gpu_memory_gib: float | None,
+            notes: list[str]) -> MemoryInput:
     fraction = dep.mem_fraction_static
-    if gpu is not None and available_gib is not None:
-        raise ValueError("--gpu and --available-gib: give one, not both")
+    device = _device(gpu, gpu_memory_gib)
+    if device is not None and available_gib is not None:
+        given = "--gpu-memory-gib" if gpu is None else "--gpu"
+        raise ValueError(f"{given} and --available-gib: give one, not both")
     weights = None if weights_gib is None else _gib("--weights-gib", weights_gib,
                                                      minimum_exclusive=False)
-    if gpu is None:
+    if device is None:
         if available_gib is None:
             available_gib = DEFAULT_AVAILABLE_GIB
             notes.append(f"no --gpu or --available-gib: assumed {available_gib:g} GiB free after weights")
         available = _gib("--available-gib", available_gib, minimum_exclusive=True)
         return MemoryInput.available(available, weights_bytes=weights or 0,
                                      mem_fraction_static=fraction)
+    name, total = device
     if weights is None:
         if model.weight_bytes is None:
             raise ValueError(f"{model.name}: weight size unknown; pass --weights-gib")
@@ -94,9 +102,13 @@ def _memory(model: ModelArch, dep: Deployment, gpu: GPU | None, available_gib: f
         notes.append(f"weights estimated from the config: {model.weight_bytes / GiB:,.1f} GiB "
                      f"over tp {dep.tp_size}; override with --weights-gib")
     if fraction is None:
-        fraction = DEFAULT_GPU_MEM_FRACTION
-        notes.append(f"--mem-fraction-static not given: assumed {fraction}")
-    return MemoryInput.gpu(gpu.name, gpu.memory_bytes, weights, fraction)
+        auto = auto_mem_fraction_static(
+            total / MiB, tp=dep.tp_size, dp=dep.dp_size, dp_attention=dep.enable_dp_attention,
+            vit=model.vit_shape if model.is_multimodal else None)
+        fraction = auto.fraction
+        notes.append(f"--mem-fraction-static not given: SGLang's {auto.derivation()}")
+    notes.append(f"free before load = {name} {total:,} B − CUDA context {CUDA_CONTEXT_BYTES:,} B")
+    return MemoryInput.gpu(name, total - CUDA_CONTEXT_BYTES, weights, fraction)
 
 
 def make_plan(
@@ -107,6 +119,7 @@ def make_plan(
     gpu: str | None = None,
     available_gib: float | None = None,
     weights_gib: float | None = None,
+    gpu_memory_gib: float | None = None,
     requests: int | None = None,
     context_tokens: int | None = None,
     kv_cache_dtype: str | None = None,
@@ -120,9 +133,14 @@ def make_plan(
     blackwell = None if gpu_spec is None else gpu_spec.dsa_auto_kv_fp8
     layout = resolve(arch, dep, get_rules(rules), blackwell=blackwell)
     notes = list(layout.notes)
-    memory = _memory(arch, layout.deployment, gpu_spec, available_gib, weights_gib, notes)
+    memory = _memory(arch, layout.deployment, gpu_spec, available_gib, weights_gib,
+                     gpu_memory_gib, notes)
     capacity = plan_capacity(layout, memory)
     workload = None
+    for flag, value in (("--requests", requests), ("--context", context_tokens)):
+        if isinstance(value, int) and value > MAX_COUNT:
+            raise ValueError(f"{flag} {show_value(value)}: expected a positive integer (at most "
+                             f"{MAX_COUNT:,})")
     if requests is not None or context_tokens is not None:
         workload = check_workload(capacity, 1 if requests is None else requests,
                                   layout.context_tokens if context_tokens is None else context_tokens)

@@ -45,6 +45,7 @@ from kvledger.specs import (
     TailSpec,
 )
 
+SPECULATIVE_MAX_RUNNING_REQUESTS = 48
 CONV_ITEMSIZE = BF16_BYTES  # conv state follows the model dtype (bf16) in SGLang
 
 
@@ -150,6 +151,12 @@ def resolve(
     dep = _strategy(model, dep, notes)
     page = _page_tokens(model, dep, rules)
     dep = replace(dep, page_size=page)
+    if dep.speculative and dep.max_running_requests is None:
+        # Every speculative handler in server_args (arg_groups/speculative_hook.py) sets 48;
+        # _handle_max_mamba_cache asserts a limit is set when speculating.
+        notes.append(f"speculative decoding: --max-running-requests unset, SGLang sets "
+                     f"{SPECULATIVE_MAX_RUNNING_REQUESTS}")
+        dep = replace(dep, max_running_requests=SPECULATIVE_MAX_RUNNING_REQUESTS)
     context = dep.context_length or model.max_context_tokens
     if dep.context_length and model.max_context_tokens and dep.context_length > model.max_context_tokens:
         raise DeploymentError(

@@ -36,6 +36,10 @@ class RuleSet:
     host_indexer_pool: bool
     # SGLANG_VLM_CACHE_SIZE_MB: reserved before the state pool when the config is multimodal.
     vlm_cache_reserve_bytes: int = 100 * MiB
+    # True: a stateless ancestor left childless when a leaf is evicted keeps its KV. Both
+    # releases' UnifiedTreeCore._iteratively_delete_tombstone_ancestors stop at device KV
+    # (read in 0.5.21 and 0.5.23); 0.5.20's MambaRadixCache pruned it (see kvledger.tree.rules).
+    tree_keeps_stateless_kv: bool = True
 
     def dsa_page_tokens(self, kpool: int) -> int:
         return DSA_PAGE_KEYS * kpool if self.page_scales_with_kpool else DSA_PAGE_KEYS

@@ -139,3 +139,53 @@ def test_malformed_config_file_names_the_file(tmp_path):
     bad.write_text('{"model_type": "llama", "num_hidden_layers": 2,')
     result = invoke("plan", "--model", str(bad))
     assert result.exit_code == 2 and "not valid JSON" in result.output
+
+
+SPEC_FLAGS = ("--speculative-algorithm", "NEXTN", "--speculative-num-steps", "3",
+              "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4")
+
+
+def test_speculative_qwen3_next_changes_k_and_reserves_scratch():
+    # The issue's case (H200, tp 4, --mem-fraction-static 0.8): without speculation
+    # K = floor(rest·0.9/1.9 / S) − 1 (1,957 now that the CUDA context is not free memory; the
+    # issue saw 1,979 before); with NEXTN (4 draft tokens, SGLang's 48 requests) _handle_max_mamba_cache's joint solve
+    # gives K = floor((B − S·5) / (S·1.8)) and reserves S·(min(48, K // 5) + 1)·4.
+    base = ("--model", "qwen3-next-80b-a3b-instruct", "--gpu", "H200", "--tp", "4",
+            "--mem-fraction-static", "0.8")
+    plain = plan_json(*base)["capacity"]
+    doc = plan_json(*base, *SPEC_FLAGS)
+    cap = doc["capacity"]
+    slot = cap["slot_bytes"]
+    budget = plain["rest_bytes"] * 0.9 / 1.9
+    assert plain["state_slots"] == int(budget // slot) - 1 == 1_957
+    assert cap["state_slots"] < plain["state_slots"]
+    assert cap["state_slots"] == int((budget - 5 * slot) // (1.8 * slot))
+    assert cap["verify_requests"] == 48 and cap["verify_bytes"] == slot * 49 * 4
+    scratch = doc["ledgers"]["verify_scratch"]
+    assert scratch["total_bytes"] == cap["verify_bytes"]
+    assert scratch["rows"][0]["component"] == "intermediate SSM state cache"
+    assert cap["state_source"] == "memory ratio"
+
+
+def test_explain_shows_the_joint_solve_and_the_scratch():
+    result = invoke("explain", "--available-gib", "60", *SPEC_FLAGS)
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert "K = floor((B − 147,619,840 × (1 + 4)) / (147,619,840 × (1 + 4/5))) = 111 slots" in text
+    assert "verify scratch = 147,619,840 × (n 22 + 1) × 4 draft tokens = 13,581,025,280 B" in text
+    assert "rest' = 64,319,651,840 − 13,581,025,280 − 112 × 147,619,840 = 34,205,204,480 B" in text
+
+
+def test_radix_off_explain_and_totals_with_dp_attention():
+    args = ("--available-gib", "60", "--tp", "8", "--dp", "8", "--enable-dp-attention",
+            "--disable-radix-cache", "--max-running-requests", "16")
+    doc = plan_json(*args)
+    cap, tot = doc["capacity"], doc["totals"]
+    assert (cap["state_slots"], cap["max_running_requests"]) == (2, 2)
+    assert cap["state_source"] == "--max-running-requests (radix cache off)"
+    assert (tot["ranks"], tot["workers"], tot["running_requests"]) == (8, 8, 16)
+    assert tot["tokens"] == cap["max_total_tokens"] * 8
+    assert tot["state_pool_bytes"] == 3 * 147_619_840 * 8
+    text = " ".join(invoke("explain", *args).stdout.split())
+    assert "K = --max-running-requests 16 // attn_dp 8 = 2 slots (radix cache off)" in text
+    assert "N × 8 = 16 requests" in text

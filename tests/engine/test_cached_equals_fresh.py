@@ -86,7 +86,7 @@ def test_the_articles_indexer_defect_reproduced():
     loadback the request's KV is right and its index keys are whatever the device pages held.
     Same workload, same host tier, only the INDEXER pool removed: the outputs differ."""
     base = WORKLOADS["host-write-through"]  # matches with the INDEXER pool (test above)
-    article = verify(replace(base, host=replace(base.host, indexer=False)))
+    article = verify(replace(base, host=replace(base.host, reproduce_missing_indexer_defect=True)))
     assert article.loadback_tokens > 0 and not article.all_match
     # Only requests that loaded back can differ; the first visit of each prompt is fresh.
     assert set(article.mismatched) <= set(range(4, 8))

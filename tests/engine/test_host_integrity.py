@@ -46,7 +46,7 @@ def _corrupt_first_backed_up_page(cache) -> None:
 def _run_with_corruption(verify_loadbacks: bool):
     cache = prefix_cache(WORKLOAD.config, WORKLOAD.sizes, host=WORKLOAD.host).cache
     if not verify_loadbacks:
-        cache.tier.queue.fault = None  # no fingerprints: what a tier without checks does
+        cache.tier.transfers.digests = None  # no digests: what a tier without checks does
     engine = _engine(CheckedCache(PrefixCache(cache)))
     first = run_script(engine, FIRST, WORKLOAD.max_new_tokens)
     _corrupt_first_backed_up_page(cache)
@@ -56,7 +56,8 @@ def _run_with_corruption(verify_loadbacks: bool):
 
 def test_a_corrupted_host_page_is_refused_and_recomputed(fresh_outputs):
     cache, outputs = _run_with_corruption(verify_loadbacks=True)
-    assert cache.tier.queue.fault.refused == 1
+    assert cache.tier.verifying  # on by default in the library controller
+    assert cache.tier.transfers.digests.mismatches == 1
     assert cache.stats.loadback_failures == 1
     assert cache.stats.loadback_tokens > 0  # the other three prompts still loaded back
     assert_same(outputs, fresh_outputs)

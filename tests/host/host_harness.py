@@ -9,6 +9,7 @@ byte. Shapes are tiny but keep the real row widths (528 B scaled-fp8 rows, 132 B
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,7 +18,9 @@ import torch
 from kvledger.host.build import build_host_group
 from kvledger.host.controller import HiCacheController
 from kvledger.host.device import DeviceBytes, DeviceSide
+from kvledger.host.group import HostPoolGroup
 from kvledger.host.layout import HostLayout
+from kvledger.host.movers import Mover
 from kvledger.host.policy import BackupPolicy
 from kvledger.host.transfer import FaultHook
 from kvledger.pools.dsa import DsaTokenPool
@@ -54,6 +57,8 @@ def device_side(kind: str = "dsa", *, num_pages: int = 24, state_slots: int = 8,
                       state_allocator=StateSlotAllocator(num_slots=state_slots),
                       mamba_pool=mamba)
 
+
+MoverFactory = Callable[[DeviceBytes, HostPoolGroup], Mover]
 
 MAX_TOKEN = 10_000  # token ids the tests use stay below this
 
@@ -144,6 +149,23 @@ class Harness:
         for plane in (*self.dev.kv_planes, *self.dev.index_pages):
             plane.copy_(self._random(tuple(plane.shape)))
 
+    def scramble_free_pages(self) -> None:
+        """Overwrite the free device pages and state slots only (what the tree and requests
+        hold stays): a loadback into them must write every byte it claims to."""
+        allocator = self.ctrl.device.token_allocator
+        pages = np.arange(1, allocator.num_pages + 1)
+        free = torch.from_numpy(pages[~allocator.pages.is_allocated(pages)])
+        for plane in self.dev.kv_planes:
+            view = plane.view(-1, PAGE, plane.shape[1])
+            view[free] = self._random((len(free), PAGE, plane.shape[1]))
+        for layer in self.dev.index_pages:
+            layer[free] = self._random((len(free), layer.shape[1]))
+        states = self.ctrl.device.state_allocator
+        slots = np.arange(1, states.capacity + 1)
+        free_slots = torch.from_numpy(slots[~states.is_allocated(slots)])
+        for part in (self.dev.conv, self.dev.temporal):
+            part[:, free_slots] = self._random((part.shape[0], len(free_slots), part.shape[2]))
+
     def check_bytes(self, tokens: np.ndarray, device_indices: np.ndarray,
                     state_slot: int | None) -> None:
         """Every byte the device holds for `tokens` (and its end state) equals the truth."""
@@ -200,12 +222,16 @@ class Harness:
 def harness(*, kind: str = "dsa", layout: HostLayout = HostLayout.PAGE_FIRST,
             policy: BackupPolicy = BackupPolicy.WRITE_THROUGH, host_pages: int = 32,
             host_state_slots: int = 8, device_pages: int = 24, device_state_slots: int = 8,
-            synchronous: bool = True, fault: FaultHook | None = None, seed: int = 0) -> Harness:
+            synchronous: bool = True, fault: FaultHook | None = None, seed: int = 0,
+            mover: MoverFactory | None = None, verify: bool = True) -> Harness:
+    """`mover(device_bytes, host_group)` builds a mover in place of the TensorMover."""
     device = device_side(kind, num_pages=device_pages, state_slots=device_state_slots)
     host = build_host_group(device.bytes, host_tokens=host_pages * PAGE,
                             host_state_slots=host_state_slots, layout=layout)
     ctrl = HiCacheController(tree=RadixTree(page_size=PAGE), device=device, host=host,
-                             policy=policy, synchronous=synchronous, fault=fault)
+                             policy=policy, synchronous=synchronous, fault=fault,
+                             mover=None if mover is None else mover(device.bytes, host),
+                             verify=verify)
     return Harness(ctrl=ctrl, seed=seed)
 
 

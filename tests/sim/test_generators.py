@@ -57,7 +57,7 @@ def test_agent_steps_extend_the_same_context():
 def test_bad_parameters_are_named():
     with pytest.raises(WorkloadError, match="--workload 'nope': expected one of chat"):
         get_generator("nope")
-    with pytest.raises(WorkloadError, match="--requests 0"):
+    with pytest.raises(WorkloadError, match="--num-requests 0"):
         GENERATORS["chat"].generate(GeneratorParams(num_requests=0))
     with pytest.raises(WorkloadError, match="--rate 0"):
         GENERATORS["zipf"].generate(GeneratorParams(rate_per_s=0))

@@ -1,8 +1,9 @@
-"""Eviction under pressure of each component, tombstones and pruning.
+"""Eviction under pressure of each component, tombstones, and what a removed leaf leaves.
 
 FULL is leaf-first LRU and a MAMBA eviction of an internal node leaves a tombstone (SGLang
-MambaRadixCache.evict_mamba / _tombstone_internal_node); a match refreshes only the consumed
-state in MAMBA's LRU (SGLang MambaComponent.refresh_lru, phase MATCH_END).
+UnifiedTreeCore._cascade_evict; MambaRadixCache._tombstone_internal_node in 0.5.20); a match
+refreshes only the consumed state in MAMBA's LRU (SGLang MambaComponent.refresh_lru, phase
+MATCH_END). Stateless parents keep their KV under 0.5.21+ rules and are pruned under 0.5.20's.
 """
 
 from __future__ import annotations
@@ -10,17 +11,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kvledger.tree import Component, RadixTree, Tier
+from kvledger.tree import PRUNING_TREE, UNIFIED_TREE, Component, RadixTree, Tier, TreeRules
 from tree.radix_factories import Slots, strip
 
 
-def _tree_with(*sequences: np.ndarray) -> tuple[RadixTree, list]:
-    tree, kv, states = RadixTree(page_size=1), Slots(0), Slots(0)
+def _tree_with(*sequences: np.ndarray, rules: TreeRules = UNIFIED_TREE) -> tuple[RadixTree, list]:
+    tree, kv, states = RadixTree(page_size=1, rules=rules), Slots(0), Slots(0)
     nodes = [tree.insert(s, kv.take(len(s)), states.one()).node for s in sequences]
     return tree, nodes
 
 
-def test_full_pressure_evicts_the_least_recent_leaf_then_prunes_stateless_parents():
+def test_full_pressure_evicts_the_least_recent_leaf_and_keeps_the_stateless_parent():
+    """SGLang 0.5.21+ (UnifiedTreeCore._iteratively_delete_tombstone_ancestors stops at a node
+    with device KV): the parent left childless stays as a KV-only leaf, evicted on its own."""
     a = strip(0, 100)
     b = np.r_[strip(0, 50), strip(200, 50)]
     tree, (node_a, node_b) = _tree_with(a, b)  # b split a at 50; the split parent has no state
@@ -31,8 +34,27 @@ def test_full_pressure_evicts_the_least_recent_leaf_then_prunes_stateless_parent
     assert first.mamba_slots.tolist() == [1]
     assert not node_b.alive and node_a.alive
 
-    # a's leaf goes next; its parent (tokens 0..49) then has no child and no state: pruned.
+    parent = node_a.parent
     second = tree.evict(full_tokens=1)
+    assert second.full_indices.tolist() == list(range(50, 100))  # a's leaf and state only
+    assert second.mamba_slots.tolist() == [0]
+    assert parent.alive and parent.mamba.value is None and tree.sizes().full_tokens == 50
+    m = tree.match_prefix(a)  # the KV-only leaf still counts toward the KV hit
+    assert (m.full_kv_hit_length, m.device_hit_length, m.mamba_branching_seqlen) == (50, 0, None)
+    assert tree.evict(full_tokens=1).full_indices.tolist() == list(range(50))
+    assert tree.root.children == {}
+    tree.check_integrity()
+
+
+def test_full_pressure_under_0_5_20_rules_prunes_stateless_parents():
+    """SGLang 0.5.20 (MambaRadixCache._iteratively_delete_tombstone_leaf)."""
+    a = strip(0, 100)
+    b = np.r_[strip(0, 50), strip(200, 50)]
+    tree, (node_a, node_b) = _tree_with(a, b, rules=PRUNING_TREE)
+    tree.match_prefix(a)
+    assert tree.evict(full_tokens=1).full_indices.tolist() == list(range(150, 200))
+    second = tree.evict(full_tokens=1)
+    # a's leaf goes; its parent (tokens 0..49) then has no child and no state: pruned.
     assert sorted(second.full_indices.tolist()) == list(range(100))
     assert second.mamba_slots.tolist() == [0]
     assert tree.root.children == {}
@@ -78,18 +100,25 @@ def test_mamba_pressure_tombstones_internal_nodes_and_keeps_their_kv():
     tree.check_integrity()
 
 
-def test_mamba_eviction_of_a_leaf_state_drops_the_leaf_and_prunes_upwards():
-    tree, (a, b) = _tree_with(np.r_[strip(0, 20), [7]], np.r_[strip(0, 20), [8]])
+@pytest.mark.parametrize("rules", [UNIFIED_TREE, PRUNING_TREE], ids=lambda r: r.name)
+def test_mamba_eviction_of_a_leaf_state_drops_the_leaf(rules):
+    tree, (a, b) = _tree_with(np.r_[strip(0, 20), [7]], np.r_[strip(0, 20), [8]], rules=rules)
     shared = a.parent
     assert shared.mamba.value is None and shared.num_tokens == 20
     first = tree.evict(mamba_slots=1)
     assert (first.mamba_slots.tolist(), first.full_indices.tolist()) == ([0], [20])
     assert not a.alive and shared.alive
     second = tree.evict(mamba_slots=1)
-    # b's leaf goes, and the stateless shared prefix goes with it: nothing could use it.
     assert second.mamba_slots.tolist() == [1]
-    assert sorted(second.full_indices.tolist()) == list(range(20)) + [41]
-    assert tree.root.children == {}
+    if rules.keeps_stateless_kv:
+        # b's leaf goes whole (MambaComponent._evict_device_next_node hands a device leaf to
+        # evict_device_leaf); the stateless shared prefix stays as a KV-only leaf.
+        assert second.full_indices.tolist() == [41]
+        assert shared.alive and shared.num_children_on[0] == 0 and tree.sizes().full_tokens == 20
+    else:
+        # b's leaf goes, and the stateless shared prefix goes with it: nothing could use it.
+        assert sorted(second.full_indices.tolist()) == list(range(20)) + [41]
+        assert tree.root.children == {}
     tree.check_integrity()
 
 
@@ -125,19 +154,20 @@ def test_evict_counts_side_effect_frees_toward_both_targets():
     tree.check_integrity()
 
 
-def test_full_order_follows_last_access_across_splits():
+@pytest.mark.parametrize("rules", [UNIFIED_TREE, PRUNING_TREE], ids=lambda r: r.name)
+def test_full_order_follows_last_access_across_splits(rules):
     a, b, c = strip(0, 10), strip(100, 10), strip(200, 10)
-    tree, nodes = _tree_with(a, b, c)
+    tree, nodes = _tree_with(a, b, c, rules=rules)
     tree.match_prefix(a)
     tree.match_prefix(np.r_[b[:4], [9]])  # diverges inside b: splits, no state at 4, b not used
-    order = [tree.evict(full_tokens=1).full_indices.tolist() for _ in range(3)]
-    # b was last used when inserted (the match beyond its state does not refresh it), so
-    # LRU is b, c, a; b's split parent goes with its leaf.
-    assert order == [
-        list(range(14, 20)) + list(range(10, 14)),
-        list(range(20, 30)),
-        list(range(10)),
-    ]
+    freed = [tree.evict(full_tokens=1).full_indices.tolist() for _ in range(4)]
+    # The split stamps b's new parent, then b's suffix, as just accessed (SGLang
+    # UnifiedTreeCore._split_node; MambaRadixCache._split_node alike), so LRU is c, a, b.
+    assert freed[:2] == [list(range(20, 30)), list(range(10))]
+    if rules.keeps_stateless_kv:  # the split parent outlives its leaf, then goes on its own
+        assert freed[2:] == [list(range(14, 20)), list(range(10, 14))]
+    else:  # 0.5.20: the split parent goes with its leaf
+        assert freed[2:] == [list(range(14, 20)) + list(range(10, 14)), []]
     tree.check_integrity()
 
 

@@ -17,7 +17,15 @@ import hypothesis.strategies as st
 from hypothesis import settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from kvledger.tree import Component, RadixTree, Tier
+from kvledger.tree import (
+    FULL_MAMBA,
+    FULL_ONLY,
+    PRUNING_TREE,
+    UNIFIED_TREE,
+    Component,
+    RadixTree,
+    Tier,
+)
 from tree.radix_factories import path_nodes
 
 CHUNK_TOKENS = 4  # a small checkpoint grid so branching points occur in short sequences
@@ -27,10 +35,13 @@ amounts = st.integers(0, 12)
 
 class TreeMachine(RuleBasedStateMachine):
     page_size = 1
+    tree_rules = UNIFIED_TREE
+    components = FULL_MAMBA
 
     def __init__(self) -> None:
         super().__init__()
-        self.tree = RadixTree(page_size=self.page_size, mamba_chunk_tokens=CHUNK_TOKENS)
+        self.tree = RadixTree(page_size=self.page_size, mamba_chunk_tokens=CHUNK_TOKENS,
+                              components=self.components, rules=self.tree_rules)
         self.dev: dict[tuple, tuple] = {}  # prefix ending a page -> its device KV slots
         self.host: dict[tuple, tuple] = {}
         self.dstate: dict[tuple, int] = {}  # prefix -> device state slot saved after it
@@ -258,6 +269,89 @@ class TreeMachinePage2(TreeMachine):
     page_size = 2
 
 
+class PruningTreeMachine(TreeMachine):
+    """SGLang 0.5.20's rules: stateless parents are pruned with their KV."""
+
+    tree_rules = PRUNING_TREE
+
+
+class FullOnlyTreeMachine(TreeMachine):
+    """No state component: every cached page is a match point (SGLang RadixCache)."""
+
+    page_size = 2
+    components = FULL_ONLY
+
+    def expected_match(self, tokens: list[int]) -> dict:
+        tokens = self.aligned(tokens)
+        hit = self.hit(tokens)
+        device = 0
+        for page in self.pages(tokens, 0, hit):
+            if page not in self.dev:
+                break
+            device += self.page_size
+        return {
+            "device_indices": [s for p in self.pages(tokens, 0, device) for s in self.dev[p]],
+            "full_kv_hit_length": hit,
+            "host_hit_length": hit - device,
+            "mamba_branching_seqlen": None,
+            "mamba_src_slot": None,
+        }
+
+    @rule(tokens=token_lists)
+    def insert(self, tokens: list[int]) -> None:
+        tokens = self.aligned(tokens)
+        slots = [next(self.kv_slots) for _ in tokens]
+        pages = self.pages(tokens)
+        chunks = [tuple(slots[len(p) - self.page_size : len(p)]) for p in pages]
+        duplicates = [s for p, c in zip(pages, chunks, strict=True) if p in self.dev for s in c]
+        done = self.tree.insert(tokens, slots)
+        assert done.duplicate_indices.tolist() == duplicates and not done.mamba_existed
+        for p, c in zip(pages, chunks, strict=True):
+            self.dev.setdefault(p, c)
+
+    @rule(tokens=token_lists)
+    def lock(self, tokens: list[int]) -> None:
+        m = self.match(tokens)
+        n = m.device_hit_length
+        receipt = self.tree.lock(m.last_device_node)
+        assert not receipt.mamba_locked
+        self.receipts.append((receipt, set(self.pages(tokens, 0, n)), None))
+
+    @rule(full_tokens=amounts)
+    def evict(self, full_tokens: int) -> None:
+        freed = self.tree.evict(full_tokens=full_tokens)
+        self.follow(freed, full_tokens, 0, self.dev, self.dstate, Tier.DEVICE)
+
+    @rule(full_tokens=amounts)
+    def evict_host(self, full_tokens: int) -> None:
+        freed = self.tree.evict_host(full_tokens=full_tokens)
+        self.follow(freed, full_tokens, 0, self.host, self.hstate, Tier.HOST)
+
+    @rule(tier=st.sampled_from(Tier), component=st.sampled_from(Component))
+    def peek_then_evict_one(self, tier: Tier, component: Component) -> None:
+        if component is Component.MAMBA:
+            assert self.tree.peek_eviction(tier, component) is None
+            return
+        super().peek_then_evict_one(tier, component)
+
+    @rule(tokens=token_lists, depth=st.integers(1, 6), with_state=st.just(False))
+    def backup(self, tokens: list[int], depth: int, with_state: bool) -> None:
+        super().backup(tokens, depth, with_state)
+
+    @rule(tokens=token_lists)
+    def loadback(self, tokens: list[int]) -> None:
+        m = self.match(tokens)
+        start = 0
+        for node in path_nodes(self.tree, tokens[: m.full_kv_hit_length]):
+            end = start + node.num_tokens
+            if node.full.value is None:
+                slots = [next(self.kv_slots) for _ in range(node.num_tokens)]
+                self.tree.restore_device_value(node, Component.FULL, slots)
+                for p in self.pages(tokens, start, end):
+                    self.dev[p] = tuple(slots[len(p) - self.page_size - start : len(p) - start])
+            start = end
+
+
 _settings = settings(max_examples=80, stateful_step_count=40, deadline=None)
 
 
@@ -266,4 +360,12 @@ class TestTreePage1(TreeMachine.TestCase):
 
 
 class TestTreePage2(TreeMachinePage2.TestCase):
+    settings = _settings
+
+
+class TestPruningTree(PruningTreeMachine.TestCase):
+    settings = _settings
+
+
+class TestFullOnlyTree(FullOnlyTreeMachine.TestCase):
     settings = _settings

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kvledger.tree import Component, RadixTree, Tier
+from kvledger.tree import PRUNING_TREE, UNIFIED_TREE, Component, RadixTree, Tier
 from tree.radix_factories import Slots, path_nodes, strip
 
 
@@ -148,20 +148,25 @@ def test_evict_host_is_leaf_first_and_respects_host_locks(backed_up):
     tree.check_integrity()
 
 
-def test_evict_host_removes_host_only_nodes_and_prunes_stateless_parents():
-    tree = RadixTree(page_size=1)
+@pytest.mark.parametrize("rules", [UNIFIED_TREE, PRUNING_TREE], ids=lambda r: r.name)
+def test_evict_host_removes_host_only_leaves(rules):
+    tree = RadixTree(page_size=1, rules=rules)
     a = tree.insert(np.r_[strip(0, 5), [7]], strip(0, 6), 0).node
     tree.insert(np.r_[strip(0, 5), [8]], strip(6, 6), 1)
     shared = a.parent
     _back_up(tree, shared, *shared.children.values())
     tree.evict(full_tokens=100)
-    assert tree.sizes().full_tokens == 0 and tree.sizes(Tier.HOST).full_tokens == 7
+    if rules.keeps_stateless_kv:  # the shared prefix went as a KV-only leaf of its own
+        assert tree.sizes().full_tokens == 0 and tree.sizes(Tier.HOST).full_tokens == 7
     freed = tree.evict_host(mamba_slots=2)
-    # Both host states go; each host-only leaf is then useless and removed, then the
-    # stateless shared prefix too.
+    # Both host states go, each with its host-only leaf (nothing is left of either node).
     assert sorted(freed.mamba_slots.tolist()) == [0, 1]
-    assert sorted(freed.full_indices.tolist()) == list(range(1000, 1007))
-    assert tree.root.children == {}
+    if rules.keeps_stateless_kv:  # the stateless shared prefix stays on host
+        assert sorted(freed.full_indices.tolist()) == [1005, 1006]
+        assert shared.alive and tree.sizes(Tier.HOST).full_tokens == 5
+    else:  # 0.5.20: the stateless shared prefix goes too
+        assert sorted(freed.full_indices.tolist()) == list(range(1000, 1007))
+        assert tree.root.children == {}
     tree.check_integrity()
 
 

@@ -1,6 +1,13 @@
 """Command-line edge: `kvledger plan | explain | models | …`. Thin: parse, call, render."""
 
-from kvledger.cli import plan_cmd, pools_cmd, report_cmd, sim_cmd, verify_cmd  # noqa: F401  (registers commands)
+from kvledger.cli import (  # noqa: F401  (registers commands)
+    checklog_cmd,
+    plan_cmd,
+    pools_cmd,
+    report_cmd,
+    sim_cmd,
+    verify_cmd,
+)
 from kvledger.cli.app import app
 
 

@@ -36,7 +36,15 @@ def user_errors() -> Iterator[None]:
 
 
 def emit_json(doc: Any) -> None:
-    sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    """Strict JSON on stdout: a NaN or an infinity is a bug upstream (inputs are bounded), so
+    it fails loudly (exit 1) rather than print `NaN`, which is not JSON."""
+    try:
+        text = json.dumps(doc, indent=2, allow_nan=False)
+    except ValueError as exc:
+        err_console.print(f"[red]error:[/] output holds a non-finite number ({exc})",
+                          soft_wrap=True, highlight=False)
+        raise typer.Exit(1) from None
+    sys.stdout.write(text + "\n")
 
 
 def command(*, help: str, epilog: str | None = None) -> Callable:  # noqa: A002 (typer's name)

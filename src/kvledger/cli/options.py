@@ -19,6 +19,9 @@ RulesOpt = Annotated[str, typer.Option(
     "--rules", help=f"Engine rule set: {', '.join(RULES)}.")]
 GpuOpt = Annotated[str | None, typer.Option(
     "--gpu", help="GPU from the catalogue (see `kvledger gpus`); weights are subtracted.")]
+GpuMemOpt = Annotated[float | None, typer.Option(
+    "--gpu-memory-gib", help="Total memory per GPU as the driver reports it (GiB), for a GPU not "
+    "in the catalogue or to override --gpu's; SGLang's auto mem_fraction_static follows it.")]
 AvailOpt = Annotated[float | None, typer.Option(
     "--available-gib", help="Free memory per rank after weights, as SGLang logs it (GiB).")]
 WeightsOpt = Annotated[float | None, typer.Option(
@@ -40,6 +43,7 @@ class PlanInputs:
     model: ModelOpt = None
     rules: RulesOpt = DEFAULT_RULES
     gpu: GpuOpt = None
+    gpu_memory_gib: GpuMemOpt = None
     available_gib: AvailOpt = None
     weights_gib: WeightsOpt = None
 
@@ -49,11 +53,17 @@ def plan_from(inputs: PlanInputs, extra_args: list[str], *, requests: int | None
     """Build the plan from kvledger options plus SGLang flags / a pasted launch command."""
     parsed = parse_flags(extra_args)
     model = inputs.model
+    for flag, ref in (("--model", model), ("--model-path", parsed.model_ref)):
+        if ref is not None and not ref.strip():
+            raise ValueError(f"{flag} {ref!r}: expected an embedded name, a repo id, a "
+                             f"config.json or a model directory (omit {flag} for the default, "
+                             f"{DEFAULT_MODEL})")
     if parsed.model_ref and model and parsed.model_ref != model:
         raise ValueError(f"--model {model!r} contradicts --model-path {parsed.model_ref!r}")
     plan = make_plan(
         model or parsed.model_ref or DEFAULT_MODEL, parsed.deployment, rules=inputs.rules,
         gpu=inputs.gpu, available_gib=inputs.available_gib, weights_gib=inputs.weights_gib,
+        gpu_memory_gib=inputs.gpu_memory_gib,
         requests=requests, context_tokens=context,
     )
     return plan, parsed.ignored

@@ -6,6 +6,7 @@ import typer
 from rich.table import Table
 
 from kvledger.cli.app import command, console, emit_json, user_errors
+from kvledger.cli.engines import EngineInputs, plans_for
 from kvledger.cli.groups import option_group
 from kvledger.cli.options import ContextOpt, JsonOpt, PlanInputs, RequestsOpt, plan_from
 from kvledger.launch import flags_help
@@ -15,22 +16,42 @@ DEPLOY_HELP = (
     "--kv-cache-dtype fp8_e4m3), or a whole launch command after `--`: "
     "kvledger plan -- python -m sglang.launch_server --model-path zai-org/GLM-5.3-Flash --tp 8."
 )
+VLLM_HELP = (
+    " With --engine vllm (or --rules vllm-…), vLLM flags or a pasted `vllm serve MODEL …` / "
+    "`python -m vllm.entrypoints.openai.api_server …` command; --engine sglang,vllm plans both "
+    "side by side."
+)
 
 
-@command(help="Ledgers and capacity plan for a model on a deployment. " + DEPLOY_HELP,
-         epilog=flags_help())
+@command(help="Ledgers and capacity plan for a model on a deployment. " + DEPLOY_HELP
+         + VLLM_HELP, epilog=flags_help())
 @option_group(PlanInputs, "inputs")
-def plan(ctx: typer.Context, inputs: PlanInputs, requests: RequestsOpt = None,
-         context: ContextOpt = None, json: JsonOpt = False) -> None:
+@option_group(EngineInputs, "engine")
+def plan(ctx: typer.Context, inputs: PlanInputs, engine: EngineInputs,
+         requests: RequestsOpt = None, context: ContextOpt = None, json: JsonOpt = False) -> None:
     from kvledger.report.plan_json import plan_json
     from kvledger.report.plan_view import render_plan
+    from kvledger.report.side_by_side import render_side_by_side, side_by_side_json
+    from kvledger.report.vllm_json import vllm_plan_json
+    from kvledger.report.vllm_view import render_vllm_plan
 
     with user_errors():
-        result, ignored = plan_from(inputs, ctx.args, requests=requests, context=context)
-    if json:
-        emit_json(plan_json(result, ignored))
+        sglang, vllm, ignored = plans_for(inputs, engine, ctx.args, requests=requests,
+                                          context=context)
+    if sglang is not None and vllm is not None:
+        if json:
+            emit_json(side_by_side_json(sglang, vllm, ignored))
+        else:
+            render_side_by_side(sglang, vllm, console)
+    elif vllm is not None:
+        if json:
+            emit_json(vllm_plan_json(vllm, ignored))
+        else:
+            render_vllm_plan(vllm, console, ignored)
+    elif json:
+        emit_json(plan_json(sglang, ignored))
     else:
-        render_plan(result, console, ignored)
+        render_plan(sglang, console, ignored)
 
 
 @command(help="Each number of the plan as a derivation line. " + DEPLOY_HELP)

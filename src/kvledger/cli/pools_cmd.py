@@ -12,6 +12,7 @@ from kvledger.cli.app import command, console, emit_json, err_console, user_erro
 from kvledger.cli.groups import option_group
 from kvledger.cli.options import JsonOpt, PlanInputs, plan_from
 from kvledger.launch import flags_help
+from kvledger.limits import check_allocation
 
 if TYPE_CHECKING:
     from kvledger.plan import Plan
@@ -69,6 +70,11 @@ def pools(ctx: typer.Context, inputs: PlanInputs, device: DeviceOpt = PoolDevice
     with user_errors():
         plan, ignored = plan_from(inputs, ctx.args)
         scaled = device is PoolDevice.CPU and not full
+        if device is PoolDevice.CPU and full:
+            # Size the build on "meta" (no memory) and check it against this machine first.
+            need = sum(r.allocated_bytes for r in account(build_pools(plan, "meta")))
+            check_allocation(f"pools --full on cpu ({plan.model.name})", need,
+                             "use --device meta for the full size, or drop --full")
         built = build_pools(plan, device.value, ScaleDown.laptop(plan) if scaled else None)
         built.check_integrity()
         rows = account(built)

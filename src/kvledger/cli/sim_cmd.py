@@ -12,6 +12,16 @@ from kvledger.cli.app import command, console, emit_json, err_console, user_erro
 from kvledger.cli.groups import option_group
 from kvledger.cli.options import JsonOpt, PlanInputs, plan_from
 from kvledger.host.policy import BackupPolicy
+from kvledger.limits import (
+    MAX_COUNT,
+    MAX_GENERATED_REQUESTS,
+    MAX_RATE_PER_S,
+    MAX_SEED,
+    MAX_STEP_MS,
+    MAX_TIME_SCALE,
+    check_int,
+    check_number,
+)
 from kvledger.sim.config import DEFAULT_TIME_GPU, SimConfig, StepCost
 from kvledger.sim.timing import Efficiency
 
@@ -82,6 +92,30 @@ class SimInputs:
     roofline_overhead_ms: RooflineOverheadOpt = EFF_DEFAULTS.overhead_ms
     hicache_write_policy: WritePolicyOpt = None
 
+    def check(self) -> None:
+        """Every value in range before any work starts (the CLI boundary; kvledger.limits)."""
+        if self.num_requests is not None:
+            high = MAX_COUNT if self.trace is not None else MAX_GENERATED_REQUESTS
+            check_int("--num-requests", self.num_requests, low=1, high=high)
+        check_int("--seed", self.seed, low=0, high=MAX_SEED)
+        if self.rate is not None:
+            check_number("--rate", self.rate, low=0, high=MAX_RATE_PER_S, low_open=True)
+        check_number("--time-scale", self.time_scale, low=0, high=MAX_TIME_SCALE, low_open=True)
+        check_int("--chunked-prefill-size", self.chunked_prefill_size, low=1, high=MAX_COUNT)
+        check_int("--mamba-track-interval", self.mamba_track_interval, low=1, high=MAX_COUNT)
+        if self.step_overhead_ms is not None:
+            check_number("--step-overhead-ms", self.step_overhead_ms, low=0, high=MAX_STEP_MS,
+                         low_open=True)
+        for flag, value in (("--prefill-ms-per-token", self.prefill_ms_per_token),
+                            ("--decode-ms-per-token", self.decode_ms_per_token)):
+            if value is not None:
+                check_number(flag, value, low=0, high=MAX_STEP_MS)
+        for flag, value in (("--flops-efficiency", self.flops_efficiency),
+                            ("--hbm-efficiency", self.hbm_efficiency)):
+            check_number(flag, value, low=0, high=1, low_open=True)
+        check_number("--roofline-overhead-ms", self.roofline_overhead_ms, low=0,
+                     high=MAX_STEP_MS)
+
     @property
     def asked(self) -> bool:
         return self.trace is not None or self.workload is not None
@@ -122,6 +156,7 @@ def run_simulation(plan: Plan, work: SimInputs, *, progress: bool) -> SimResult:
     from kvledger.sim.replay import simulate
     from kvledger.sim.sources import load_workload
 
+    work.check()
     config = work.config(plan)
     workload = load_workload(trace=work.trace, generator=work.workload,
                              num_requests=work.num_requests, seed=work.seed,

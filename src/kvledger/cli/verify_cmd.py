@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from kvledger.cli.app import command, console, emit_json, user_errors
+from kvledger.cli.app import app, console, emit_json, user_errors
 from kvledger.cli.options import JsonOpt
 
 if TYPE_CHECKING:
@@ -41,7 +41,9 @@ def _row(r: VerifyReport) -> dict:
     return doc
 
 
-@command(help="Run reference-engine workloads twice — through the full cache system (prefix "
+# No deployment flags: the reference engine's sizes are its own, so `verify --tp 2` is an
+# unknown option (exit 2), not an argument silently ignored.
+@app.command(help="Run reference-engine workloads twice — through the full cache system (prefix "
          "tree, device pools, host tier) and cache-free — and check that every generated "
          "token and logit is bit for bit the same. Exit status 1 if any output differs.")
 def verify(workload: VerifyWorkloadOpt = None, json: JsonOpt = False) -> None:

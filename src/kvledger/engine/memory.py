@@ -5,7 +5,8 @@ states its sizes directly (``PoolSizes``) and gets the same classes: a DSA token
 (latent rows, index keys, compress tail), a state pool, request rows, a paged token
 allocator and a state-slot allocator, each with its NULL page / slot reserved. The host tier (``HostTier``) is a
 ``HostPoolGroup`` of KV, INDEXER and MAMBA host pools driven by a ``HiCacheController``;
-``indexer=False`` builds the article release's group, which has no INDEXER pool.
+``reproduce_missing_indexer_defect=True`` builds the article release's group, which has no
+INDEXER pool (the controller refuses that group otherwise).
 
 >>> from kvledger.engine.config import TinyConfig
 >>> pools = build_device_pools(TinyConfig(), PoolSizes(num_pages=4, page_tokens=16))
@@ -20,7 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvledger.engine.config import CONV_DTYPE, TinyConfig
-from kvledger.engine.host_check import HostDigests
 from kvledger.host.controller import HiCacheController
 from kvledger.host.device import DeviceBytes, DeviceSide
 from kvledger.host.group import HostPoolGroup
@@ -100,13 +100,15 @@ class HostTier:
     num_state_slots: int = 16  # host state slots (one holds a whole device state slot)
     policy: BackupPolicy = BackupPolicy.WRITE_THROUGH
     layout: HostLayout = HostLayout.PAGE_FIRST
-    indexer: bool = True  # False: no host copy of index keys, as in sglang-0.5.21
+    # True: no host copy of index keys, sglang-0.5.21's defect (loadbacks leave stale keys)
+    reproduce_missing_indexer_defect: bool = False
     host_row_bytes: int | None = None  # None: the device row; anything else is refused
 
 
 def build_host_tier(pools: TinyPools, tree: RadixTree, tier: HostTier) -> HiCacheController:
     """Host pools mirroring ``pools`` byte for byte, and the controller over ``tree``; every
-    loadback is checked against fingerprints taken at backup (``HostDigests``)."""
+    loadback's device bytes are checked against digests taken at backup, keyed by the prefix
+    each page holds (the controller's default, ``kvledger.host.digests``)."""
     kv = pools.kv
     page = pools.token_allocator.page_tokens
     dev = DeviceBytes.of(kv.full_kv_pool, kv.mamba_pool, page_tokens=page)
@@ -116,7 +118,7 @@ def build_host_tier(pools: TinyPools, tree: RadixTree, tier: HostTier) -> HiCach
                          device_row_bytes=dev.device_row_bytes,
                          host_row_bytes=tier.host_row_bytes, layout=tier.layout)
     indexer = None
-    if tier.indexer:
+    if not tier.reproduce_missing_indexer_defect:
         indexer = HostIndexerPool(num_pages=tier.num_pages, page_tokens=page,
                                   num_layers=len(dev.index_pages),
                                   page_bytes=dev.index_page_bytes, layout=tier.layout)
@@ -127,5 +129,6 @@ def build_host_tier(pools: TinyPools, tree: RadixTree, tier: HostTier) -> HiCach
     side = DeviceSide(bytes=dev, token_allocator=pools.token_allocator,
                       state_allocator=pools.state_allocator, mamba_pool=kv.mamba_pool)
     group = HostPoolGroup(kv=host_kv, indexer=indexer, state=states)
-    return HiCacheController(tree=tree, device=side, host=group, policy=tier.policy,
-                             synchronous=True, fault=HostDigests(dev, group))
+    return HiCacheController(
+        tree=tree, device=side, host=group, policy=tier.policy, synchronous=True,
+        reproduce_missing_indexer_defect=tier.reproduce_missing_indexer_defect)

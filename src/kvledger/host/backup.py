@@ -13,57 +13,32 @@ state (nothing the copy reads can be evicted or freed), and a host lock on A pin
 copies the new ones will hang from. Host pages are allocated at submission (all-or-nothing,
 after host LRU eviction if short) and recorded in the tree only when acknowledged; a failed
 transfer frees them. Values are recorded by token range, so a split of B or N while the
-transfer is in flight changes nothing.
+transfer is in flight changes nothing. Every lock taken is released on every path that does
+not submit (host full, an exception while making room), and by the acknowledgement otherwise.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable
 
 import numpy as np
 
+from kvledger.host.moves import Moves
 from kvledger.host.results import BackupOutcome
 from kvledger.host.transfer import Direction
-from kvledger.tree import Component, Node
+from kvledger.host.transfers import Flight, Transfers
+from kvledger.tree import Component, LockReceipt, Node
+from kvledger.tree.walk import EMPTY, concat, page_prefix_keys, path_spans
 
-if TYPE_CHECKING:
-    from kvledger.host.controller import HiCacheController
-    from kvledger.host.group import HostAllocation
+# Old homes of the tree-walk helpers and of Moves (now kvledger.tree.walk, kvledger.host.moves).
+__all__ = ["EMPTY", "Moves", "backup", "concat", "path_spans"]
 
-EMPTY = np.zeros(0, dtype=np.int64)
-
-
-class Moves(NamedTuple):
-    """One transfer's pairs: device and host token slots, device and host state slots."""
-
-    kv_device: np.ndarray
-    kv_host: np.ndarray
-    state_device: np.ndarray
-    state_host: np.ndarray
+MakeRoom = Callable[[int, int], None]  # (host tokens, host state slots) → evict host LRU
 
 
-def path_spans(node: Node) -> list[tuple[Node, int, int]]:
-    """(node, first token, end token) from the root's child down to `node`."""
-    chain: list[Node] = []
-    while node.parent is not None:
-        chain.append(node)
-        node = node.parent
-    spans, pos = [], 0
-    for n in reversed(chain):
-        spans.append((n, pos, pos + n.num_tokens))
-        pos += n.num_tokens
-    return spans
-
-
-def concat(arrays: list[np.ndarray]) -> np.ndarray:
-    if not arrays:
-        return EMPTY
-    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
-
-
-def backup(ctrl: HiCacheController, node: Node) -> BackupOutcome:
+def backup(transfers: Transfers, node: Node, make_room: MakeRoom) -> BackupOutcome:
     """Back up what `node` lacks on host; see the module docstring."""
-    tree, host = ctrl.tree, ctrl.host
+    tree, host = transfers.tree, transfers.host
     if node.parent is None or node.full.value is None:
         return BackupOutcome.ALREADY  # the root, or a host-only node: nothing on device
     spans = path_spans(node)
@@ -75,54 +50,66 @@ def backup(ctrl: HiCacheController, node: Node) -> BackupOutcome:
     start = missing[0][1] if missing else spans[-1][2]
     num_tokens = spans[-1][2] - start
     anchor = missing[0][0].parent if missing else node
-    host_receipt = tree.lock_host(anchor) if anchor.parent is not None else None
-    allocation = host.alloc(num_tokens=num_tokens, num_state_slots=int(need_state))
-    if allocation is None:
-        ctrl.make_host_room(num_tokens, int(need_state))
+    receipts: list[LockReceipt] = []
+    allocation = None
+    submitted = False
+    try:
+        if anchor.parent is not None:
+            receipts.append(tree.lock_host(anchor))  # the host copies the new ones hang from
         allocation = host.alloc(num_tokens=num_tokens, num_state_slots=int(need_state))
-    if allocation is None:
-        if host_receipt is not None:
-            tree.unlock(host_receipt)
-        return BackupOutcome.HOST_FULL
-    device_receipt = tree.lock(node)
-    ctrl.inflight.add_host(num_tokens, int(need_state))
-    acked: list[BackupOutcome] = []
+        if allocation is None:
+            make_room(num_tokens, int(need_state))
+            allocation = host.alloc(num_tokens=num_tokens, num_state_slots=int(need_state))
+        if allocation is None:
+            return BackupOutcome.HOST_FULL
+        receipts.append(tree.lock(node))
+        kv_keys = state_keys = ()
+        if transfers.verifying:
+            keys = page_prefix_keys(node, page_tokens=tree.page_size)
+            kv_keys = tuple(keys[start // tree.page_size:])
+            state_keys = (keys[-1],) if need_state else ()
+        moves = Moves(kv_device=concat([n.full.value for n, _, _ in missing]),
+                      kv_host=allocation.kv_slots,
+                      state_device=np.array([node.mamba.value] if need_state else [],
+                                            dtype=np.int64),
+                      state_host=allocation.state_slots, kv_keys=kv_keys, state_keys=state_keys)
+        acked: list[BackupOutcome] = []
 
-    def on_ack(ok: bool) -> None:
-        ctrl.inflight.add_host(-num_tokens, -int(need_state))
-        if ok:
-            _record(ctrl, node, start, allocation, need_state)
-        else:
-            host.free(allocation)
-        tree.unlock(device_receipt)
-        if host_receipt is not None:
-            tree.unlock(host_receipt)
-        acked.append(BackupOutcome.BACKED_UP if ok else BackupOutcome.FAILED)
+        def on_ack(ok: bool) -> None:
+            if ok:
+                _record(transfers, node, start, allocation.kv_slots, allocation.state_slots)
+            else:
+                host.free(allocation)
+            acked.append(BackupOutcome.BACKED_UP if ok else BackupOutcome.FAILED)
 
-    moves = Moves(kv_device=concat([n.full.value for n, _, _ in missing]),
-                  kv_host=allocation.kv_slots,
-                  state_device=np.array([node.mamba.value] if need_state else [], dtype=np.int64),
-                  state_host=allocation.state_slots)
-    ctrl.queue.submit(Direction.BACKUP, payload=moves, on_ack=on_ack)
+        flight = Flight(receipts=receipts, host_kv=allocation.kv_slots,
+                        host_states=allocation.state_slots)
+        submitted = True
+        transfers.submit(Direction.BACKUP, moves, flight, on_ack)
+    finally:
+        if not submitted:
+            if allocation is not None:
+                host.free(allocation)
+            transfers.release(receipts)
     return acked[0] if acked else BackupOutcome.QUEUED
 
 
-def _record(ctrl: HiCacheController, node: Node, start: int, allocation: HostAllocation,
-            need_state: bool) -> None:
+def _record(transfers: Transfers, node: Node, start: int, kv_slots: np.ndarray,
+            state_slots: np.ndarray) -> None:
     """Record host values root-first; pages another transfer already recorded are freed."""
-    tree, host = ctrl.tree, ctrl.host
+    tree, host = transfers.tree, transfers.host
     duplicates: list[np.ndarray] = []
     for n, first, end in path_spans(node):
         if end <= start:
             continue
-        piece = allocation.kv_slots[first - start : end - start]
+        piece = kv_slots[first - start : end - start]
         if n.full.host_value is None:
             tree.set_host_value(n, Component.FULL, piece)
         else:
             duplicates.append(piece)
-    host.free_kv(concat(duplicates))
-    if need_state:
+    host.free_kv(concat(duplicates) if duplicates else EMPTY)
+    if len(state_slots):
         if node.mamba.host_value is None:
-            tree.set_host_value(node, Component.MAMBA, int(allocation.state_slots[0]))
+            tree.set_host_value(node, Component.MAMBA, int(state_slots[0]))
         else:
-            host.free_states(allocation.state_slots)
+            host.free_states(state_slots)

@@ -20,54 +20,55 @@ byte moves (`kvledger.host.movers`).
 Locks: a transfer holds device locks on what it reads or must keep (backup: the node;
 loadback: the device prefix) and a host lock on the host copies it reads or hangs from,
 until it is acknowledged. The controller never holds a lock between calls otherwise.
+
+The controller keeps policy and routing: hit counts, what is due for backup, where eviction
+goes and how room is made. The transfers themselves — queue, mover, locks and allocations in
+flight, verification — live in one `Transfers` object (`kvledger.host.transfers`) that
+`backup`, `loadback` and `write_back` act on; none of them imports the controller.
+
+Verification is on by default (`verify=True`): every loadback's device bytes are checked
+against digests taken at backup, keyed by the prefix each page holds, before it is
+acknowledged (`kvledger.host.digests`); a mismatch fails the loadback and the request
+recomputes. `verify=False` is for benchmarks of the raw copies; accounting mode
+(`IndexOnlyMover`) moves no bytes and verifies nothing.
+
+A host group without an INDEXER pool for a device that has index keys is refused: a
+loadback would leave stale index keys on device, the defect of sglang-0.5.21's hybrid
+HostPoolGroup. `reproduce_missing_indexer_defect=True` builds it anyway, to reproduce that
+defect (its verification then covers KV and states only, as the defect's host did).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
 
 import numpy as np
 
-from kvledger.host.backup import Moves, backup, path_spans
+from kvledger.host.backup import backup
 from kvledger.host.device import DeviceSide
 from kvledger.host.group import HostPoolGroup
 from kvledger.host.loadback import loadback
-from kvledger.host.movers import Mover, TensorMover
+from kvledger.host.movers import Mover
 from kvledger.host.policy import POLICIES, BackupPolicy
 from kvledger.host.results import BackupOutcome, LoadbackResult
 from kvledger.host.tiers import check_tiers
 from kvledger.host.traffic import Traffic
-from kvledger.host.transfer import Direction, FaultHook, Transfer, TransferQueue
+from kvledger.host.transfer import FaultHook, TransferQueue
+from kvledger.host.transfers import InFlight, Transfers
 from kvledger.host.write_back import evict_writing_back
-from kvledger.tree import EvictResult, InsertResult, MatchResult, Node, RadixTree, Tier
+from kvledger.tree import EvictResult, InsertResult, LockReceipt, MatchResult, Node, RadixTree, Tier
+from kvledger.tree.walk import path_spans
+
+__all__ = ["HIT_TABLE_PRUNE", "HiCacheController", "InFlight"]
 
 HIT_TABLE_PRUNE = 4096  # drop hit counts of removed nodes once the table passes this size
-
-
-@dataclass(slots=True)
-class InFlight:
-    """Allocated for transfers not yet acknowledged (not yet referenced by the tree)."""
-
-    host_tokens: int = 0
-    host_state_slots: int = 0
-    device_tokens: int = 0
-    device_state_slots: int = 0
-
-    def add_host(self, tokens: int, slots: int) -> None:
-        self.host_tokens += tokens
-        self.host_state_slots += slots
-        assert self.host_tokens >= 0 and self.host_state_slots >= 0, "in-flight host < 0"
-
-    def add_device(self, tokens: int, slots: int) -> None:
-        self.device_tokens += tokens
-        self.device_state_slots += slots
-        assert self.device_tokens >= 0 and self.device_state_slots >= 0, "in-flight device < 0"
 
 
 class HiCacheController:
     def __init__(self, *, tree: RadixTree, device: DeviceSide, host: HostPoolGroup,
                  policy: BackupPolicy = BackupPolicy.WRITE_THROUGH, synchronous: bool = True,
-                 fault: FaultHook | None = None, mover: Mover | None = None) -> None:
+                 fault: FaultHook | None = None, mover: Mover | None = None,
+                 verify: bool = True, reproduce_missing_indexer_defect: bool = False) -> None:
         if tree.page_size != device.bytes.page_tokens or tree.page_size != host.kv.page_tokens:
             raise ValueError(f"page sizes differ: tree {tree.page_size}, device "
                              f"{device.bytes.page_tokens}, host {host.kv.page_tokens}")
@@ -75,14 +76,17 @@ class HiCacheController:
             raise ValueError(f"policy: expected a BackupPolicy "
                              f"({', '.join(p.value for p in BackupPolicy)}), got {policy!r}")
         host.check_device(device.bytes)
+        if device.bytes.index_pages and host.indexer is None and not reproduce_missing_indexer_defect:
+            raise ValueError(
+                "host group has no INDEXER pool for a device with index keys: every loadback "
+                "would leave stale index keys on device (sglang-0.5.21's missing-indexer "
+                "defect); pass reproduce_missing_indexer_defect=True to reproduce it")
         self.tree = tree
         self.device = device
         self.host = host
         self.policy = POLICIES[policy]
-        self.mover = mover if mover is not None else TensorMover(device.bytes, host)
-        self.queue = TransferQueue(mover=self._move, synchronous=synchronous, fault=fault)
-        self.inflight = InFlight()
-        self.traffic = Traffic()
+        self.transfers = Transfers(tree=tree, device=device, host=host, mover=mover,
+                                   synchronous=synchronous, fault=fault, verify=verify)
         self.hits: dict[Node, int] = {}
         # Prune again only once the table doubled: with more live nodes than HIT_TABLE_PRUNE a
         # fixed limit would rebuild the table on every hit.
@@ -119,33 +123,46 @@ class HiCacheController:
 
     def backup(self, node: Node) -> BackupOutcome:
         """Back up `node` now, whatever the policy (ancestors first)."""
-        return backup(self, node)
+        return backup(self.transfers, node, self.make_host_room)
 
     # ---- transfers -------------------------------------------------------------------------
 
+    @property
+    def queue(self) -> TransferQueue:
+        return self.transfers.queue
+
+    @property
+    def mover(self) -> Mover:
+        return self.transfers.mover
+
+    @property
+    def inflight(self) -> InFlight:
+        return self.transfers.inflight
+
+    @property
+    def traffic(self) -> Traffic:
+        return self.transfers.traffic
+
+    @property
+    def verifying(self) -> bool:
+        """Whether loadbacks are verified on device bytes (`verify` and a byte mover)."""
+        return self.transfers.verifying
+
     def loadback(self, match: MatchResult, *, request_slot: int | None = None) -> LoadbackResult:
-        return loadback(self, match, request_slot)
+        return loadback(self.transfers, match, request_slot,
+                        alloc_tokens=self.alloc_device_tokens,
+                        alloc_state=self.alloc_device_state)
 
     def poll(self) -> int:
         """Run and acknowledge queued transfers; returns how many were acknowledged."""
         return self.queue.poll()
-
-    def _move(self, transfer: Transfer, checkpoint) -> None:
-        moves: Moves = transfer.payload
-        match transfer.direction:
-            case Direction.BACKUP:
-                self.mover.backup(moves, checkpoint)
-            case Direction.LOADBACK:
-                self.mover.loadback(moves, checkpoint)
-        self.traffic.moved(transfer.direction, num_tokens=len(moves.kv_host),
-                           num_state_slots=len(moves.state_host))
 
     # ---- eviction and device memory --------------------------------------------------------
 
     def evict_device(self, *, full_tokens: int = 0, mamba_slots: int = 0) -> EvictResult:
         """Evict from device (backing up first under write_back) and free into the allocators."""
         if self.policy.backup_on_evict:
-            result = evict_writing_back(self, full_tokens, mamba_slots)
+            result = evict_writing_back(self.transfers, self.backup, full_tokens, mamba_slots)
         else:
             result = self.tree.evict(full_tokens=full_tokens, mamba_slots=mamba_slots)
         self.traffic.evicted(Tier.DEVICE, result)
@@ -188,7 +205,9 @@ class HiCacheController:
 
     # ---- accounting ------------------------------------------------------------------------
 
-    def check_integrity(self) -> None:
-        """Both tiers: the tree, every pool, and that each index the tree holds is allocated
-        exactly once (host: resident + in flight == used)."""
-        check_tiers(self)
+    def check_integrity(self, request_receipts: Iterable[LockReceipt] | None = None) -> None:
+        """Both tiers: the tree, every pool, each index the tree holds allocated exactly once
+        (host: resident + in flight == used), and every lock receipt owned — by an in-flight
+        transfer or, when the caller passes its running requests' receipts, by one of them
+        (`kvledger.host.tiers`)."""
+        check_tiers(self.transfers, request_receipts)

@@ -14,22 +14,26 @@ While the transfer is in flight: a host lock on C pins the host copies being rea
 locks on A (the deepest device ancestor) and on the match's last device node pin the device
 prefix the request already has. Device pages and the state slot are allocated first,
 evicting device LRU entries if short; when even that fails the request recomputes from its
-device hit (NO_ROOM). A failed transfer frees them (FAILED) and changes nothing.
+device hit (NO_ROOM). A failed transfer frees them (FAILED) and changes nothing. With
+verification on (`Transfers.digests`) the device bytes written are checked against what was
+backed up for each page's prefix before the acknowledgement; a mismatch is a FAILED loadback.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 import numpy as np
 
-from kvledger.host.backup import EMPTY, Moves, concat, path_spans
+from kvledger.host.moves import Moves
 from kvledger.host.results import LoadbackResult, LoadStatus
 from kvledger.host.transfer import Direction
-from kvledger.tree import Component, MatchResult, Node
+from kvledger.host.transfers import Flight, Transfers
+from kvledger.tree import Component, LockReceipt, MatchResult, Node
+from kvledger.tree.walk import EMPTY, concat, page_prefix_keys, path_spans
 
-if TYPE_CHECKING:
-    from kvledger.host.controller import HiCacheController
+AllocTokens = Callable[[int], "np.ndarray | None"]  # device pages, evicting if short
+AllocState = Callable[[], "int | None"]  # one device state slot, evicting if short
 
 
 def _result(status: LoadStatus, node: Node, device_indices: np.ndarray, *, loaded_tokens: int = 0,
@@ -39,52 +43,63 @@ def _result(status: LoadStatus, node: Node, device_indices: np.ndarray, *, loade
                           loaded_state=loaded_state, request_slot=request_slot)
 
 
-def loadback(ctrl: HiCacheController, match: MatchResult,
-             request_slot: int | None) -> LoadbackResult:
+def loadback(transfers: Transfers, match: MatchResult, request_slot: int | None, *,
+             alloc_tokens: AllocTokens, alloc_state: AllocState) -> LoadbackResult:
     """Make `match.best_match_node` usable on device; see the module docstring."""
-    tree, best, last = ctrl.tree, match.best_match_node, match.last_device_node
+    tree, best, last = transfers.tree, match.best_match_node, match.last_device_node
+    device = transfers.device
     spans = path_spans(best)
     missing = [span for span in spans if span[0].full.value is None]
     need_state = best.parent is not None and best.mamba.value is None
     if not missing and not need_state:
         indices = tree.path_device_indices(best)
-        _copy_to_request(ctrl, best, request_slot)
+        _copy_to_request(transfers, best, request_slot)
         return _result(LoadStatus.DEVICE_HIT, best, indices, request_slot=request_slot)
     start = missing[0][1] if missing else spans[-1][2]
     num_tokens = spans[-1][2] - start
-    receipts = [tree.lock_host(best)]
-    for anchor in dict.fromkeys((missing[0][0].parent if missing else best, last)):
-        if anchor.parent is not None:
-            receipts.append(tree.lock(anchor))
-    pages = ctrl.alloc_device_tokens(num_tokens)
-    slot = ctrl.alloc_device_state() if need_state and pages is not None else None
-    if pages is None or (need_state and slot is None):
-        if pages is not None:
-            ctrl.device.free_tokens(pages)
-        for receipt in receipts:
-            tree.unlock(receipt)
-        return _result(LoadStatus.NO_ROOM, last, match.device_indices)
-    state_device = np.array([slot] if need_state else [], dtype=np.int64)
-    ctrl.inflight.add_device(num_tokens, int(need_state))
-    acked: list[bool] = []
+    receipts: list[LockReceipt] = []
+    pages = slot = None
+    submitted = False
+    try:
+        receipts.append(tree.lock_host(best))
+        for anchor in dict.fromkeys((missing[0][0].parent if missing else best, last)):
+            if anchor.parent is not None:
+                receipts.append(tree.lock(anchor))
+        pages = alloc_tokens(num_tokens)
+        slot = alloc_state() if need_state and pages is not None else None
+        if pages is None or (need_state and slot is None):
+            return _result(LoadStatus.NO_ROOM, last, match.device_indices)
+        state_device = np.array([slot] if need_state else [], dtype=np.int64)
+        kv_keys = state_keys = ()
+        if transfers.verifying:
+            keys = page_prefix_keys(best, page_tokens=tree.page_size)
+            kv_keys = tuple(keys[start // tree.page_size:])
+            state_keys = (keys[-1],) if need_state else ()
+        moves = Moves(kv_device=pages,
+                      kv_host=concat([n.full.host_value for n, _, _ in missing]),
+                      state_device=state_device,
+                      state_host=np.array([best.mamba.host_value] if need_state else [],
+                                          dtype=np.int64),
+                      kv_keys=kv_keys, state_keys=state_keys)
+        acked: list[bool] = []
 
-    def on_ack(ok: bool) -> None:
-        ctrl.inflight.add_device(-num_tokens, -int(need_state))
-        if ok:
-            _restore(ctrl, best, start, pages, slot)
-            _copy_to_request(ctrl, best, request_slot)
-        else:
-            ctrl.device.free_tokens(pages)
-            ctrl.device.free_states(state_device)
-        for receipt in receipts:
-            tree.unlock(receipt)
-        acked.append(ok)
+        def on_ack(ok: bool) -> None:
+            if ok:
+                _restore(transfers, best, start, pages, slot)
+                _copy_to_request(transfers, best, request_slot)
+            else:
+                device.free_tokens(pages)
+                device.free_states(state_device)
+            acked.append(ok)
 
-    moves = Moves(kv_device=pages, kv_host=concat([n.full.host_value for n, _, _ in missing]),
-                  state_device=state_device,
-                  state_host=np.array([best.mamba.host_value] if need_state else [],
-                                      dtype=np.int64))
-    ctrl.queue.submit(Direction.LOADBACK, payload=moves, on_ack=on_ack)
+        flight = Flight(receipts=receipts, device_kv=pages, device_states=state_device)
+        submitted = True
+        transfers.submit(Direction.LOADBACK, moves, flight, on_ack)
+    finally:
+        if not submitted:
+            device.free_tokens(pages if pages is not None else EMPTY)
+            device.free_states(np.array([] if slot is None else [slot], dtype=np.int64))
+            transfers.release(receipts)
     if not acked:
         return _result(LoadStatus.QUEUED, last, match.device_indices)
     if not acked[0]:
@@ -93,10 +108,10 @@ def loadback(ctrl: HiCacheController, match: MatchResult,
                    loaded_tokens=num_tokens, loaded_state=need_state, request_slot=request_slot)
 
 
-def _restore(ctrl: HiCacheController, best: Node, start: int, pages: np.ndarray,
+def _restore(transfers: Transfers, best: Node, start: int, pages: np.ndarray,
              slot: int | None) -> None:
     """Record device values root-first; slots for KV someone re-inserted meanwhile are freed."""
-    tree = ctrl.tree
+    tree = transfers.tree
     duplicates: list[np.ndarray] = []
     for n, first, end in path_spans(best):
         if end <= start:
@@ -106,15 +121,15 @@ def _restore(ctrl: HiCacheController, best: Node, start: int, pages: np.ndarray,
             tree.restore_device_value(n, Component.FULL, piece)
         else:
             duplicates.append(piece)
-    ctrl.device.free_tokens(concat(duplicates) if duplicates else EMPTY)
+    transfers.device.free_tokens(concat(duplicates) if duplicates else EMPTY)
     if slot is not None:
         if best.mamba.value is None:
             tree.restore_device_value(best, Component.MAMBA, slot)
         else:
-            ctrl.device.free_states(np.array([slot], dtype=np.int64))
+            transfers.device.free_states(np.array([slot], dtype=np.int64))
 
 
-def _copy_to_request(ctrl: HiCacheController, node: Node, request_slot: int | None) -> None:
+def _copy_to_request(transfers: Transfers, node: Node, request_slot: int | None) -> None:
     """Copy-on-write of the node's state into the request's own slot (never the reverse)."""
     if request_slot is not None and node.mamba.value is not None:
-        ctrl.device.copy_state(node.mamba.value, request_slot)
+        transfers.device.copy_state(node.mamba.value, request_slot)

@@ -8,7 +8,7 @@ accounting mode (the simulator, pools on "meta"): it checks that the pairs line 
 host as device slots, whole pages — and moves nothing, in one step.
 
 >>> import numpy as np
->>> from kvledger.host.backup import Moves
+>>> from kvledger.host.moves import Moves
 >>> pages = np.arange(4, dtype=np.int64)
 >>> IndexOnlyMover(page_tokens=2).backup(Moves(pages, pages + 8, pages[:1], pages[:1]),
 ...                                      checkpoint=lambda: None)
@@ -23,13 +23,15 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from kvledger.host.backup import Moves
 from kvledger.host.device import DeviceBytes
 from kvledger.host.group import HostPoolGroup
 from kvledger.host.kv_pool import Checkpoint
+from kvledger.host.moves import Moves
 
 
 class Mover(ABC):
+    moves_bytes = True  # False for a mover that carries indices only (nothing to verify)
+
     @abstractmethod
     def backup(self, moves: Moves, checkpoint: Checkpoint) -> None:
         """Carry device → host; `checkpoint()` after each copy step (it may raise a fault)."""
@@ -58,6 +60,8 @@ class TensorMover(Mover):
 
 class IndexOnlyMover(Mover):
     """Accounting mode: every transfer is decided and recorded, no byte moves."""
+
+    moves_bytes = False
 
     def __init__(self, *, page_tokens: int) -> None:
         self.page_tokens = page_tokens

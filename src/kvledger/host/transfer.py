@@ -6,6 +6,12 @@ values, locks are released) and `on_ack(False)` aborts (the controller frees wha
 allocated). Nothing is recorded before the acknowledgement, so a transfer that fails midway
 leaves no half-written value behind.
 
+Any exception inside a copy fails the transfer: it is acknowledged False first (locks
+released, pages and slots freed, in-flight counters back), then a copy error (`COPY_ERRORS`:
+an injected fault, a failed verification, a runtime/CUDA, OS or memory error) is counted and
+swallowed — the request recomputes — while anything else (an assertion, a type or index
+error: a programming error) is re-raised after the cleanup.
+
 Two modes: *synchronous* runs a transfer inside `submit` (tests, the reference engine);
 *queued* holds transfers until `poll`, like a copy stream the scheduler checks each step, so
 locks visibly outlive `submit`.
@@ -20,6 +26,13 @@ locks visibly outlive `submit`.
 >>> q.fault = fail_at_step(0)
 >>> _ = q.submit(Direction.BACKUP, payload=None, on_ack=log.append); q.poll(), log
 (1, [True, False])
+>>> q.mover = lambda t, checkpoint: [][0]  # a bug in a mover: cleaned up, then re-raised
+>>> _ = q.submit(Direction.BACKUP, payload=None, on_ack=log.append); q.poll()
+Traceback (most recent call last):
+...
+IndexError: list index out of range
+>>> log, q.num_failed, q.num_pending
+([True, False, False], 2, 0)
 """
 
 from __future__ import annotations
@@ -38,6 +51,16 @@ class Direction(Enum):
 
 class TransferFault(RuntimeError):
     """A copy that failed midway (raised by a fault hook, or by a real copy error)."""
+
+
+class VerifyFault(TransferFault):
+    """Bytes a loadback put on device are not the bytes backed up for that prefix."""
+
+
+# Errors a copy can meet at run time (the transfer fails, the request recomputes); any
+# other exception is a programming error and propagates after the cleanup.
+COPY_ERRORS: tuple[type[BaseException], ...] = (TransferFault, RuntimeError, OSError,
+                                                  MemoryError)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -76,7 +99,13 @@ class TransferQueue:
         self.fault = fault
         self._pending: deque[Transfer] = deque()
         self._next_id = 1
-        self.num_failed = 0
+        self.num_failed = 0  # transfers acknowledged False, whatever the cause
+        self.last_error: BaseException | None = None  # the latest copy error swallowed
+
+    @property
+    def next_id(self) -> int:
+        """The id the next submitted transfer gets."""
+        return self._next_id
 
     @property
     def num_pending(self) -> int:
@@ -111,8 +140,11 @@ class TransferQueue:
             if self.fault is not None:
                 self.fault(transfer)  # step 0: before the first byte moves
             self.mover(transfer, checkpoint)
-        except TransferFault:
+        except BaseException as error:
             self.num_failed += 1
-            transfer.on_ack(False)
+            transfer.on_ack(False)  # release and free first, whatever was raised
+            if not isinstance(error, COPY_ERRORS):
+                raise
+            self.last_error = error
             return
         transfer.on_ack(True)

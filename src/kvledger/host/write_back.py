@@ -12,13 +12,13 @@ full, transfer failed) is evicted anyway, eviction never waits on the host tier.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
-from kvledger.host.backup import concat
+from kvledger.host.transfers import Transfers
 from kvledger.tree import Component, EvictResult, Node, Tier
+from kvledger.tree.walk import concat
 
-if TYPE_CHECKING:
-    from kvledger.host.controller import HiCacheController
+BackUp = Callable[[Node], object]  # back a node up now (the controller's `backup`)
 
 
 def _needs_backup(node: Node) -> bool:
@@ -26,16 +26,16 @@ def _needs_backup(node: Node) -> bool:
         node.mamba.value is not None and node.mamba.host_value is None)
 
 
-def _write_back(ctrl: HiCacheController, node: Node) -> None:
-    ctrl.backup(node)
-    if ctrl.queue.num_pending:
-        ctrl.queue.poll()  # the copy must land before the device slots are freed
+def _write_back(transfers: Transfers, back_up: BackUp, node: Node) -> None:
+    back_up(node)
+    if transfers.queue.num_pending:
+        transfers.queue.poll()  # the copy must land before the device slots are freed
 
 
-def evict_writing_back(ctrl: HiCacheController, full_tokens: int,
+def evict_writing_back(transfers: Transfers, back_up: BackUp, full_tokens: int,
                        mamba_slots: int) -> EvictResult:
     """Evict like `tree.evict`, backing up each victim first (one attempt per victim)."""
-    tree = ctrl.tree
+    tree = transfers.tree
     full, states = [], []
     num_full = num_states = 0
     tried: set[Node] = set()
@@ -48,7 +48,7 @@ def evict_writing_back(ctrl: HiCacheController, full_tokens: int,
             break
         if _needs_backup(victim) and victim not in tried:
             tried.add(victim)
-            _write_back(ctrl, victim)
+            _write_back(transfers, back_up, victim)
             continue  # acknowledgements may have changed the order: look again
         result = tree.evict(full_tokens=int(leaf), mamba_slots=int(not leaf))
         gone = victim.full.value if leaf else victim.mamba.value

@@ -172,12 +172,21 @@ class ModelArch:
     state: StateShape | None = None
     num_draft_layers: int = 0  # MTP / nextn layers, allocated only with speculative decoding
     is_multimodal: bool = False  # a vision section makes SGLang reserve a multimodal cache
+    vit_shape: tuple[int, int] | None = None  # vision tower (layers, hidden), when multimodal
     max_context_tokens: int = 0  # the context length SGLang derives from the config
     num_params: int | None = None  # estimate of the weights, for GPU planning
     weight_bytes_per_param: float = 2.0  # 1.0 for fp8 checkpoints
     # Decoder layers including those that cache nothing (Nemotron-H MLP/MoE layers);
     # None means every decoder layer appears in `layers`.
     num_decoder_layers: int | None = None
+
+    def __post_init__(self) -> None:
+        # The token pool, its ledger and capacity divide by the full layers' bytes: a config
+        # whose layer pattern leaves none (a Qwen3-Next cut to 3 layers) is refused here.
+        if not any(layer.kind is LayerKind.FULL for layer in self.layers):
+            raise ModelError(f"{self.source}: no full-attention layer among "
+                             f"{len(self.layers)} layers (field 'num_hidden_layers' or the "
+                             "layer pattern); kvledger sizes models with at least one")
 
     @property
     def full_layers(self) -> tuple[LayerSpec, ...]:

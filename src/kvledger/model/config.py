@@ -17,6 +17,7 @@ import json
 import os
 from pathlib import Path
 
+from kvledger.limits import MAX_CONFIG_BYTES, MAX_JSON_DEPTH, json_depth_ok
 from kvledger.model.arch import ModelArch, ModelError
 from kvledger.model.families import ADAPTERS
 from kvledger.model.reader import ConfigReader
@@ -83,14 +84,30 @@ def resolve_config_path(ref: str) -> Path:
 
 
 def read_config(path: Path) -> ConfigReader:
+    """The config's JSON object; errors name the file (size, encoding, nesting, syntax)."""
     try:
-        data = json.loads(path.read_text())
+        size = path.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise ModelError(f"{path}: {size:,} bytes is not a model config (at most "
+                             f"{MAX_CONFIG_BYTES:,})")
+        text = path.read_bytes().decode("utf-8")
+        if not json_depth_ok(text):
+            raise ModelError(f"{path}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
+        data = json.loads(text)
+    except ModelError:
+        raise
     except json.JSONDecodeError as exc:
         raise ModelError(
             f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
         ) from None
+    except UnicodeDecodeError as exc:
+        raise ModelError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    except RecursionError:
+        raise ModelError(f"{path}: JSON nested too deeply") from None
     except OSError as exc:
         raise ModelError(f"{path}: cannot be read ({exc.strerror})") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise ModelError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(data, dict):
         raise ModelError(f"{path}: expected a JSON object at the top level")
     return ConfigReader(data, str(path))

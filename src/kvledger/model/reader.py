@@ -9,6 +9,15 @@ Traceback (most recent call last):
 kvledger.model.arch.ModelError: cfg.json: field 'a.c' is missing (expected an integer)
 >>> r.section("a").pick("c", "b"), r.text_config().prefix
 ('b', '')
+>>> ConfigReader({"num_hidden_layers": 10**30}, source="cfg.json").int("num_hidden_layers")
+Traceback (most recent call last):
+...
+kvledger.model.arch.ModelError: cfg.json: field 'num_hidden_layers' is of 31 digits (expected an integer <= 4096)
+
+Every integer is bounded (`kvledger.limits`): layer counts by MAX_LAYERS (4,096; real models
+have < 200), any other field by MAX_CONFIG_FIELD (2**32; the largest real value is a
+rope_theta of 1e7). Numbers must be finite. A bound guards the arithmetic and the loops over
+layers; it never models a real limit.
 """
 
 from __future__ import annotations
@@ -16,9 +25,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kvledger.limits import MAX_LAYERS, show_value
 from kvledger.model.arch import ModelError
 
 _MISSING = object()
+MAX_CONFIG_FIELD = 2**32  # any integer field of a config
+LAYER_FIELDS = frozenset({"num_hidden_layers", "num_layers", "n_layer",
+                          "num_nextn_predict_layers", "first_k_dense_replace"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,9 +76,12 @@ class ConfigReader:
                 raise self.error(key, "is missing (expected an integer)")
             return default
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self.error(key, f"is {value!r} (expected an integer)")
+            raise self.error(key, f"is {show_value(value)} (expected an integer)")
         if minimum is not None and value < minimum:
-            raise self.error(key, f"is {value} (expected an integer >= {minimum})")
+            raise self.error(key, f"is {show_value(value)} (expected an integer >= {minimum})")
+        maximum = MAX_LAYERS if key in LAYER_FIELDS else MAX_CONFIG_FIELD
+        if abs(value) > maximum:
+            raise self.error(key, f"is {show_value(value)} (expected an integer <= {maximum})")
         return value
 
     def number(self, key: str, default: Any = _MISSING) -> float:
@@ -75,7 +91,10 @@ class ConfigReader:
                 raise self.error(key, "is missing (expected a number)")
             return default
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self.error(key, f"is {value!r} (expected a number)")
+            raise self.error(key, f"is {show_value(value)} (expected a number)")
+        if abs(value) > MAX_CONFIG_FIELD or value != value:
+            raise self.error(key, f"is {show_value(value)} (expected a finite number, "
+                             f"|x| <= {MAX_CONFIG_FIELD})")
         return float(value)
 
     def bool(self, key: str, default: Any = _MISSING) -> bool:
@@ -104,10 +123,12 @@ class ConfigReader:
             if default is _MISSING:
                 raise self.error(key, "is missing (expected a list of integers)")
             return default
-        if not isinstance(value, list) or not all(
-            isinstance(v, int) and not isinstance(v, bool) for v in value
+        if not isinstance(value, list) or len(value) > MAX_LAYERS or not all(
+            isinstance(v, int) and not isinstance(v, bool) and abs(v) <= MAX_CONFIG_FIELD
+            for v in value
         ):
-            raise self.error(key, f"is {value!r} (expected a list of integers)")
+            raise self.error(key, f"is {show_value(value)} (expected a list of at most "
+                             f"{MAX_LAYERS} integers, each |x| <= {MAX_CONFIG_FIELD})")
         return value
 
     def str_list(self, key: str, default: Any = _MISSING) -> list[str]:
@@ -116,8 +137,10 @@ class ConfigReader:
             if default is _MISSING:
                 raise self.error(key, "is missing (expected a list of strings)")
             return default
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise self.error(key, f"is {value!r} (expected a list of strings)")
+        if not isinstance(value, list) or len(value) > MAX_LAYERS or not all(
+                isinstance(v, str) for v in value):
+            raise self.error(key, f"is {show_value(value)} (expected a list of at most "
+                             f"{MAX_LAYERS} strings)")
         return value
 
     def section(self, key: str) -> ConfigReader:

@@ -145,6 +145,14 @@ def mamba2_mixer(
     )
 
 
+def vit_shape(vision: ConfigReader) -> tuple[int, int]:
+    """(layers, hidden) of a vision tower as SGLang's `adjust_mem_fraction_for_vlm` reads them:
+    `num_hidden_layers` (HF configs alias it to `depth`), default 24; `hidden_size`, default
+    1024."""
+    layers = vision.int(vision.pick("num_hidden_layers", "depth"), 24, minimum=0)
+    return layers, vision.int("hidden_size", 1024, minimum=1)
+
+
 def vision_tower(vision: ConfigReader) -> int:
     hidden = vision.int("hidden_size", minimum=1)
     patch = vision.int("patch_size", minimum=1)

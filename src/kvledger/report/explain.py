@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from kvledger.plan import Plan
 from kvledger.specs import FP8_SCALE_BYTES, FP8_SCALE_GROUP, GqaRowSpec, LatentRowSpec, RowLayout
+from kvledger.statebudget import StateSource
 
 
 def _row_formula(spec: LatentRowSpec | GqaRowSpec) -> str:
@@ -60,20 +61,11 @@ def explain(plan: Plan) -> list[str]:
     for row in cap.side.rows:
         lines.append(f"{row.component}: {row.detail} × {row.count} = {row.total_bytes:,} B "
                      f"({row.total_bytes / 2**20:,.3f} MiB) per rank")
-    ratio = dep.mamba_full_memory_ratio
     lines.append(f"rest = {cap.memory.available_bytes:,} − {cap.slack_bytes:,} slack − "
                  f"{cap.mm_reservation_bytes:,} multimodal = {cap.rest_bytes:,} B")
     rest_name = "rest"
     if cap.slot_bytes:
-        if dep.max_mamba_cache_size is not None:
-            lines.append(f"K = --max-mamba-cache-size {dep.max_mamba_cache_size:,} // attn_dp "
-                         f"{dep.attn_dp_size} = {cap.state_slots:,} slots")
-        else:
-            lines.append(f"K = floor({cap.rest_bytes:,} × {ratio}/(1+{ratio}) / "
-                         f"{cap.slot_bytes:,}) − 1 = {cap.state_slots:,} slots")
-        rest_tokens = cap.rest_bytes - (cap.state_slots + 1) * cap.slot_bytes
-        lines.append(f"rest' = {cap.rest_bytes:,} − {cap.state_slots + 1} × {cap.slot_bytes:,} = "
-                     f"{rest_tokens:,} B")
+        lines += _state_lines(plan)
         rest_name = "rest'"
     page = lay.page_tokens
     cap_tokens = ("" if dep.max_total_tokens is None
@@ -83,4 +75,46 @@ def explain(plan: Plan) -> list[str]:
     candidates = ", ".join(f"{limit.value} {n:,}" for limit, n in cap.limits.items())
     lines.append(f"N = min({candidates}) = {cap.max_running_requests:,} "
                  f"(binding: {cap.binding.value})")
+    tot = cap.totals
+    lines.append(f"deployment: {tot.ranks} GPUs, {tot.workers} attention-DP workers; "
+                 f"N × {tot.workers} = {tot.running_requests:,} requests, T × {tot.workers} = "
+                 f"{tot.tokens:,} tokens; HBM × {tot.ranks}: token pools "
+                 f"{tot.token_pool_bytes:,} B, state pools {tot.state_pool_bytes:,} B, verify "
+                 f"scratch {tot.verify_bytes:,} B")
+    return lines
+
+
+def _state_lines(plan: Plan) -> list[str]:
+    """K and the verify scratch, in _handle_max_mamba_cache's order."""
+    lay, cap, dep = plan.layout, plan.capacity, plan.layout.deployment
+    budget = cap.state_budget
+    assert budget is not None
+    S, K, D = cap.slot_bytes, cap.state_slots, dep.speculative_num_draft_tokens
+    ratio, spr = dep.mamba_full_memory_ratio, lay.slots_per_request
+    lines = []
+    match budget.source:
+        case StateSource.MAX_MAMBA_CACHE_SIZE:
+            lines.append(f"K = --max-mamba-cache-size {dep.max_mamba_cache_size:,} // attn_dp "
+                         f"{dep.attn_dp_size} = {K:,} slots")
+        case StateSource.RUNNING_REQUESTS:
+            lines.append(f"K = --max-running-requests {dep.max_running_requests:,} // attn_dp "
+                         f"{dep.attn_dp_size} = {K:,} slots (radix cache off)")
+        case StateSource.RATIO if D:
+            lines.append(f"B = {cap.rest_bytes:,} × {ratio}/(1+{ratio}) = "
+                         f"{budget.mamba_budget_bytes:,.0f} B")
+            lines.append(f"K = floor((B − {S:,} × (1 + {D})) / ({S:,} × (1 + {D}/{spr}))) = "
+                         f"{K:,} slots (joint with the verify scratch)")
+        case StateSource.RATIO:
+            lines.append(f"K = floor({cap.rest_bytes:,} × {ratio}/(1+{ratio}) / {S:,}) − 1 = "
+                         f"{K:,} slots")
+    if D:
+        n = budget.verify_requests
+        how = ("K (radix cache off)" if budget.source is StateSource.RUNNING_REQUESTS else
+               f"min(--max-running-requests {dep.max_running_requests:,} // "
+               f"{dep.attn_dp_size}, K {K:,} // {spr})")
+        lines.append(f"verify scratch = {S:,} × (n {n:,} + 1) × {D} draft tokens = "
+                     f"{cap.verify_bytes:,} B, n = {how}")
+    rest_tokens = cap.rest_bytes - cap.verify_bytes - (K + 1) * S
+    scratch = f" − {cap.verify_bytes:,}" if D else ""
+    lines.append(f"rest' = {cap.rest_bytes:,}{scratch} − {K + 1} × {S:,} = {rest_tokens:,} B")
     return lines

@@ -6,12 +6,16 @@ Schema `kvledger.plan/1` (keys never removed within a major version):
     indexer_layers}, rules, gpu, deployment{every Deployment field, autos resolved, plus
     attn_tp_size, attn_dp_size, page_tokens, context_tokens, slots_per_request,
     held_slots_per_request}, notes[], ignored_flags[],
-    ledgers{per_token, draft_per_token|null, per_state_slot, per_request, side_buffers}:
+    ledgers{per_token, draft_per_token|null, per_state_slot, per_request, side_buffers,
+        verify_scratch|null}:
         {per, total_bytes, rows[{component, count, unit_bytes, total_bytes, detail}], memo[...]}
     capacity{available_bytes, pre_load_free_bytes, mem_fraction_static, slack_bytes,
         mm_reservation_bytes, rest_bytes, slot_bytes, token_bytes, state_slots,
         state_pool_bytes, max_total_tokens, token_pool_bytes, max_running_requests,
-        limits{name: requests}, binding, unused_bytes, unbudgeted_bytes}
+        limits{name: requests}, binding, unused_bytes, unbudgeted_bytes, state_source|null,
+        verify_requests, verify_bytes}
+    totals{ranks, workers, running_requests, tokens, token_pool_bytes, state_pool_bytes,
+        verify_bytes, side_bytes}
     workload|null{requests, requests_per_rank, context_tokens, fits, first_overflow,
         rows[{ledger, need, capacity, need_bytes, max_requests, fits}]}
     host|null{mode, ratio, size_bytes, notes[], views[{name, host_tokens, host_state_slots,
@@ -88,6 +92,7 @@ def plan_json(plan: Plan, ignored_flags: tuple[str, ...] = ()) -> dict[str, Any]
             "per_state_slot": ledger_json(plan.ledgers.state),
             "per_request": ledger_json(plan.ledgers.request),
             "side_buffers": ledger_json(cap.side),
+            "verify_scratch": ledger_json(cap.verify),
         },
         "capacity": {
             "available_bytes": cap.memory.available_bytes,
@@ -102,7 +107,11 @@ def plan_json(plan: Plan, ignored_flags: tuple[str, ...] = ()) -> dict[str, Any]
             "limits": {limit.value: n for limit, n in cap.limits.items()},
             "binding": cap.binding.value, "unused_bytes": cap.unused_bytes,
             "unbudgeted_bytes": cap.side.total_bytes,
+            "state_source": cap.state_budget.source.value if cap.state_budget else None,
+            "verify_requests": cap.state_budget.verify_requests if cap.state_budget else 0,
+            "verify_bytes": cap.verify_bytes,
         },
+        "totals": {f.name: getattr(cap.totals, f.name) for f in fields(cap.totals)},
         "workload": None if work is None else {
             "requests": work.requests, "requests_per_rank": work.requests_per_rank,
             "context_tokens": work.context_tokens, "fits": work.fits,

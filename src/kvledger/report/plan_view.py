@@ -37,8 +37,12 @@ def capacity_table(plan: Plan) -> Table:
                   f"{cap.slack_bytes:,}")
     table.add_row("multimodal reservation", "", f"{cap.mm_reservation_bytes:,}")
     table.add_row("rest for the cache", "", f"{cap.rest_bytes:,}")
+    if cap.verify_bytes:
+        table.add_row(f"verify scratch ({cap.state_budget.verify_requests:,} requests + 1)", "",
+                      f"{cap.verify_bytes:,}")
     if cap.slot_bytes:
-        table.add_row("K state slots (+1 padding)", f"{cap.state_slots:,}", f"{cap.state_pool_bytes:,}")
+        table.add_row(f"K state slots (+1 padding; {cap.state_budget.source.value})",
+                      f"{cap.state_slots:,}", f"{cap.state_pool_bytes:,}")
     table.add_row(f"T tokens (+{lay.page_tokens} padding, page {lay.page_tokens})",
                   f"{cap.max_total_tokens:,}", f"{cap.token_pool_bytes:,}")
     table.add_row("unused after flooring", "", f"{cap.unused_bytes:,}")
@@ -48,6 +52,23 @@ def capacity_table(plan: Plan) -> Table:
         table.add_row(f"N limit: {limit.value}", f"{n:,}", mark)
     table.add_row(Text("N running requests", style="bold"),
                   Text(f"{cap.max_running_requests:,}", style="bold"), "")
+    return table
+
+
+def totals_table(plan: Plan) -> Table:
+    tot = plan.capacity.totals
+    table = Table(title=f"Deployment — {tot.ranks} GPUs, {tot.workers} attention-DP "
+                        f"worker{'s' if tot.workers > 1 else ''}", title_justify="left")
+    table.add_column("quantity")
+    table.add_column("total", justify="right")
+    table.add_row("running requests (N × workers)", f"{tot.running_requests:,}")
+    table.add_row("tokens (T × workers)", f"{tot.tokens:,}")
+    table.add_row("token pools HBM (× GPUs)", fmt_bytes(tot.token_pool_bytes))
+    if tot.state_pool_bytes:
+        table.add_row("state pools HBM (× GPUs)", fmt_bytes(tot.state_pool_bytes))
+    if tot.verify_bytes:
+        table.add_row("verify scratch HBM (× GPUs)", fmt_bytes(tot.verify_bytes))
+    table.add_row("side buffers HBM (× GPUs)", fmt_bytes(tot.side_bytes))
     return table
 
 
@@ -118,7 +139,10 @@ def render_plan(plan: Plan, console: Console, ignored: tuple[str, ...] = ()) -> 
     parts.append(ledger_table(request, f"Ledger 3 — per request ({request.total_bytes / MB:,.1f} MB)"))
     side = plan.capacity.side
     parts.append(ledger_table(side, f"Side buffers per rank ({side.total_bytes / MiB:,.3f} MiB)"))
+    if verify := plan.capacity.verify:
+        parts.append(ledger_table(verify, "Verify scratch per rank (speculative decoding)"))
     parts.append(capacity_table(plan))
+    parts.append(totals_table(plan))
     if table := workload_table(plan):
         parts.append(table)
     parts.extend(host_tables(plan))

@@ -20,6 +20,7 @@ Sharing structure, which is what the cache sees:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -139,9 +140,13 @@ class Generator:
 
     def generate(self, params: GeneratorParams) -> Workload:
         if params.num_requests < 1:
-            raise WorkloadError(f"--requests {params.num_requests}: expected at least 1")
-        if not params.rate_per_s > 0:
-            raise WorkloadError(f"--rate {params.rate_per_s}: expected a positive rate")
+            raise WorkloadError(f"--num-requests {params.num_requests}: expected at least 1")
+        if not (params.rate_per_s > 0 and math.isfinite(params.rate_per_s)):
+            raise WorkloadError(f"--rate {params.rate_per_s}: expected a positive finite rate")
+        if isinstance(params.seed, bool) or not isinstance(params.seed, int) or not (
+                0 <= params.seed < 2**32):
+            raise WorkloadError(f"--seed {params.seed!r}: expected an integer in "
+                                "[0, 4,294,967,295]")
         turns = sorted(self.turns(params), key=lambda t: t.arrival_ms)[: params.num_requests]
         requests = tuple(
             Request(rid=rid, arrival_ms=round(t.arrival_ms, 3),

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kvledger.limits import check_allocation
 from kvledger.sim.generators import GeneratorParams, get_generator
 from kvledger.sim.trace import read_trace
 from kvledger.sim.workload import Workload, WorkloadError
+
+GENERATED_REQUEST_BYTES = 2_048  # a generated request in memory (measured ~0.5-1 KiB: chat, agent)
 
 
 def load_workload(*, trace: Path | str | None = None, generator: str | None = None,
@@ -31,7 +34,12 @@ def load_workload(*, trace: Path | str | None = None, generator: str | None = No
         if num_requests is not None:
             workload = workload.head(num_requests)
     else:
-        params = GeneratorParams(num_requests=num_requests or GeneratorParams().num_requests,
-                                 seed=seed, rate_per_s=rate_per_s or GeneratorParams().rate_per_s)
+        defaults = GeneratorParams()  # `is None`, not `or`: --rate 0 is an error, not the default
+        count = defaults.num_requests if num_requests is None else num_requests
+        check_allocation(f"--num-requests {count:,}", count * GENERATED_REQUEST_BYTES,
+                         "ask for fewer requests")
+        params = GeneratorParams(num_requests=count, seed=seed,
+                                 rate_per_s=defaults.rate_per_s if rate_per_s is None
+                                 else rate_per_s)
         workload = get_generator(generator).generate(params)
     return workload.stretched(time_scale) if time_scale != 1 else workload

@@ -10,7 +10,9 @@ tokens. Each hash id becomes one segment of `kvledger.sim.workload`; its tokens,
 cache's page keys at any page size, follow deterministically from the id.
 
 Blank lines are skipped; lines are replayed in timestamp order (ties keep file order).
-Anything else wrong is a TraceError naming the line and the field.
+Anything else wrong is a TraceError naming the line and the field: a timestamp that is not a
+finite number in [0, 1e13] ms, lengths beyond 2**24 tokens (`kvledger.limits`), NaN or
+Infinity (which Python's json reads), nesting deeper than 64, a line that is not UTF-8.
 
 >>> import io
 >>> w = read_trace(io.StringIO('{"timestamp": 5, "input_length": 600, "output_length": 2, '
@@ -23,10 +25,20 @@ Anything else wrong is a TraceError naming the line and the field.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
+from kvledger.limits import (
+    MAX_JSON_DEPTH,
+    MAX_OUTPUT_TOKENS,
+    MAX_PROMPT_TOKENS,
+    MAX_TIMESTAMP_MS,
+    check_allocation,
+    json_depth_ok,
+    show_value,
+)
 from kvledger.sim.workload import PROMPT_SEGMENT_LIMIT, Request, Workload
 
 TRACE_PAGE_TOKENS = 512  # Mooncake hashes prompts in 512-token prefix pages
@@ -37,31 +49,44 @@ class TraceError(ValueError):
     """A malformed trace line; the message names the line and the field."""
 
 
-def _int_field(obj: dict[str, Any], name: str, where: str, minimum: int) -> int:
+def _int_field(obj: dict[str, Any], name: str, where: str, minimum: int, maximum: int) -> int:
     value = obj[name]
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TraceError(f"{where}: field {name!r} must be an integer, got {value!r}")
+        raise TraceError(f"{where}: field {name!r} must be an integer, got {show_value(value)}")
     if value < minimum:
         raise TraceError(f"{where}: field {name!r} must be ≥ {minimum}, got {value}")
+    if value > maximum:
+        raise TraceError(f"{where}: field {name!r} must be ≤ {maximum:,}, got "
+                         f"{show_value(value)}")
     return value
 
 
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
 def _parse_line(text: str, where: str, rid: int) -> Request:
+    if not json_depth_ok(text):
+        raise TraceError(f"{where}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
     try:
-        obj = json.loads(text)
+        obj = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise TraceError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except ValueError as exc:  # NaN / Infinity, or an integer of over 4,300 digits
+        raise TraceError(f"{where}: not valid JSON ({exc})") from None
     if not isinstance(obj, dict):
         raise TraceError(f"{where}: expected a JSON object, got {type(obj).__name__}")
     for name in FIELDS:
         if name not in obj:
             raise TraceError(f"{where}: missing field {name!r}")
     stamp = obj["timestamp"]
-    if isinstance(stamp, bool) or not isinstance(stamp, int | float) or stamp < 0:
-        raise TraceError(f"{where}: field 'timestamp' must be a non-negative number of ms, "
-                         f"got {stamp!r}")
-    prompt = _int_field(obj, "input_length", where, 1)
-    output = _int_field(obj, "output_length", where, 0)
+    if (isinstance(stamp, bool) or not isinstance(stamp, int | float)
+            or not (isinstance(stamp, int) or math.isfinite(stamp))
+            or not 0 <= stamp <= MAX_TIMESTAMP_MS):
+        raise TraceError(f"{where}: field 'timestamp' must be a non-negative number of ms "
+                         f"(finite, at most {MAX_TIMESTAMP_MS:g}), got {show_value(stamp)}")
+    prompt = _int_field(obj, "input_length", where, 1, MAX_PROMPT_TOKENS)
+    output = _int_field(obj, "output_length", where, 0, MAX_OUTPUT_TOKENS)
     ids = obj["hash_ids"]
     if not isinstance(ids, list) or not all(
         isinstance(h, int) and not isinstance(h, bool) and 0 <= h < PROMPT_SEGMENT_LIMIT for h in ids
@@ -92,8 +117,14 @@ def read_trace(stream: IO[str] | Path | str, *, name: str | None = None) -> Work
     """Read a whole trace from a path or an open text stream."""
     if isinstance(stream, str | Path):
         path = Path(stream)
-        with path.open(encoding="utf-8") as handle:
-            return read_trace(handle, name=name or path.name)
+        # Requests in memory take a few times the line bytes (ids as Python ints): check first.
+        check_allocation(f"trace {path.name}", 8 * path.stat().st_size, "cut the trace")
+        try:
+            with path.open(encoding="utf-8") as handle:
+                return read_trace(handle, name=name or path.name)
+        except UnicodeDecodeError as exc:
+            raise TraceError(f"{path.name}: not UTF-8 text (byte {exc.start} of a line: "
+                             f"{exc.reason})") from None
     label = name or "trace"
     requests = parse_trace_lines(stream, source=label)
     if not requests:

@@ -26,6 +26,7 @@ True
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -102,8 +103,8 @@ class Workload:
 
     def stretched(self, factor: float) -> Workload:
         """Arrivals `factor` times further apart (2.0 halves the request rate)."""
-        if not factor > 0:
-            raise WorkloadError(f"--time-scale {factor}: expected a positive factor")
+        if not (factor > 0 and math.isfinite(factor)):
+            raise WorkloadError(f"--time-scale {factor}: expected a positive finite factor")
         return Workload(name=f"{self.name} (time ×{factor:g})" if factor != 1 else self.name,
                         requests=tuple(replace(r, arrival_ms=r.arrival_ms * factor)
                                        for r in self.requests))

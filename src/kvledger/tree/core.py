@@ -21,11 +21,14 @@ from math import lcm
 import numpy as np
 
 from kvledger.tree.lru import LRU_STATES, LeafHeap, LruList
-from kvledger.tree.node import TOKEN_BYTES, Node, Tier
+from kvledger.tree.node import TOKEN_BYTES, Component, Node, Tier
 from kvledger.tree.results import LockReceipt, TierSizes
+from kvledger.tree.rules import UNIFIED_TREE, TreeRules
 from kvledger.tree.tokens import readonly
 
 EMPTY_INDICES = readonly(np.zeros(0, dtype=np.int64))
+FULL_MAMBA = (Component.FULL, Component.MAMBA)  # hybrid models: KV plus linear-attention state
+FULL_ONLY = (Component.FULL,)  # dense models, and the non-hybrid baseline (SGLang's RadixCache)
 
 
 def is_leaf(tier: Tier, node: Node) -> bool:
@@ -84,10 +87,19 @@ class TierBook:
 class TreeCore:
     """Structure, per-tier books and primitive transitions; see ``RadixTree`` for the API."""
 
-    def __init__(self, *, page_size: int, mamba_chunk_tokens: int = 64) -> None:
+    def __init__(self, *, page_size: int, mamba_chunk_tokens: int = 64,
+                 components: tuple[Component, ...] = FULL_MAMBA,
+                 rules: TreeRules = UNIFIED_TREE) -> None:
         for name, value in (("page_size", page_size), ("mamba_chunk_tokens", mamba_chunk_tokens)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}: expected a positive integer, got {value!r}")
+        if tuple(components) not in (FULL_MAMBA, FULL_ONLY):
+            raise ValueError(f"components: expected {FULL_MAMBA} or {FULL_ONLY}, got {components!r}")
+        if not isinstance(rules, TreeRules):
+            raise ValueError(f"rules: expected a TreeRules, got {rules!r}")
+        self.components = tuple(components)
+        self.has_state = Component.MAMBA in self.components
+        self.rules = rules
         self.page_size = page_size
         self.page_bytes = page_size * TOKEN_BYTES
         # A state can only be saved where a linear-attention chunk and a page both end
@@ -141,7 +153,11 @@ class TreeCore:
                 upper.values[tier], full.values[tier] = value[:num_tokens], value[num_tokens:]
                 parent.num_children_on[tier] = 1
         upper.locks = full.locks.copy()
-        parent.last_access = child.last_access
+        # SGLang stamps the new parent on creation, then the child as just accessed
+        # (UnifiedTreeCore._split_node: child.last_access_time = get_and_increase_time_counter()),
+        # so the suffix outlives the prefix that was split off it.
+        self._touch(parent)
+        self._touch(child)
         return parent
 
     def _touch(self, node: Node) -> None:

@@ -5,15 +5,21 @@ Device and host follow the same rules:
 * FULL, leaf first by least recent use: only a node with no child holding KV on this tier
   and no lock on this tier can lose its KV there, so residency stays root-connected. The
   node's state on this tier goes with its KV. A node with a copy on the other tier stays;
-  otherwise it is removed, and parents left childless and stateless are pruned.
+  otherwise it is removed (SGLang ``UnifiedTreeCore.evict_device_leaf``).
 * MAMBA, by least recent use of the state (a state is refreshed only when a request consumes
-  it), or in the order of the tree's ``state_victims`` policy (``kvledger.cache.policies``
-  offers others; the default is ``LRU_STATES``): an internal node loses just its state and stays as a tombstone, its KV still serving
-  deeper matches; a node left with no children and no state on any tier is pruned with its KV.
+  it; SGLang ``MambaComponent._evict_device_next_node``), or in the order of the tree's
+  ``state_victims`` policy (``kvledger.cache.policies`` offers others; the default is
+  ``LRU_STATES``): a leaf goes whole, state and KV, as
+  in FULL's walk; an internal node loses just its state and stays as a tombstone, its KV
+  still serving deeper matches.
+* What a removed leaf leaves behind follows the release (``kvledger.tree.rules``): SGLang
+  0.5.21+ keeps a stateless parent's KV as a KV-only leaf (FULL's walk evicts it later);
+  0.5.20 pruned childless stateless parents with their KV, up to the first stateful one.
 
 Worked example (page 1): ``abc`` and ``abd`` share ``ab``, whose node has no state (it was
 created by a split). Evicting one state drops the least recently used leaf ``c`` (state and
-KV); ``ab`` keeps serving ``abd``::
+KV); ``ab`` keeps serving ``abd``. Evicting ``d``'s state too leaves ``ab`` as a KV-only
+leaf under 0.5.21+ rules; under 0.5.20 rules ``ab`` goes with it::
 
     root -- ab -- c*      evict(mamba_slots=1)      root -- ab -- d*
                \\- d*     ------------------->
@@ -40,10 +46,16 @@ def evict(core: TreeCore, tier: Tier, full_tokens: int, mamba_slots: int) -> Evi
         if node is None:
             break
         num_full += _evict_leaf(core, tier, node, freed_full, freed_mamba)
+    keeps_kv = core.rules.keeps_stateless_kv
     for node in core.state_victims.pick(tier, book.states, mamba_slots - len(freed_mamba),
                                         book.state_unlocked):
+        # Leaf-ness is read now: an earlier victim may have been this node's last child.
+        if keeps_kv and book.is_leaf(node):
+            _evict_leaf(core, tier, node, freed_full, freed_mamba)
+            continue
         freed_mamba.append(core._mamba_off(tier, node))
-        _prune(core, tier, node, freed_full)
+        if not keeps_kv:
+            _prune(core, tier, node, freed_full)
     if not freed_full:
         full_indices = EMPTY_INDICES
     else:
@@ -75,12 +87,14 @@ def _evict_leaf(
     if node.full.values[tier.other] is None:
         parent = node.parent
         core._remove_node(node)
-        num_freed += _prune(core, tier, parent, freed_full)
+        if not core.rules.keeps_stateless_kv:
+            num_freed += _prune(core, tier, parent, freed_full)
     return num_freed
 
 
 def _prune(core: TreeCore, tier: Tier, node: Node, freed_full: list[np.ndarray]) -> int:
-    """Drop KV on ``tier`` of childless, stateless nodes unlocked there, from ``node`` upwards.
+    """0.5.20 rules (``MambaRadixCache._iteratively_delete_tombstone_leaf``): drop KV on
+    ``tier`` of childless, stateless nodes unlocked there, from ``node`` upwards.
 
     Such a node can never be a match point (no state at or below it), so its KV is dead
     weight; the node itself goes too unless it still holds KV on the other tier."""

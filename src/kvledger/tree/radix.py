@@ -55,6 +55,9 @@ class RadixTree(TreeCore):
         page_size: tokens per page; keys are matched and split in whole pages.
         mamba_chunk_tokens: linear-attention chunk size (64 for GLM-5.3-Flash's KDA layers);
             states can be saved every ``lcm(mamba_chunk_tokens, page_size)`` tokens.
+        components: ``FULL_MAMBA`` (hybrid models) or ``FULL_ONLY`` (dense models: every
+            cached node is a match point, as in SGLang's ``RadixCache``).
+        rules: the release's tree rules (``kvledger.tree.rules``).
     """
 
     # ---- match -----------------------------------------------------------------------------
@@ -99,9 +102,11 @@ class RadixTree(TreeCore):
         best, best_len, best_at = self.root, 0, 0
         device, device_len, device_at = self.root, 0, 0
         depth = 0
+        has_state = self.has_state
         for i, node in enumerate(path, 1):
             depth += node.num_tokens
-            on_device, on_host = node.mamba.values
+            # A match point is a node holding every component: its state, or (FULL only) KV.
+            on_device, on_host = node.mamba.values if has_state else node.full.values
             if on_device is not None:
                 best, best_len, best_at = node, depth, i
                 device, device_len, device_at = node, depth, i
@@ -120,7 +125,7 @@ class RadixTree(TreeCore):
             chunks = [node.full.values[DEVICE] for node in path[:device_at]]
             indices = readonly(np.concatenate(chunks))
         grid = self.mamba_checkpoint_tokens
-        aligned = hit_tokens // grid * grid
+        aligned = hit_tokens // grid * grid if has_state else 0
         return MatchResult(
             device_indices=indices,
             last_device_node=device,
@@ -133,13 +138,14 @@ class RadixTree(TreeCore):
 
     # ---- insert ----------------------------------------------------------------------------
 
-    def insert(self, tokens: object, full_indices: object, mamba_slot: object) -> InsertResult:
+    def insert(self, tokens: object, full_indices: object,
+               mamba_slot: object = None) -> InsertResult:
         """Cache ``tokens`` (whole pages) with their device KV slots and the state after them.
 
         Where the tree already holds device KV, the caller's slots that differ are returned
         as duplicates; where it holds KV only on host, the caller's slots are adopted
         (that is a loadback for free). ``mamba_existed`` means the tree kept its own state
-        and the caller must free ``mamba_slot``.
+        and the caller must free ``mamba_slot``. A FULL-only tree takes no ``mamba_slot``.
         """
         array = as_token_array(tokens, "tokens")
         if len(array) % self.page_size:
@@ -148,7 +154,11 @@ class RadixTree(TreeCore):
                 f"(page_size={self.page_size}); insert the page-aligned prefix only"
             )
         indices = as_index_array(full_indices, "full_indices", len(array))
-        slot = as_slot(mamba_slot, "mamba_slot")
+        has_state = self.has_state
+        if has_state:
+            slot = as_slot(mamba_slot, "mamba_slot")
+        elif mamba_slot is not None:
+            raise ValueError(f"mamba_slot: this tree has no MAMBA component, got {mamba_slot!r}")
         data = array.tobytes()
         page_bytes, end = self.page_bytes, len(data)
         duplicates: list[np.ndarray] = []
@@ -178,7 +188,10 @@ class RadixTree(TreeCore):
             node = self._new_node(node, data[pos:])
             self._touch(node)
             self._full_on(DEVICE, node, readonly(indices[prefix:].copy()))
-            self._mamba_on(DEVICE, node, slot)
+            if has_state:
+                self._mamba_on(DEVICE, node, slot)
+            existed = False
+        elif not has_state:
             existed = False
         elif node.parent is None or node.mamba.values[DEVICE] is not None:
             existed = True  # the root keeps no state; an existing state wins
@@ -243,6 +256,10 @@ class RadixTree(TreeCore):
         self.receipts[receipt.receipt_id] = receipt
         return receipt
 
+    def _require_component(self, component: Component, action: str) -> None:
+        if component not in self.components:
+            raise ValueError(f"{action}: this tree has no {component.name} component")
+
     def _require_live(self, node: object, action: str) -> None:
         if not isinstance(node, Node) or not node.alive:
             raise ValueError(f"{action}: expected a live node of this tree, got {node!r}")
@@ -257,13 +274,19 @@ class RadixTree(TreeCore):
     def evict(self, *, full_tokens: int = 0, mamba_slots: int = 0) -> EvictResult:
         """Drop at least ``full_tokens`` device KV slots and ``mamba_slots`` device states (or
         everything unlocked that can go) and return the freed device indices."""
-        full, mamba = _count(full_tokens, "full_tokens"), _count(mamba_slots, "mamba_slots")
+        full, mamba = _count(full_tokens, "full_tokens"), self._states(mamba_slots, "evict")
         return evict(self, Tier.DEVICE, full, mamba)
 
     def evict_host(self, *, full_tokens: int = 0, mamba_slots: int = 0) -> EvictResult:
         """Host counterpart of ``evict``; returns freed host indices."""
-        full, mamba = _count(full_tokens, "full_tokens"), _count(mamba_slots, "mamba_slots")
+        full, mamba = _count(full_tokens, "full_tokens"), self._states(mamba_slots, "evict_host")
         return evict(self, Tier.HOST, full, mamba)
+
+    def _states(self, mamba_slots: object, action: str) -> int:
+        count = _count(mamba_slots, "mamba_slots")
+        if count and not self.has_state:
+            raise ValueError(f"{action}: mamba_slots={count}, but this tree has no MAMBA component")
+        return count
 
     def peek_eviction(self, tier: Tier, component: Component) -> Node | None:
         """Who the next eviction of ``component`` on ``tier`` takes; None: nothing can go."""
@@ -276,11 +299,13 @@ class RadixTree(TreeCore):
     def set_host_value(self, node: Node, component: Component, host_indices: object) -> None:
         """Record a finished backup of ``node``'s ``component`` (see ``tiers.record_copy``)."""
         self._require_live(node, "set_host_value")
+        self._require_component(component, "set_host_value")
         record_copy(self, Tier.HOST, node, component, host_indices)
 
     def restore_device_value(self, node: Node, component: Component, indices: object) -> None:
         """Record a finished loadback of ``node``'s ``component`` (see ``tiers.record_copy``)."""
         self._require_live(node, "restore_device_value")
+        self._require_component(component, "restore_device_value")
         record_copy(self, Tier.DEVICE, node, component, indices)
 
     # ---- accounting ------------------------------------------------------------------------

@@ -60,6 +60,8 @@ def read(root: ConfigReader, name: str) -> ModelArch:
         state=kda_state(linear),
         num_draft_layers=text.int("num_nextn_predict_layers", 0, minimum=0),
         is_multimodal=root.has("vision_config"),
+        vit_shape=(weights.vit_shape(root.section("vision_config"))
+                   if root.has("vision_config") else None),
         max_context_tokens=context_tokens(text),
         num_params=_num_params(root, text, linear, layers),
         weight_bytes_per_param=weights.bytes_per_param(root),

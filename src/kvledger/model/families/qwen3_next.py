@@ -122,6 +122,7 @@ def read_gdn(root: ConfigReader, name: str, family: Family) -> ModelArch:
             text.pick("mtp_num_hidden_layers", "num_nextn_predict_layers"), 0, minimum=0
         ),
         is_multimodal=vision is not None,
+        vit_shape=weights.vit_shape(vision) if vision else None,
         max_context_tokens=context_tokens(text),
         num_params=num_params,
         weight_bytes_per_param=weights.bytes_per_param(root),

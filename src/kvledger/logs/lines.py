@@ -1,0 +1,126 @@
+"""The boot-log lines kvledger reads, as patterns, and a scan of a log into facts.
+
+Each pattern names the engine, the quantity and the regex of the line as the engine formats
+it (vLLM: vllm/v1/worker/gpu_worker.py, v1/core/kv_cache_utils.py, platforms/interface.py,
+entrypoints/utils.py; SGLang: srt/model_executor/model_runner.py, srt/mem_cache/memory_pool.py,
+srt/managers/scheduler.py). SGLang prints GiB as "GB". A quantity logged more than once (one
+line per rank) must log the same value each time.
+
+>>> scan = scan_log("INFO 07-09 [gpu_worker.py:508] Available KV cache memory: 6.01 GiB\\n")
+>>> scan.get("vllm_available_gib").value, scan.get("vllm_available_gib").line_no
+('6.01', 1)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Engine(Enum):
+    SGLANG = "sglang"
+    VLLM = "vllm"
+
+
+class LogError(ValueError):
+    """A log kvledger cannot reconcile; the message names the line."""
+
+
+@dataclass(frozen=True, slots=True)
+class Pattern:
+    key: str
+    engine: Engine
+    regex: re.Pattern[str]
+
+
+def _p(key: str, engine: Engine, regex: str) -> Pattern:
+    return Pattern(key, engine, re.compile(regex))
+
+
+_NUM = r"([0-9][0-9,]*)"
+_DEC = r"([0-9]+(?:\.[0-9]+)?)"
+PATTERNS: tuple[Pattern, ...] = (
+    # vLLM
+    _p("vllm_version", Engine.VLLM, r"Initializing a V1 LLM engine \(v([^)\s]+)\)"),
+    _p("vllm_version", Engine.VLLM, r"vLLM API server version ([0-9][^\s,]*)"),
+    _p("vllm_version", Engine.VLLM, r"█\s+version ([0-9][^\s]*)"),
+    _p("vllm_args", Engine.VLLM, r"non-default args: (\{.*\})\s*$"),
+    _p("vllm_command", Engine.VLLM, r"((?:^|\s)vllm serve .*|python[0-9.]* -m vllm\.entrypoints\..*)$"),
+    _p("vllm_model_loading_gib", Engine.VLLM, rf"Model loading took {_DEC} GiB"),
+    _p("vllm_available_gib", Engine.VLLM, rf"Available KV cache memory: {_DEC} GiB"),
+    _p("vllm_block_set", Engine.VLLM, rf"Setting attention block size to {_NUM} tokens"),
+    _p("vllm_padding_pct", Engine.VLLM, rf"Padding mamba page size by {_DEC}%"),
+    _p("vllm_num_gpu_blocks", Engine.VLLM, rf"num_gpu_blocks is: {_NUM}"),
+    _p("vllm_tokens", Engine.VLLM, rf"GPU KV cache size: {_NUM} tokens"),
+    _p("vllm_concurrency", Engine.VLLM,
+       rf"Maximum concurrency for {_NUM} tokens per request: {_DEC}x"),
+    _p("vllm_v0_blocks", Engine.VLLM, rf"# GPU blocks: {_NUM}"),
+    # SGLang
+    _p("sglang_server_args", Engine.SGLANG, r"server_args=ServerArgs\((.*)\)\s*$"),
+    _p("sglang_load_weight", Engine.SGLANG,
+       rf"Load weight end\..*avail mem={_DEC} GB, mem usage={_DEC} GB"),
+    _p("sglang_mamba", Engine.SGLANG,
+       rf"Mamba Cache is allocated\. max_mamba_cache_size: {_NUM}, conv_state size: {_DEC}\s*GB, "
+       rf"ssm_state size: {_DEC}\s*GB"),
+    _p("sglang_kv", Engine.SGLANG, rf"KV Cache is allocated\. #tokens: {_NUM}, KV size: {_DEC} GB"),
+    _p("sglang_kv", Engine.SGLANG,
+       rf"KV Cache is allocated\. #tokens: {_NUM}, K size: {_DEC} GB, V size: {_DEC} GB"),
+    _p("sglang_totals", Engine.SGLANG,
+       rf"max_total_num_tokens={_NUM},.*max_running_requests={_NUM},\s*context_len={_NUM},"
+       rf"\s*available_gpu_mem={_DEC} GB"),
+    _p("sglang_capped", Engine.SGLANG,
+       rf"max_running_requests is capped to {_NUM}.*mamba"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    key: str
+    line_no: int  # 1-based
+    line: str
+    groups: tuple[str, ...]
+
+    @property
+    def value(self) -> str:
+        return self.groups[0]
+
+    def int(self, i: int = 0) -> int:
+        return int(self.groups[i].replace(",", ""))
+
+
+@dataclass(frozen=True, slots=True)
+class LogScan:
+    facts: dict[str, Fact]
+    num_lines: int
+    last_line: str
+
+    def get(self, key: str) -> Fact | None:
+        return self.facts.get(key)
+
+    def engines(self) -> set[Engine]:
+        by_key = {p.key: p.engine for p in PATTERNS}
+        return {by_key[k] for k in self.facts}
+
+
+def scan_log(text: str) -> LogScan:
+    """Facts of a log; a quantity logged twice with different values is an error."""
+    if "\x00" in text:
+        raise LogError("the input is binary, not a text log")
+    facts: dict[str, Fact] = {}
+    lines = text.splitlines()
+    for no, line in enumerate(lines, start=1):
+        for pattern in PATTERNS:
+            match = pattern.regex.search(line)
+            if match is None:
+                continue
+            fact = Fact(pattern.key, no, line.strip(), tuple(g for g in match.groups()))
+            seen = facts.get(pattern.key)
+            if seen is None:
+                facts[pattern.key] = fact
+            elif seen.groups != fact.groups and pattern.key not in ("vllm_command",):
+                raise LogError(f"line {no} logs {pattern.key.split('_', 1)[1]} as "
+                               f"{', '.join(fact.groups)} but line {seen.line_no} logged "
+                               f"{', '.join(seen.groups)}; split a multi-server log first")
+            break
+    return LogScan(facts=facts, num_lines=len(lines), last_line=lines[-1] if lines else "")

@@ -1,0 +1,67 @@
+"""`kvledger plan --engine sglang,vllm`: one table, one column per engine, same model and GPU.
+
+Rows: tokens (SGLang's max_total_num_tokens; vLLM's logged GPU KV cache size and its
+attention token slots), concurrency (SGLang's max_running_requests; vLLM's maximum
+concurrency at max_model_len), state slots (SGLang's mamba pool; vLLM's blocks), bytes lost to
+padding or reservation, and the binding constraint.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from kvledger.plan import Plan
+from kvledger.report.plan_json import plan_json
+from kvledger.report.vllm_json import vllm_plan_json
+from kvledger.vllm.plan import VllmPlan
+
+SCHEMA = "kvledger.engines/1"
+
+
+def _sglang_lost(plan: Plan) -> int:
+    cap = plan.capacity
+    # the padding state slot and token page, plus what flooring left
+    return cap.slot_bytes + cap.token_bytes * plan.layout.page_tokens + cap.unused_bytes
+
+
+def side_by_side_rows(sglang: Plan, vllm: VllmPlan) -> list[tuple[str, str, str]]:
+    s, v = sglang.capacity, vllm.capacity
+    vl = vllm.layout
+    return [
+        ("rules", sglang.layout.rules.name, vl.rules.name),
+        ("memory for the cache per rank (GiB)", f"{s.rest_bytes / 2**30:,.2f}",
+         f"{v.available_bytes / 2**30:,.2f}"),
+        ("context / max_model_len", f"{sglang.layout.context_tokens:,}", f"{vl.max_model_len:,}"),
+        ("page / block (tokens)", f"{sglang.layout.page_tokens}", f"{vl.block_tokens}"),
+        ("tokens (as logged)", f"{s.max_total_tokens:,}", f"{v.logged_tokens:,}"),
+        ("token slots in the pool", f"{s.max_total_tokens:,}", f"{v.num_blocks * vl.block_tokens:,}"),
+        ("concurrent requests", f"{s.max_running_requests:,}",
+         f"{v.max_concurrency:.2f}x at {vl.max_model_len:,} tokens"),
+        ("state slots / blocks", f"{s.state_slots:,}", f"{v.num_blocks:,} blocks"),
+        ("bytes lost to padding or reservation", f"{_sglang_lost(sglang):,}", f"{vllm.lost_bytes:,}"),
+        ("binding constraint", s.binding.value, v.binding),
+    ]
+
+
+def render_side_by_side(sglang: Plan, vllm: VllmPlan, console: Console) -> None:
+    table = Table(title=f"{sglang.model.name} on "
+                        f"{sglang.gpu.name if sglang.gpu else 'the given memory'}: SGLang vs vLLM "
+                        "(per rank)", title_justify="left")
+    table.add_column("quantity")
+    table.add_column("SGLang", justify="right")
+    table.add_column("vLLM", justify="right")
+    for row in side_by_side_rows(sglang, vllm):
+        table.add_row(*row)
+    console.print(table)
+    for note in (*(f"sglang: {n}" for n in sglang.notes), *(f"vllm: {n}" for n in vllm.notes)):
+        console.print(f"note: {note}", style="yellow", highlight=False)
+
+
+def side_by_side_json(sglang: Plan, vllm: VllmPlan, ignored: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {"schema": SCHEMA,
+            "rows": [{"quantity": q, "sglang": a, "vllm": b}
+                     for q, a, b in side_by_side_rows(sglang, vllm)],
+            "sglang": plan_json(sglang, ignored), "vllm": vllm_plan_json(vllm, ignored)}

@@ -1,0 +1,80 @@
+"""Rich rendering of a VllmPlan: layer specs, groups, block ledgers, the bytes lost, capacity."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from kvledger.report.plan_view import ledger_table
+from kvledger.units import fmt_bytes, fmt_gib
+from kvledger.vllm.plan import VllmPlan
+
+
+def layout_table(plan: VllmPlan) -> Table:
+    lay = plan.layout
+    table = Table(title="vLLM layer specs and KV-cache groups (per rank)", title_justify="left")
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    att = lay.attention
+    kind = "MLA latent" if att.mla else f"{att.num_kv_heads} KV heads × 2 × {att.head_size}"
+    table.add_row("attention bytes per token per layer", f"{att.bytes_per_token:,} ({kind}, "
+                  f"{att.itemsize} B)")
+    if lay.mamba is not None and lay.alignment is not None:
+        al = lay.alignment
+        table.add_row("Mamba state page (real)", f"{lay.mamba.real_page_bytes:,}")
+        table.add_row("block granule (tokens)", f"{al.granule_tokens}")
+        table.add_row("attention block size (tokens)",
+                      f"{al.block_tokens} (raised from {al.requested_block_tokens})"
+                      if al.raised else f"{al.block_tokens}")
+        table.add_row("Mamba page padding", f"{al.mamba_padding_bytes:,} B ({al.padding_pct:.2f}%)")
+        table.add_row("mamba_cache_mode / prefix caching",
+                      f"{lay.mamba_cache_mode.value} / {'on' if lay.prefix_caching else 'off'}")
+    else:
+        table.add_row("block size (tokens)", f"{lay.block_tokens}")
+    table.add_row("page (bytes, every layer)", f"{lay.page_bytes:,}")
+    table.add_row("KV-cache groups", " + ".join(f"{g.num_layers} {g.kind}" for g in lay.groups))
+    table.add_row("bytes per block (group size × page)", f"{lay.bytes_per_block:,}")
+    return table
+
+
+def capacity_table(plan: VllmPlan) -> Table:
+    cap, lay = plan.capacity, plan.layout
+    table = Table(title=f"Capacity per rank ({plan.memory.source.value})", title_justify="left")
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    table.add_row("Available KV cache memory", f"{cap.available_bytes:,} ({fmt_gib(cap.available_bytes)})")
+    table.add_row("num_gpu_blocks", f"{cap.num_blocks:,}")
+    table.add_row(f"blocks per request (max_model_len {lay.max_model_len:,})",
+                  f"{cap.blocks_per_request:,}")
+    table.add_row(Text("Maximum concurrency", style="bold"),
+                  Text(f"{cap.max_concurrency:.2f}x", style="bold"))
+    table.add_row(f"GPU KV cache size (as logged: {lay.rules.logged_tokens.value})",
+                  f"{cap.logged_tokens:,} tokens")
+    table.add_row("attention token slots (num_blocks × block)",
+                  f"{cap.num_blocks * lay.block_tokens:,}")
+    table.add_row("max_num_seqs", f"{cap.max_num_seqs:,}")
+    table.add_row("bytes lost (padding, tails, null block, remainder)", fmt_bytes(plan.lost_bytes))
+    return table
+
+
+def render_vllm_plan(plan: VllmPlan, console: Console, ignored: tuple[str, ...] = ()) -> None:
+    lay, dep, model = plan.layout, plan.layout.deployment, plan.model
+    head = (f"[bold]{model.name}[/] ({model.family.value}) under [bold]{lay.rules.name}[/]: "
+            f"{model.num_full_layers} attention + {model.num_linear_layers} linear layers; "
+            f"tp {dep.tensor_parallel_size}, kv {dep.kv_cache_dtype}, max_model_len "
+            f"{lay.max_model_len:,}, gpu_memory_utilization {dep.gpu_memory_utilization}"
+            + (f", {plan.gpu.name}" if plan.gpu else ""))
+    led = plan.ledgers
+    parts: list = [head, layout_table(plan),
+                   ledger_table(led.memory, "KV cache memory per rank"),
+                   ledger_table(led.per_block, "Ledger — per block"),
+                   ledger_table(led.per_request, "Ledger — per max_model_len request"),
+                   ledger_table(led.lost_per_request, "Bytes lost — per max_model_len request"),
+                   ledger_table(led.lost_per_rank, "Bytes lost — per rank"),
+                   capacity_table(plan)]
+    notes = [*plan.notes, *(f"ignored flag: {flag}" for flag in ignored)]
+    if notes:
+        parts.append(Text("\n".join(f"note: {n}" for n in notes), style="yellow"))
+    parts.append(Text(f"binding constraint: {plan.capacity.binding}; GiB = 2^30 B", style="bold"))
+    console.print(Group(*parts))

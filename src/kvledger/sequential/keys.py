@@ -1,0 +1,49 @@
+"""Prompt page keys for a sequential replay: one int64 per full page, equal iff the tokens are.
+
+A Mooncake trace names each 512-token block of a prompt by a hash id; equal ids are equal
+tokens and a partial last block is a prefix of the full block with that id (the oracle's
+expansion: token ``p`` is ``(H[p // 512] * 512 + p % 512) % MOD + 1``). When the page divides
+the block, page ``j`` lies inside block ``j // k`` (``k = 512 / page`` pages per block) at
+page offset ``j % k``, so ``H · k + j % k`` keys it exactly, with no token expansion. Other
+page sizes go through the simulator's general keyer (`kvledger.sim.pages.PageKeyer`).
+
+>>> from kvledger.sim.workload import Request
+>>> r = Request(rid=0, arrival_ms=0.0, segment_ids=(7, 9), segment_tokens=(512, 200),
+...             output_tokens=4)
+>>> keyer = PromptKeyer(page_tokens=64)
+>>> keyer.keys(r).tolist()  # 8 pages of block 7, then 3 full pages of block 9
+[56, 57, 58, 59, 60, 61, 62, 63, 72, 73, 74]
+>>> PromptKeyer(page_tokens=1).keys(r)[[0, 511, 512]].tolist()
+[3584, 4095, 4608]
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from kvledger.sim.pages import PageKeyer
+from kvledger.sim.trace import TRACE_PAGE_TOKENS
+from kvledger.sim.workload import Request
+
+
+class PromptKeyer:
+    """Keys of a prompt's full pages (outputs are not part of a sequential replay)."""
+
+    def __init__(self, page_tokens: int) -> None:
+        if isinstance(page_tokens, bool) or not isinstance(page_tokens, int) or page_tokens < 1:
+            raise ValueError(f"--page-size {page_tokens!r}: expected a positive integer")
+        self.page_tokens = page_tokens
+        self._aligned = TRACE_PAGE_TOKENS % page_tokens == 0
+        self._per_block = TRACE_PAGE_TOKENS // page_tokens
+        self._general = None if self._aligned else PageKeyer(page_tokens)
+
+    def keys(self, request: Request) -> np.ndarray:
+        if self._general is not None:
+            return self._general.keys(replace(request, output_tokens=0))
+        num_pages = request.prompt_tokens // self.page_tokens
+        page = np.arange(num_pages, dtype=np.int64)
+        per_block = self._per_block
+        ids = np.asarray(request.segment_ids, dtype=np.int64)
+        return ids[page // per_block] * per_block + page % per_block

@@ -1,0 +1,14 @@
+"""vLLM's KV-cache rules, as data and small formulas, beside the SGLang planner.
+
+- rules.py: the release rule sets (`vllm-0.13`, `vllm-0.33`);
+- deploy.py: VllmDeployment, the memory flags with vLLM's spellings;
+- flags.py: pasted `vllm serve …` / api_server commands → VllmDeployment;
+- layers.py: per-layer specs (attention, MLA, Mamba state) and state dtypes per model class;
+- align.py: hybrid block alignment and the Mamba page padding;
+- groups.py: KV-cache groups;
+- layout.py: model + deployment + rules → VllmLayout;
+- memory.py: the KV cache memory (logged, flag, or GPU budget);
+- capacity.py: num_gpu_blocks, concurrency, the logged token count, start-up refusals;
+- plan.py: VllmPlan and its itemised ledgers;
+- translate.py: the shared flags between the engines, for side-by-side plans.
+"""

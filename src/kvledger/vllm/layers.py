@@ -1,0 +1,144 @@
+"""Per-layer KV-cache specs as vLLM builds them (vllm/v1/kv_cache_interface.py).
+
+- `AttentionLayer` is `FullAttentionSpec` (K and V rows per KV head) or `MLAAttentionSpec`
+  (one latent row of kv_lora_rank + rope elements); page = block_tokens × bytes per token,
+  unless padded.
+- `MambaLayer` is `MambaSpec`: the shapes and dtypes a model class returns from
+  `get_mamba_state_shape_from_config` / `get_mamba_state_dtype_from_config`; its page is
+  Σ prod(shape) × itemsize, whatever the block size, unless padded up to the attention page.
+
+`max_memory_usage_bytes` is what one request of max_model_len tokens can hold:
+attention `cdiv(max_model_len, block) × page`; Mamba `page × (1 + spec)` with
+mamba_cache_mode none, `page × (2 + spec)` with align (MambaSpec.max_memory_usage_bytes).
+
+State shapes follow `MambaStateShapeCalculator` (model_executor/layers/mamba/mamba_utils.py):
+Gated DeltaNet / KDA / Mamba2 conv states keep `conv_kernel − 1 + num_spec` rows of the
+TP-sharded conv channels; the temporal state is (heads/tp, dim, dim). The channel and head
+counts are the ones kvledger's model layer already derives (`StateShape`), which match vLLM's
+`divide(conv_dim, tp)` for every shape vLLM accepts.
+
+>>> a = AttentionLayer(mla=False, num_kv_heads=1, head_size=256, itemsize=2, block_tokens=544)
+>>> a.bytes_per_token, a.page_bytes
+(1024, 557056)
+>>> m = MambaLayer(shapes=((3, 4096), (16, 128, 128)), itemsizes=(2, 2), block_tokens=544,
+...                spec_blocks=0, align=False, page_size_padded=557056)
+>>> m.real_page_bytes, m.page_bytes, m.padding_bytes, m.max_memory_usage_bytes(262144)
+(548864, 557056, 8192, 557056)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from math import prod
+
+from kvledger.model.arch import Family
+from kvledger.units import cdiv
+
+# The checkpoints kvledger embeds are all bfloat16; vLLM's `auto` dtypes follow the model.
+MODEL_ITEMSIZE = 2
+
+
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AttentionLayer:
+    mla: bool
+    num_kv_heads: int  # per rank (MLA: 1)
+    head_size: int  # elements per head (MLA: kv_lora_rank + qk_rope_head_dim)
+    itemsize: int
+    block_tokens: int
+    page_size_padded: int | None = None
+
+    @property
+    def bytes_per_token(self) -> int:
+        if self.mla:
+            return (
+                self.num_kv_heads  # 1 latent "head"
+                * self.head_size  # latent + rope elements
+                * self.itemsize  # B per element
+            )
+        return (
+            self.num_kv_heads  # KV heads on this rank
+            * 2 * self.head_size  # K and V elements (head_size_v = head_size)
+            * self.itemsize  # B per element
+        )
+
+    @property
+    def real_page_bytes(self) -> int:
+        return self.block_tokens * self.bytes_per_token
+
+    @property
+    def page_bytes(self) -> int:
+        return self.page_size_padded or self.real_page_bytes
+
+    def max_memory_usage_bytes(self, max_model_len: int) -> int:
+        return cdiv(max_model_len, self.block_tokens) * self.page_bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MambaLayer:
+    shapes: tuple[tuple[int, ...], ...]  # (conv state, temporal state) per rank
+    itemsizes: tuple[int, ...]
+    block_tokens: int  # max_model_len with mamba_cache_mode none, the attention block in align
+    spec_blocks: int  # num_speculative_blocks = num_speculative_tokens
+    align: bool
+    page_size_padded: int | None = None
+
+    @property
+    def real_page_bytes(self) -> int:
+        return sum(prod(shape) * size for shape, size in zip(self.shapes, self.itemsizes,
+                                                              strict=True))
+
+    @property
+    def page_bytes(self) -> int:
+        return self.page_size_padded or self.real_page_bytes
+
+    @property
+    def padding_bytes(self) -> int:
+        return self.page_bytes - self.real_page_bytes
+
+    @property
+    def blocks_per_request(self) -> int:
+        return (2 if self.align else 1) + self.spec_blocks
+
+    def max_memory_usage_bytes(self, max_model_len: int) -> int:
+        del max_model_len  # a state does not grow with the sequence
+        return self.page_bytes * self.blocks_per_request
+
+
+class SsmDtype(Enum):
+    """Where a model class takes its temporal-state dtype when --mamba-ssm-cache-dtype is auto."""
+
+    CONV = "conv dtype"  # MambaStateDtypeCalculator._mamba_state_dtype: same as the conv state
+    CONFIG = "config mamba_ssm_dtype"  # Qwen3.5: the checkpoint's pinned dtype
+    FLOAT32 = "float32 default"  # Nemotron-H: float32 unless the flag says otherwise
+    ALWAYS_FLOAT32 = "always float32"  # KDA: kda_state_dtype returns float32 for the recurrence
+
+
+# get_mamba_state_dtype_from_config of each hybrid model class vLLM ships.
+SSM_DTYPE_RULE: dict[Family, SsmDtype] = {
+    Family.QWEN3_NEXT: SsmDtype.CONV,
+    Family.QWEN3_5: SsmDtype.CONFIG,
+    Family.NEMOTRON_H: SsmDtype.FLOAT32,
+    Family.FALCON_H1: SsmDtype.CONV,
+    Family.KIMI_LINEAR: SsmDtype.ALWAYS_FLOAT32,
+}
+
+_ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2}
+
+
+def state_itemsizes(family: Family, config_ssm_dtype: str | None, mamba_cache_dtype: str,
+                    mamba_ssm_cache_dtype: str) -> tuple[int, int]:
+    """(conv, temporal) bytes per element for a model class and the two dtype flags."""
+    conv = MODEL_ITEMSIZE if mamba_cache_dtype == "auto" else _ITEMSIZE[mamba_cache_dtype]
+    rule = SSM_DTYPE_RULE[family]
+    if rule is SsmDtype.ALWAYS_FLOAT32:
+        return conv, 4
+    if mamba_ssm_cache_dtype != "auto":
+        return conv, _ITEMSIZE[mamba_ssm_cache_dtype]
+    if rule is SsmDtype.FLOAT32:
+        return conv, 4
+    if rule is SsmDtype.CONFIG and config_ssm_dtype:
+        return conv, _ITEMSIZE[config_ssm_dtype]
+    return conv, conv

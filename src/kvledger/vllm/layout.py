@@ -1,0 +1,198 @@
+"""VllmLayout: a model on a vLLM deployment, every default resolved the way vLLM resolves it.
+
+Decisions, in vLLM's order:
+1. max_model_len: --max-model-len, else the length the config derives (model.context).
+2. Prefix caching and mamba_cache_mode: a hybrid gets the rule set's default
+   (`MambaModelConfig.verify_and_update_config`): prefix caching on → align, off → none.
+3. Per-layer specs (kvledger.vllm.layers), sharded by --tensor-parallel-size.
+4. Block size: --block-size or the CUDA default (16; 64 for MLA without Mamba layers, the
+   FlashMLA block), then for hybrids `_align_hybrid_block_size` (kvledger.vllm.align) and
+   the Mamba page padded to the attention page.
+5. KV-cache groups (kvledger.vllm.groups).
+
+>>> from kvledger.model.config import load_model
+>>> from kvledger.vllm.rules import RULES
+>>> lay = vllm_layout(load_model("qwen3-next-80b-a3b-instruct"),
+...                   VllmDeployment(tensor_parallel_size=2), RULES["vllm-0.13"])
+>>> lay.block_tokens, lay.page_bytes, len(lay.groups), lay.bytes_per_block
+(544, 557056, 4, 6684672)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from kvledger.deploy import DeploymentError
+from kvledger.gpus import GPU
+from kvledger.model.arch import AttnKind, ModelArch, ShardingError
+from kvledger.units import cdiv
+from kvledger.vllm.align import BlockAlignment, align_block
+from kvledger.vllm.deploy import KV_CACHE_DTYPES, VllmDeployment
+from kvledger.vllm.groups import KVCacheGroup, group_size, kv_cache_groups
+from kvledger.vllm.layers import (
+    MODEL_ITEMSIZE,
+    SSM_DTYPE_RULE,
+    AttentionLayer,
+    MambaLayer,
+    state_itemsizes,
+)
+from kvledger.vllm.rules import MambaCacheMode, VllmRules
+
+CUDA_DEFAULT_BLOCK = 16  # CudaPlatform.check_and_update_config when --block-size is unset
+FLASHMLA_BLOCK = 64  # FlashMLA's only block size
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VllmLayout:
+    model: ModelArch
+    deployment: VllmDeployment  # defaults resolved
+    rules: VllmRules
+    gpu: GPU | None
+    max_model_len: int
+    prefix_caching: bool
+    mamba_cache_mode: MambaCacheMode | None  # None: not a hybrid
+    attention: AttentionLayer
+    mamba: MambaLayer | None
+    alignment: BlockAlignment | None  # None: no Mamba layers
+    groups: tuple[KVCacheGroup, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def block_tokens(self) -> int:
+        return self.attention.block_tokens
+
+    @property
+    def page_bytes(self) -> int:
+        """The one page size every layer shares after alignment and padding."""
+        return self.attention.page_bytes
+
+    @property
+    def group_size(self) -> int:
+        return group_size(list(self.groups))
+
+    @property
+    def bytes_per_block(self) -> int:
+        """`_get_kv_cache_bytes_per_block`: the largest group's summed per-layer pages."""
+        return self.group_size * self.page_bytes
+
+    def blocks_for_len(self, tokens: int) -> int:
+        """Blocks one request of `tokens` tokens takes from the shared pool: Σ over groups of
+        cdiv(max_memory_usage_bytes, page) (`get_max_concurrency_for_kv_cache_config`)."""
+        total = 0
+        for group in self.groups:
+            if group.kind == "attention":
+                total += cdiv(tokens, self.block_tokens)
+            else:
+                assert self.mamba is not None
+                total += self.mamba.blocks_per_request
+        return total
+
+    def blocks_per_request(self) -> int:
+        """Blocks of one max_model_len request."""
+        return self.blocks_for_len(self.max_model_len)
+
+
+def _attention(model: ModelArch, dep: VllmDeployment) -> AttentionLayer:
+    itemsize = KV_CACHE_DTYPES[dep.kv_cache_dtype] or MODEL_ITEMSIZE
+    tp = dep.tensor_parallel_size
+    if model.attn is AttnKind.GQA:
+        assert model.gqa is not None
+        try:
+            heads = model.gqa.kv_heads_per_rank(tp)
+        except ShardingError as exc:
+            raise DeploymentError(f"--tensor-parallel-size {tp}: {exc}") from None
+        return AttentionLayer(mla=False, num_kv_heads=heads, head_size=model.gqa.head_dim,
+                              itemsize=itemsize, block_tokens=CUDA_DEFAULT_BLOCK)
+    if model.attn is AttnKind.MLA:
+        assert model.mla is not None
+        return AttentionLayer(mla=True, num_kv_heads=1,
+                              head_size=model.mla.kv_lora_rank + model.mla.qk_rope_head_dim,
+                              itemsize=itemsize, block_tokens=FLASHMLA_BLOCK)
+    raise DeploymentError(
+        f"{model.name}: {model.attn.value} (sparse MLA with an indexer) under --engine vllm is "
+        "not modelled by kvledger; use --engine sglang for this model"
+    )
+
+
+def _mamba(model: ModelArch, dep: VllmDeployment, align: bool) -> MambaLayer:
+    assert model.state is not None
+    if model.family not in SSM_DTYPE_RULE:
+        raise DeploymentError(f"{model.name}: no vLLM state-dtype rule for family "
+                              f"{model.family.value}")
+    tp = dep.tensor_parallel_size
+    try:
+        rows, channels = model.state.conv_shape(tp)
+        temporal = model.state.temporal_shape(tp)
+    except ShardingError as exc:
+        raise DeploymentError(f"--tensor-parallel-size {tp}: {exc}") from None
+    conv_size, ssm_size = state_itemsizes(model.family, model.state.ssm_dtype_default,
+                                          dep.mamba_cache_dtype, dep.mamba_ssm_cache_dtype)
+    spec = dep.num_speculative_tokens
+    return MambaLayer(shapes=((rows + spec, channels), temporal), itemsizes=(conv_size, ssm_size),
+                      block_tokens=0, spec_blocks=spec, align=align)
+
+
+def _mode(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
+          notes: list[str]) -> tuple[bool, MambaCacheMode | None]:
+    if not model.is_hybrid:
+        return dep.enable_prefix_caching is not False, None
+    caching = dep.enable_prefix_caching
+    if caching is None:
+        caching = dep.mamba_cache_mode is MambaCacheMode.ALIGN or (
+            dep.mamba_cache_mode is None and rules.hybrid_prefix_caching_default)
+    mode = dep.mamba_cache_mode or (MambaCacheMode.ALIGN if caching else MambaCacheMode.NONE)
+    if mode not in rules.mamba_cache_modes:
+        raise DeploymentError(
+            f"--mamba-cache-mode {mode.value}"
+            + (" (from --enable-prefix-caching)" if dep.mamba_cache_mode is None else "")
+            + f": {rules.name} supports {', '.join(sorted(m.value for m in rules.mamba_cache_modes))}"
+            " for hybrid models (it turns prefix caching off for them)")
+    if caching and mode is MambaCacheMode.NONE:
+        notes.append("prefix caching with mamba_cache_mode none: only attention blocks are cached")
+    return caching, mode
+
+
+def vllm_layout(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
+                gpu: GPU | None = None) -> VllmLayout:
+    """Resolve a vLLM deployment; errors name the flag (DeploymentError)."""
+    notes: list[str] = []
+    max_len = dep.max_model_len or model.max_context_tokens
+    if dep.max_model_len and model.max_context_tokens and dep.max_model_len > model.max_context_tokens:
+        raise DeploymentError(
+            f"--max-model-len {dep.max_model_len}: exceeds the model's derived max_model_len "
+            f"{model.max_context_tokens} (vLLM refuses it without VLLM_ALLOW_LONG_MAX_MODEL_LEN)")
+    caching, mode = _mode(model, dep, rules, notes)
+    dep = replace(dep, max_model_len=max_len, enable_prefix_caching=caching, mamba_cache_mode=mode,
+                  gpu_memory_utilization=dep.gpu_memory_utilization
+                  or rules.default_gpu_memory_utilization,
+                  max_num_seqs=dep.max_num_seqs or rules.default_max_num_seqs)
+    attention = _attention(model, dep)
+    hybrid = model.is_hybrid
+    if dep.block_size is not None:
+        attention = replace(attention, block_tokens=dep.block_size)
+    elif hybrid:
+        attention = replace(attention, block_tokens=CUDA_DEFAULT_BLOCK)
+    mamba = alignment = None
+    counts = {"attention": model.num_full_layers}
+    if hybrid:
+        align = mode is MambaCacheMode.ALIGN
+        mamba = _mamba(model, dep, align)
+        granule = rules.granule_tokens(
+            user_block=dep.block_size, mla=attention.mla, align=align,
+            gdn=model.state is not None and model.state.kind.value == "gdn",
+            arch=None if gpu is None else gpu.arch)
+        alignment = align_block(attn_bytes_per_token=attention.bytes_per_token,
+                                mamba_page_bytes=mamba.real_page_bytes, granule_tokens=granule,
+                                block_size=attention.block_tokens)
+        attention = replace(attention, block_tokens=alignment.block_tokens)
+        mamba = replace(mamba, block_tokens=alignment.block_tokens if align else max_len,
+                        page_size_padded=alignment.attn_page_bytes)
+        counts["mamba"] = model.num_linear_layers
+        if gpu is None and align and rules.gdn_align_checkpoint_tokens and \
+                model.state is not None and model.state.kind.value == "gdn":
+            notes.append("no --gpu: the GDN prefill checkpoint alignment (Hopper, FlashInfer) "
+                         "is not applied to the block size")
+    return VllmLayout(model=model, deployment=dep, rules=rules, gpu=gpu, max_model_len=max_len,
+                      prefix_caching=caching, mamba_cache_mode=mode, attention=attention,
+                      mamba=mamba, alignment=alignment, groups=tuple(kv_cache_groups(counts)),
+                      notes=tuple(notes))

@@ -1,0 +1,141 @@
+"""`kvledger check-log` on real vLLM boot lines from public issues (tests/data/logs/*.log say
+which issue each came from), altered copies, and bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kvledger.cli import app
+from kvledger.logs.check import check_log
+from kvledger.logs.lines import LogError
+from kvledger.logs.reconcile import Status
+
+LOGS = Path(__file__).resolve().parents[1] / "data" / "logs"
+CLUB_652 = LOGS / "vllm-0.24-qwen3.6-35b-a3b-rtx5090-club3090-652.log"
+CLUB_612 = LOGS / "vllm-0.24-qwen3.6-35b-a3b-rtx5090-club3090-612.log"
+VLLM_26646 = LOGS / "vllm-0.11-qwen3-next-80b-fp8kv-tp2-vllm26646.log"
+SGLANG = LOGS / "sglang-constructed-glm-5.3-flash-spec5.log"
+runner = CliRunner()
+
+
+def statuses(result):
+    return {row.quantity: row.status for row in result.rows}
+
+
+def test_club3090_652_reconciles_under_033_rules():
+    # v0.24.0 logs tokens as int(concurrency × max_model_len): fp8 KV makes the attention
+    # page 2 heads × 2 × 256 × 1 B = 1,024 B/token; the GDN state (3, 8192) bf16 +
+    # (32, 128, 128) fp32 = 2,146,304 B = exactly 2,096 tokens of attention page, so
+    # block 2,096 with no padding; 10 + 3 × 10 layers; 300 blocks of 21,463,040 B fit in
+    # 6.01 GiB; a 131,072-token request takes cdiv(131072, 2096) + 3 × 2 (align) = 69 blocks.
+    r = check_log(CLUB_652.read_text(), model="qwen3.5-35b-a3b")
+    assert (r.version, r.rules) == ("0.24.0", "vllm-0.33")
+    assert statuses(r) == {"Available KV cache memory (GiB)": Status.INPUT,
+                           "GPU KV cache size (tokens)": Status.EQUAL,
+                           "Maximum concurrency": Status.EQUAL}
+    derived = dict(r.derived)
+    assert derived["attention block size (tokens)"] == "2,096"
+    assert derived["num_gpu_blocks"] == "300" and derived["blocks per max_model_len request"] == "69"
+    assert int(300 / 69 * 131_072) == 569_878
+    assert r.binding == "--max-num-seqs 1" and r.exit_code == 0
+
+
+def test_club3090_612_reconciles():
+    r = check_log(CLUB_612.read_text(), model="qwen3.5-35b-a3b")
+    assert not r.differs
+    # 5.98 GiB (±0.005) holds 298 or 299 blocks; the log's 567,978 tokens is 299 × 131072 // 69
+    assert dict(r.derived)["num_gpu_blocks"] == "298 … 299"
+    assert int(299 / 69 * 131_072) == 567_978
+
+
+def test_vllm_26646_reconciles_from_its_command_line():
+    # fp8 KV at TP 2: 1 head × 2 × 256 × 1 B = 512 B/token; GDN state 548,864 B; block
+    # 16 × cdiv(548864, 16 × 512) = 1,072; 90,048 = 84 × 1,072 tokens, so 336–339 blocks;
+    # cdiv(215040, 1072) + 3 = 204 blocks per request; 338/204 = 1.66.
+    r = check_log(VLLM_26646.read_text(), model="qwen3-next-80b-a3b-instruct", rules="vllm-0.13")
+    assert statuses(r) == {"GPU KV cache size (tokens)": Status.INPUT,
+                           "Maximum concurrency": Status.EQUAL}
+    assert dict(r.derived)["attention block size (tokens)"] == "1,072"
+    assert dict(r.derived)["num_gpu_blocks"] == "336 … 339"
+
+
+@pytest.mark.parametrize("old,new,row", [
+    ("Maximum concurrency for 131,072 tokens per request: 4.35x",
+     "Maximum concurrency for 131,072 tokens per request: 4.45x", "Maximum concurrency"),
+    ("GPU KV cache size: 569,878 tokens", "GPU KV cache size: 569,880 tokens",
+     "GPU KV cache size (tokens)"),
+])
+def test_one_altered_number_flags_exactly_its_row(old, new, row):
+    text = CLUB_652.read_text()
+    assert old in text
+    r = check_log(text.replace(old, new), model="qwen3.5-35b-a3b")
+    assert [d.quantity for d in r.differs] == [row] and r.exit_code == 1
+
+
+def test_altered_sglang_number_flags_its_row():
+    text = SGLANG.read_text()
+    assert check_log(text).exit_code == 0
+    r = check_log(text.replace("max_mamba_cache_size: 343", "max_mamba_cache_size: 350"))
+    assert [d.quantity for d in r.differs] == ["max_mamba_cache_size (state slots)"]
+
+
+def test_cli_exit_codes_and_json(tmp_path):
+    ok = runner.invoke(app, ["check-log", str(CLUB_652), "--model", "qwen3.5-35b-a3b", "--json"])
+    assert ok.exit_code == 0, ok.output
+    doc = json.loads(ok.stdout)
+    assert doc["schema"] == "kvledger.check-log/1" and doc["reconciles"]
+    assert [row["status"] for row in doc["rows"]] == ["input", "equal", "equal"]
+    bad = tmp_path / "bad.log"
+    bad.write_text(CLUB_652.read_text().replace("4.35x", "4.45x"))
+    r = runner.invoke(app, ["check-log", str(bad), "--model", "qwen3.5-35b-a3b"])
+    assert r.exit_code == 1 and "DIFFERS" in r.output
+    stdin = runner.invoke(app, ["check-log", "-", "--model", "qwen3.5-35b-a3b"],
+                          input=CLUB_612.read_text())
+    assert stdin.exit_code == 0, stdin.output
+
+
+@pytest.mark.parametrize("text,message", [
+    ("hello\nworld\n", "no SGLang or vLLM boot line found in 2 lines"),
+    ("(EngineCore pid=1) INFO [core.py:1] Initializing a V1 LLM engine (v0.24.0) with config:\n",
+     "truncated: the log ends at line 1"),
+    ("INFO Initializing a V1 LLM engine (v0.8.5) with config:\nGPU KV cache size: 10 tokens\n",
+     "line 1: vLLM v0.8.5: releases before 0.10"),
+    ("GPU KV cache size: 10 tokens\n", "names no vLLM version"),
+    ("GPU KV cache size: 10 tokens\nGPU KV cache size: 12 tokens\n", "line 2 logs"),
+    ("KV Cache is allocated. #tokens: 5, KV size: 1.00 GB\nGPU KV cache size: 10 tokens\n",
+     "mixes SGLang and vLLM"),
+])
+def test_bad_logs_name_the_problem(text, message):
+    with pytest.raises(LogError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        check_log(text, model="qwen3.5-35b-a3b")
+
+
+def test_log_contradicting_itself_or_the_config():
+    text = CLUB_652.read_text().replace("'max_model_len': 131072", "'max_model_len': 65536")
+    with pytest.raises(LogError, match="line 8 logs max_model_len 131,072 but the server "
+                                       "arguments say 65,536"):
+        check_log(text, model="qwen3.5-35b-a3b")
+    with pytest.raises(LogError, match="not a config kvledger can read"):
+        check_log(CLUB_652.read_text())  # the log's model is a local path on another machine
+    with pytest.raises(LogError, match="does not fit qwen3-32b: --max-model-len 131072: "
+                                       "exceeds the model's derived max_model_len 40960"):
+        check_log(CLUB_652.read_text(), model="qwen3-32b")
+    # a dense model fits the arguments, but not the numbers: the rows say so (exit 1)
+    wrong = check_log(CLUB_652.read_text(), model="llama-3.1-8b")
+    assert [d.quantity for d in wrong.differs] == ["GPU KV cache size (tokens)",
+                                                    "Maximum concurrency"]
+    with pytest.raises(LogError, match="expected a vllm-… rule set"):
+        check_log(CLUB_652.read_text(), model="qwen3.5-35b-a3b", rules="sglang-0.5.21")
+
+
+def test_cli_bad_input_is_one_line_exit_2(tmp_path):
+    r = runner.invoke(app, ["check-log", str(tmp_path / "missing.log")])
+    assert r.exit_code == 2 and "no such file" in r.output and "Traceback" not in r.output
+    binary = tmp_path / "b.log"
+    binary.write_bytes(b"\xff\xfe\x00garbage")
+    r = runner.invoke(app, ["check-log", str(binary)])
+    assert r.exit_code == 2 and "not UTF-8" in r.output
