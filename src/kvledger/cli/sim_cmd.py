@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from kvledger.cache.policies.choice import StateAdmission, StateEviction
 from kvledger.cli.app import command, console, emit_json, err_console, user_errors
 from kvledger.cli.groups import option_group
 from kvledger.cli.options import JsonOpt, PlanInputs, plan_from
@@ -57,6 +58,14 @@ PrefillCostOpt = Annotated[float | None, typer.Option(
 DecodeCostOpt = Annotated[float | None, typer.Option(
     "--decode-ms-per-token", help="Linear step-time model: cost per decoded token (ms, "
     f"default {COST_DEFAULTS.decode_ms_per_token:g}).")]
+AdmissionOpt = Annotated[StateAdmission, typer.Option(
+    "--state-admission", help="Which linear-attention states enter the prefix cache: engine "
+    "(SGLang's: every chunk end and finish), marconi (branch points + last decoded token), "
+    "reuse-filtered (only prefixes seen before), ghost-branch (branch points found in a "
+    "ghost table; finish states while they are reused). All lossless.")]
+EvictionOpt = Annotated[StateEviction, typer.Option(
+    "--state-eviction", help="Which cached state leaves first: lru (SGLang's), flop-aware "
+    "(FLOPs saved per byte blended with recency, the blend tuned online), keep-junctions.")]
 TimeGpuOpt = Annotated[str | None, typer.Option(
     "--time-gpu", help="GPU whose peak FLOP/s, HBM and host-link bandwidth time the steps "
     f"(default: --gpu, else {DEFAULT_TIME_GPU}).")]
@@ -86,6 +95,8 @@ class SimInputs:
     step_overhead_ms: OverheadOpt = None
     prefill_ms_per_token: PrefillCostOpt = None
     decode_ms_per_token: DecodeCostOpt = None
+    state_admission: AdmissionOpt = SIM_DEFAULTS.state_admission
+    state_eviction: EvictionOpt = SIM_DEFAULTS.state_eviction
     time_gpu: TimeGpuOpt = None
     flops_efficiency: FlopsEffOpt = EFF_DEFAULTS.flops
     hbm_efficiency: HbmEffOpt = EFF_DEFAULTS.hbm
@@ -142,7 +153,8 @@ class SimInputs:
         return SimConfig(
             chunked_prefill_tokens=self.chunked_prefill_size,
             mamba_track_interval_tokens=self.mamba_track_interval,
-            step_cost=cost, time_gpu=self.time_gpu,
+            step_cost=cost, time_gpu=self.time_gpu, state_admission=self.state_admission,
+            state_eviction=self.state_eviction,
             efficiency=Efficiency(flops=self.flops_efficiency, hbm=self.hbm_efficiency,
                                   overhead_ms=self.roofline_overhead_ms),
             hicache_write_policy=policy or SIM_DEFAULTS.hicache_write_policy,

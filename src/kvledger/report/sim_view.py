@@ -34,9 +34,10 @@ def hits_table(s: SimSummary) -> Table:
                   _pct(c.recomputed_tokens, c.prompt_tokens))
     table.add_row("prefill computed", f"{c.prefill_tokens:,}", _pct(c.prefill_tokens, c.prompt_tokens))
     table.add_row("decoded", f"{c.decode_tokens:,}", "")
-    table.add_row("state checkpoints saved / already cached / skipped (no slot)",
+    table.add_row("state checkpoints saved / already cached / skipped (no slot) / declined "
+                  f"({s.policies})",
                   f"{c.checkpoints_saved:,} / {c.checkpoints_existing:,} / "
-                  f"{c.checkpoints_skipped:,}", "")
+                  f"{c.checkpoints_skipped:,} / {c.checkpoints_declined:,}", "")
     return table
 
 

@@ -114,6 +114,7 @@ class SimSummary:
     duration_ms: float
     wall_s: float
     timing: str = ""  # which step-time model priced the steps
+    policies: str = "engine + lru"  # state admission + state eviction
     latency: LatencyStats | None = None  # None: nothing finished
     notes: tuple[str, ...] = ()
 

@@ -335,6 +335,7 @@ class Replay:
             unfinished=tuple(self.unfinished), evicted_pages=self.cache.evicted_pages,
             evicted_slots=self.cache.evicted_slots, host=stats, host_note=host_note,
             duration_ms=self.now_ms, wall_s=wall_s, timing=self.timing,
+            policies=self.policies.label,
             latency=LatencyStats.of(self.records, duration_ms=self.now_ms) if self.records
             else None, notes=tuple(self.notes),
         )

@@ -150,10 +150,24 @@ class FlopAware(LruEviction):
         self.slot_bytes, self.page_bytes = slot_bytes, page_bytes
         self.tuner = AlphaTuner(self.ALPHAS, memory=memory, retune_every=retune_every,
                                 flops_of=flops_of)
+        # node id → (prefix pages, prefix hash, FLOPs saved): a node always ends the same prefix (a split
+        # gives the new parent a new id and leaves the child's end where it was)
+        self._ends: dict[int, tuple[int, int, float]] = {}
+
+    def _end(self, node: Node) -> tuple[int, int, float]:
+        end = self._ends.get(node.id)
+        if end is None:
+            if len(self._ends) > 1 << 16:
+                self._ends.clear()  # bounded: recomputed on demand
+            keys = _path_keys(node)
+            pages = len(keys)
+            end = self._ends[node.id] = (pages, int(prefix_hashes(keys)[-1]),
+                                         self.flops_of(pages))
+        return end
 
     def _efficiency(self, node: Node) -> float:
         held = self.slot_bytes + (0 if node.children else node.num_tokens * self.page_bytes)
-        return self.flops_of(node.prefix_tokens()) / held
+        return self._end(node)[2] / held
 
     def order(self, candidates: list[Node], alpha: float, effs: np.ndarray) -> list[int]:
         n = len(candidates)
@@ -176,7 +190,8 @@ class FlopAware(LruEviction):
             if bit == self.tuner.index:
                 chosen = victims
             for node in victims:
-                self.tuner.remember(bit, path_hash(node), node.prefix_tokens())
+                pages, prefix, _ = self._end(node)
+                self.tuner.remember(bit, prefix, pages)
         return chosen
 
     def observe(self, hashes: np.ndarray | None, prompt_pages: int, usable_pages: int) -> None:
