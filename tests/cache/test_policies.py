@@ -11,7 +11,6 @@ from kvledger.cache.policies.admission import (
     GhostBranchAdmission,
     MarconiAdmission,
     ReuseFilteredAdmission,
-    Ticket,
 )
 from kvledger.cache.policies.eviction import AlphaTuner, FlopAware, KeepJunctions, path_hash
 from kvledger.cache.policies.ghost import GhostTable, prefix_hashes
