@@ -195,12 +195,28 @@ def simulate(ctx: typer.Context, inputs: PlanInputs, sim: SimInputs,
                  "--csv", help="Write the per-step time series here.", dir_okay=False)] = None,
              no_progress: Annotated[bool, typer.Option(
                  "--no-progress", help="No progress bar on stderr.")] = False,
+             compare: Annotated[bool, typer.Option(
+                 "--compare", help="Replay the state policies side by side (engine, "
+                 "FLOP-aware, Marconi, reuse-filtered, ghost-branch) on this trace and memory, "
+                 "plus the FULL-only ceiling; --state-admission/--state-eviction are ignored."
+             )] = False,
+             figure_dir: Annotated[Path | None, typer.Option(
+                 "--figure-dir", help="With --compare: write policies.svg and .png here.",
+                 file_okay=False)] = None,
              json: JsonOpt = False) -> None:
     from kvledger.report.sim_json import sim_json
     from kvledger.report.sim_view import render_sim
 
     with user_errors():
         plan, ignored = plan_from(inputs, ctx.args)
+        if figure_dir is not None and not compare:
+            raise ValueError("--figure-dir: needs --compare")
+        if compare:
+            from kvledger.cli.sim_compare import run_compare
+
+            run_compare(plan, sim, figure_dir=figure_dir, json=json,
+                        progress=not no_progress, ignored=list(ignored))
+            return
         result = run_simulation(plan, sim, progress=not no_progress)
         if csv is not None:
             result.series.write_csv(csv)
