@@ -56,10 +56,34 @@ def test_double_free_raises():
 
 def test_integrity_catches_a_corrupted_stack():
     slots = StateSlotAllocator(num_slots=4)
-    slots.alloc(1)
+    slots.free(slots.alloc(3)[:2])  # ids 1 and 2 on the free stack
     slots._stack[0] = slots._stack[1]  # two copies of one free id
     with pytest.raises(IntegrityError):
         slots.check_integrity()
+
+
+def test_memory_follows_the_ids_used_not_the_capacity():
+    """A 2^28-id pool (a page-1 replay's never-evicting ceiling) costs what it hands out."""
+    pages = IdAllocator(capacity=1 << 28, what="page")
+    assert pages._in_use.nbytes + pages._stack.nbytes < 1 << 16
+    got = pages.alloc(5_000)
+    assert got.tolist() == list(range(1, 5_001)) and pages.num_free == (1 << 28) - 5_000
+    pages.free(got[:10])
+    assert pages.alloc(3).tolist() == [10, 9, 8]  # the freed ids first, last freed first
+    assert pages.alloc(2).tolist() == [7, 6]
+    pages.check_integrity()
+    assert pages._in_use.nbytes < 1 << 16
+
+
+def test_free_each_frees_repeated_ids_once_and_checks_every_one():
+    ids = IdAllocator(capacity=8, what="page")
+    ids.alloc(5)
+    with pytest.raises(AllocatorError, match="page 7 that is not allocated"):
+        ids.free_each([2, 2, 7])
+    assert ids.num_free == 3  # nothing was freed
+    ids.free_each([4, 2, 4, 4, 2])
+    assert ids.num_free == 5 and sorted(ids.allocated().tolist()) == [1, 3, 5]
+    ids.check_integrity()
 
 
 class SlotMachine(RuleBasedStateMachine):
@@ -93,6 +117,21 @@ class SlotMachine(RuleBasedStateMachine):
         self.slots.free(np.array(some))
         self.held -= set(some)
         self.freed |= set(some)
+
+    @precondition(lambda self: self.held)
+    @rule(data=st.data())
+    def free_each_with_repeats(self, data) -> None:
+        some = data.draw(st.lists(st.sampled_from(sorted(self.held)), min_size=1, max_size=12))
+        self.slots.free_each(np.array(some))
+        self.held -= set(some)
+        self.freed |= set(some)
+
+    @precondition(lambda self: self.held)
+    @rule(data=st.data())
+    def a_repeat_in_free_raises_and_changes_nothing(self, data) -> None:
+        victim = data.draw(st.sampled_from(sorted(self.held)))
+        with pytest.raises(AllocatorError, match="twice"):
+            self.slots.free([victim, victim])
 
     @precondition(lambda self: self.freed)
     @rule(data=st.data())

@@ -71,6 +71,18 @@ def test_free_is_by_page_and_misuse_raises():
         a.free_pages([3])  # never handed out
 
 
+def test_free_takes_each_page_once_however_its_slots_are_listed():
+    a = PagedTokenAllocator(num_pages=4, page_tokens=4)
+    first, second = a.alloc(8)[[0, 4]]  # slot 4 (page 1) and slot 8 (page 2)
+    a.free([first, second, first + 1, second + 3, first + 2])  # pages 1, 2, 1, 2, 1
+    assert a.num_free_pages == 4
+    a.check_integrity()
+    a.alloc(4)
+    with pytest.raises(AllocatorError, match="not allocated"):
+        a.free([8, 16])  # page 2 is held, page 4 never was: nothing is freed
+    assert a.num_free_pages == 3
+
+
 def test_a_last_loc_that_contradicts_its_position_raises():
     a = PagedTokenAllocator(num_pages=4, page_tokens=4)
     locs = a.alloc_extend([0], [3], [-1])

@@ -4,6 +4,7 @@ from kvledger.cli import (  # noqa: F401  (registers commands)
     checklog_cmd,
     plan_cmd,
     pools_cmd,
+    replay_cmd,
     report_cmd,
     sim_cmd,
     verify_cmd,

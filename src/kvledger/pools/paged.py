@@ -151,16 +151,21 @@ class PagedTokenAllocator:
         return locs
 
     def free(self, token_locs: ArrayLike) -> None:
-        """Free the pages holding these token slots (SGLang frees unique(loc // page_size))."""
-        pages = _int64(token_locs, "token_locs") // self.page_tokens
-        if pages.size > 1:
-            # A request's slots come in runs of one page: drop repeats within runs first, so
-            # the sort in np.unique sees one entry per page.
-            runs = np.empty(pages.size, dtype=bool)
-            runs[0] = True
-            np.not_equal(pages[1:], pages[:-1], out=runs[1:])
-            pages = np.unique(pages[runs])
-        self.pages.free_unique(pages)
+        """Free the pages holding these token slots (SGLang frees unique(loc // page_size)).
+
+        O(slots given): a page listed more than once is freed once, found without sorting
+        (`IdAllocator.free_each`); every page must be allocated, else AllocatorError.
+        """
+        pages = _int64(token_locs, "token_locs")
+        if self.page_tokens > 1:
+            pages = pages // self.page_tokens
+            if pages.size > 1:
+                # A request's slots come in runs of one page: keep one entry per run first.
+                runs = np.empty(pages.size, dtype=bool)
+                runs[0] = True
+                np.not_equal(pages[1:], pages[:-1], out=runs[1:])
+                pages = pages[runs]
+        self.pages.free_each(pages)
 
     def free_pages(self, pages: ArrayLike) -> None:
         self.pages.free(pages)

@@ -37,13 +37,14 @@ class PromptKeyer:
         self.page_tokens = page_tokens
         self._aligned = TRACE_PAGE_TOKENS % page_tokens == 0
         self._per_block = TRACE_PAGE_TOKENS // page_tokens
+        self._offsets = np.arange(self._per_block, dtype=np.int64)
         self._general = None if self._aligned else PageKeyer(page_tokens)
 
     def keys(self, request: Request) -> np.ndarray:
         if self._general is not None:
             return self._general.keys(replace(request, output_tokens=0))
         num_pages = request.prompt_tokens // self.page_tokens
-        page = np.arange(num_pages, dtype=np.int64)
         per_block = self._per_block
-        ids = np.asarray(request.segment_ids, dtype=np.int64)
-        return ids[page // per_block] * per_block + page % per_block
+        ids = np.asarray(request.segment_ids, dtype=np.int64) * per_block
+        # Row b holds block b's page keys; a partial last block keeps only its full pages.
+        return (ids[:, None] + self._offsets).reshape(-1)[:num_pages]

@@ -98,10 +98,33 @@ class _Pools:
             c.evicted_states += freed.num_mamba_slots
         pages = self.pages.alloc(num_pages)
         if pages is None or num_states > self.states.num_free:
-            raise ReplayError(f"request {rid}: needs {num_pages} pages and {num_states} state "
-                              f"slots; {self.pages.num_free} pages and {self.states.num_free} "
-                              "slots are left after evicting everything unlocked")
+            page = self.page
+            raise ReplayError(
+                f"request {rid}: needs {num_pages * page:,} more KV tokens and {num_states} "
+                f"state slot(s); {self.pages.num_free * page:,} tokens and "
+                f"{self.states.num_free} slot(s) are free after evicting everything unlocked "
+                "(the KV pool is too small for this prompt)")
         return pages, self.states.alloc(num_states)
+
+    def check_integrity(self) -> None:
+        """Tree and allocators intact, and every page and state slot in use is the tree's
+        (between requests nothing else holds any)."""
+        self.tree.check_integrity()
+        self.kv.check_integrity()
+        self.states.check_integrity()
+        pages, slots = [EMPTY], []
+        stack = list(self.tree.root.children.values())
+        while stack:
+            node = stack.pop()
+            pages.append(node.full.value)
+            if node.mamba.value is not None:
+                slots.append(node.mamba.value)
+            stack.extend(node.children.values())
+        for what, allocator, held in (("pages", self.pages, np.concatenate(pages)),
+                                      ("state slots", self.states, np.array(slots, np.int64))):
+            if not np.array_equal(np.sort(held), allocator.allocated()):
+                raise RuntimeError(f"replay: the tree holds {held.size} {what}, the allocator "
+                                   f"has {allocator.num_used} in use (leaked or freed twice)")
 
     def settle(self, result, slot: int | None) -> None:
         """Free what an insert handed back: duplicated KV, and a state the tree already had."""
@@ -113,7 +136,9 @@ class _Pools:
 
 
 def replay(requests: Sequence[Request] | Iterable[Request], spec: ReplaySpec,
-           progress: Sequence[Progress] = ()) -> ReplayOutput:
+           progress: Sequence[Progress] = (), *, check_every: int = 0) -> ReplayOutput:
+    """Replay ``requests`` in order; ``check_every`` > 0 checks the conservation law (tree
+    and allocators agree on every index) after every that many requests and at the end."""
     requests = list(requests)
     tree = RadixTree(page_size=1, mamba_chunk_tokens=spec.grid_pages,
                      components=spec.components.tree_components,
@@ -155,6 +180,8 @@ def replay(requests: Sequence[Request] | Iterable[Request], spec: ReplaySpec,
         if receipt is not None:
             tree.unlock(receipt)
         prompt[i], hits[i], kv_hits[i] = length, hit * page, match.full_kv_hit_length * page
+        if check_every and ((i + 1) % check_every == 0 or i + 1 == total):
+            pools.check_integrity()
         if progress and ((i + 1) % step == 0 or i + 1 == total):
             for report in progress:
                 report(i + 1, total)

@@ -67,7 +67,9 @@ class RadixTree(TreeCore):
 
         Mutates the tree: a match ending inside a node splits it, FULL recency is refreshed
         root to best match (deeper nodes newer), and only the best match's state is
-        refreshed in MAMBA's order (it is the only state the request consumes).
+        refreshed in MAMBA's order (it is the only state the request consumes). SGLang does
+        the same in every release read (UnifiedTreeCore._match_post_processor stamps the best
+        match and its ancestors; MambaComponent.refresh_lru, MATCH_END, resets one state).
         """
         array = as_token_array(tokens, "tokens")
         data = array.tobytes()
