@@ -49,11 +49,12 @@ def test_ghost_table_is_bounded_lru():
 
 # ---- admission ---------------------------------------------------------------------------
 
-def test_engine_admits_every_chunk_end_and_finish_and_the_trees_branch():
+def test_engine_admits_every_prefill_forward_and_finish_and_the_trees_branch():
     t = ticket_for(EngineAdmission(), [1, 2, 3], tree_branch=2)
     assert t.branch_pages == 2
     policy = EngineAdmission()
-    assert [policy.admit(e, t, 3) for e in (CHUNK, PREFILL, FINISH)] == [True, False, True]
+    # SGLang caches every prefill forward (cache_unfinished_req) and every finish
+    assert [policy.admit(e, t, 3) for e in (CHUNK, PREFILL, FINISH)] == [True, True, True]
 
 
 def test_marconi_admits_branch_points_and_the_last_decoded_token_only():

@@ -1,20 +1,20 @@
-"""The facade where device pools, the radix tree and the host tier meet (`hybrid`), what it
-records per running request (`seq`), and the state admission / eviction policies
-(`policies`, torch-free).
+"""The one place where device memory, the radix tree and the host tier meet.
 
-Names resolve lazily (PEP 562), as in `kvledger.pools`: the simulator uses `policies`
-without loading torch; the facade loads it when first used.
+- `hybrid`: `HybridCache`, the facade (admit, extend, commit, decode, release, eviction);
+- `seq`: what it records per running request (`CacheSeq`), answers (`Extension`,
+  `Shortfall`) and counts (`CacheStats`); `CheckpointMode`;
+- `page_rows`: accounting mode's request memory (numpy page ids; the simulator);
+- `token_rows`: real-bytes mode's request memory (torch pools; the engine, `verify`);
+- `accounting`: the accounting facade for one rank of a plan;
+- `tier`: the `HostTier` protocol and its null object `NoHostTier`;
+- `hicache_tier`: `HiCacheTier`, SGLang's HiCache controller as a `HostTier` (torch);
+- `host_stats`: what a host tier reports;
+- `policies`: state admission and eviction policies (the engine's by default).
 """
 
 from __future__ import annotations
 
-from kvledger.lazy import lazy_getattr
+from kvledger.cache.hybrid import HybridCache
+from kvledger.cache.seq import CacheSeq, CacheStats, CheckpointMode, Extension, Shortfall
 
-_HOMES = {
-    "HybridCache": "hybrid",
-    "STATE_SLOTS_PER_REQUEST": "seq", "CacheSeq": "seq", "CacheStats": "seq", "Extension": "seq",
-}
-
-__all__ = sorted(_HOMES)
-
-__getattr__ = lazy_getattr(__name__, _HOMES)
+__all__ = ["CacheSeq", "CacheStats", "CheckpointMode", "Extension", "HybridCache", "Shortfall"]

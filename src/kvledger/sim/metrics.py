@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kvledger.sim.host_port import HostStats
+from kvledger.cache.host_stats import HostStats
 from kvledger.sim.series import Constraint
 
 if TYPE_CHECKING:

@@ -8,8 +8,8 @@ A request meets the cache at three kinds of checkpoint (`CheckpointEvent`), in p
 * CHUNK_END — a prefill chunk that does not finish the prompt (SGLang's
   `cache_unfinished_req`); the tracked state is at a grid point of the chunk or at the
   request's branch point;
-* PREFILL_END — the prompt's last chunk ran with the branch point's state tracked (the
-  engine caches nothing here; a policy may cache the branch state before decode moves on);
+* PREFILL_END — the prompt's last chunk ran and the request decodes on (SGLang caches every
+  prefill forward of a request that goes on running: `cache_unfinished_req`);
 * FINISH — the request ends (`cache_finished_req`) with its last tracked state.
 
 Admission is asked once per request for a `Ticket` (its branch point: where to track a
@@ -18,7 +18,7 @@ state during prefill) and then at each checkpoint whether to cache it.
 Policies:
 
 * `EngineAdmission` — SGLang's: the tree's branch point (`mamba_branching_seqlen`), every
-  chunk end, every finish.
+  prefill forward, every finish.
 * `MarconiAdmission` — Marconi (Pan et al., MLSys 2025): states only at branch points found
   by speculative insertion (here the tree match, which walks the prompt through the tree and
   reports where it leaves the cached KV) and at the last decoded token (FINISH); chunk ends
@@ -80,7 +80,7 @@ class EngineAdmission(AdmissionPolicy):
     name = "engine"
 
     def admit(self, event: CheckpointEvent, ticket: Ticket, pages: int) -> bool:
-        return event is not CheckpointEvent.PREFILL_END
+        return True
 
 
 def _at_branch(ticket: Ticket, pages: int) -> bool:

@@ -55,6 +55,11 @@ class StatePolicies:
         return self.admission.needs_hashes or isinstance(self.eviction, FlopAware)
 
 
+def engine_policies() -> StatePolicies:
+    """The engine's own behaviour: SGLang's checkpoints and LRU state eviction."""
+    return StatePolicies(admission=EngineAdmission(), eviction=LruEviction())
+
+
 def build_policies(admission: StateAdmission, eviction: StateEviction, *, flops_of: FlopsOf,
                    slot_bytes: int, page_bytes: int, num_slots: int,
                    ghost_capacity: int = GHOST_CAPACITY) -> StatePolicies:
