@@ -21,6 +21,11 @@ G = lcm(linear chunk, P), decode track interval I)::
     release  cache up to the last tracked point with that track slot (cache_finished_req);
              free the rest, unlock
 
+State policies (`kvledger.cache.policies`, the engine's by default): admission names each
+request's branch point at ``admit`` and is asked before every state enters the tree (each
+prefill forward's insert and the finish); eviction orders the tree's states
+(``tree.state_victims``). A declined checkpoint caches nothing; no policy changes a value.
+
 Capacity is check-then-commit. ``admit`` answers a `Shortfall` (nothing changed but tree
 recency) when request rows, pages (free + evictable − reserved) or state slots (free +
 evictable) are short, so a request waits instead of failing later; once admitted it never

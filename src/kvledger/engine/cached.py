@@ -14,6 +14,7 @@ import torch
 
 from kvledger.cache import CacheSeq, CheckpointMode, HybridCache, Shortfall
 from kvledger.cache.hicache_tier import HiCacheTier
+from kvledger.cache.policies import StatePolicies
 from kvledger.cache.token_rows import TokenRows
 from kvledger.deploy import Deployment, MambaStrategy
 from kvledger.engine.batch import SeqChunk
@@ -72,17 +73,19 @@ class PrefixCache:
         self.cache.check_integrity()
 
 
-def real_bytes_cache(pools, tree: RadixTree, host: HostTier | None = None) -> HybridCache:
+def real_bytes_cache(pools, tree: RadixTree, host: HostTier | None = None,
+                     policies: StatePolicies | None = None) -> HybridCache:
     """The facade over the tiny model's pools (and host tier, if asked for)."""
     tier = None if host is None else HiCacheTier(build_host_tier(pools, tree, host), unit_tokens=1)
     _, held = state_slots_per_request(ENGINE_DEPLOYMENT)
     return HybridCache(rows=TokenRows(pools.kv, pools.token_allocator), tree=tree,
                        states=pools.state_allocator, held_slots_per_request=held,
-                       mode=CheckpointMode.TRACKED, host=tier)
+                       mode=CheckpointMode.TRACKED, host=tier, policies=policies)
 
 
 def prefix_cache(cfg: TinyConfig, sizes: PoolSizes, *, host: HostTier | None = None,
-                 mamba_chunk_tokens: int | None = None) -> PrefixCache:
+                 mamba_chunk_tokens: int | None = None,
+                 policies: StatePolicies | None = None) -> PrefixCache:
     """Device pools, a radix tree, the host tier if asked for, and the facade over them.
 
     ``mamba_chunk_tokens`` defaults to the page, so states can be saved at every page end
@@ -91,4 +94,4 @@ def prefix_cache(cfg: TinyConfig, sizes: PoolSizes, *, host: HostTier | None = N
     pools = build_device_pools(cfg, sizes)
     tree = RadixTree(page_size=sizes.page_tokens,
                      mamba_chunk_tokens=mamba_chunk_tokens or sizes.page_tokens)
-    return PrefixCache(real_bytes_cache(pools, tree, host))
+    return PrefixCache(real_bytes_cache(pools, tree, host, policies))
