@@ -358,18 +358,20 @@ class HybridCache:
             length, index = seq.last_track_tokens, seq.last_track_index
             if length is None:
                 return
-            seq.last_track_tokens = None
         else:
             length, index = seq.computed_tokens // self.page * self.page, 0
         if length <= seq.cached_tokens:
+            seq.last_track_tokens = None
             return
         if seq.ticket is not None:
             event = (CheckpointEvent.FINISH if finishing
                      else CheckpointEvent.CHUNK_END if seq.computed_tokens < seq.prompt_tokens
                      else CheckpointEvent.PREFILL_END)
             if not self.policies.admission.admit(event, seq.ticket, length // self.page):
+                # declined: the tracked state stays the request's latest, for a later point
                 self.stats.checkpoints_declined += 1
                 return
+        seq.last_track_tokens = None
         slot = None
         if self.states is not None:
             if finishing:
