@@ -26,7 +26,7 @@ def test_default_plan_shows_the_article_ledgers():
     # The article's deployment: scaled fp8, fp32 state, extra_buffer + overlap, attn_tp 1,
     # 64 requests per worker.
     doc = plan_json("--max-running-requests", "64")
-    assert doc["schema"] == "kvledger.plan/1"
+    assert doc["schema"] == "kvledger.plan/2"
     ledgers = doc["ledgers"]
     assert ledgers["per_token"]["total_bytes"] == 7_260
     assert ledgers["per_state_slot"]["total_bytes"] == 147_619_840
@@ -35,7 +35,7 @@ def test_default_plan_shows_the_article_ledgers():
     assert tail["component"].startswith("compress tail") and tail["total_bytes"] == 1_486_848
     cap = doc["capacity"]
     assert (cap["state_slots"], cap["max_running_requests"], cap["binding"]) == (
-        343, 64, "--max-running-requests")
+        343, 64, "max_running_requests")
 
 
 def test_table_output_names_the_binding_constraint():
@@ -62,8 +62,9 @@ def test_pasted_launch_command():
 def test_workload_check_reports_the_first_overflow():
     doc = plan_json("--requests", "64", "--context", "131072")
     work = doc["workload"]
-    assert not work["fits"] and work["first_overflow"] == "token KV"
-    token = next(r for r in work["rows"] if r["ledger"] == "token KV")
+    assert not work["fits"] and work["first_overflow"] == "tokens"
+    token = next(r for r in work["rows"] if r["ledger"] == "tokens")
+    assert token["label"] == "token KV"
     assert token["need_bytes"] == 64 * 131_072 * 7_260
 
 
@@ -101,10 +102,10 @@ def test_explain_derives_caps_from_their_flags():
 
 
 def test_models_and_gpus_list():
-    models = json.loads(invoke("models", "--json").stdout)
+    models = json.loads(invoke("models", "--json").stdout)["models"]
     assert {"name": "glm-5.3-flash", "family": "glm5_next"}.items() <= next(
         m for m in models if m["name"] == "glm-5.3-flash").items()
-    gpus = json.loads(invoke("gpus", "--json").stdout)
+    gpus = json.loads(invoke("gpus", "--json").stdout)["gpus"]
     assert {g["name"] for g in gpus} >= {"H100", "H200", "B200", "MI300X"}
 
 
@@ -189,3 +190,17 @@ def test_radix_off_explain_and_totals_with_dp_attention():
     text = " ".join(invoke("explain", *args).stdout.split())
     assert "K = --max-running-requests 16 // attn_dp 8 = 2 slots (radix cache off)" in text
     assert "N × 8 = 16 requests" in text
+
+
+def test_table_shows_verify_scratch_weights_and_totals():
+    result = invoke("plan", "--model", "deepseek-v3.2", "--gpu", "H200", "--tp", "8", "--dp",
+                    "8", "--enable-dp-attention", *SPEC_FLAGS)
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert "Weights per rank, estimated" in text
+    assert "MTP draft" in text and "201,064,448" in text  # one MTP layer's MLA + indexer, attn_tp 1
+    assert "Deployment — 8 GPUs, 8 attention-DP workers" in text
+    hybrid = invoke("plan", "--available-gib", "60", *SPEC_FLAGS)
+    assert "Verify scratch per rank (speculative decoding)" in hybrid.stdout
+    # 34 KDA layers × (22 + 1) rows × 4 draft tokens × 4,194,304 B fp32 temporal state
+    assert "intermediate SSM" in hybrid.stdout and "13,119,782,912" in hybrid.stdout

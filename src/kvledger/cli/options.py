@@ -21,6 +21,9 @@ RulesOpt = Annotated[str, typer.Option(
     f"{', '.join(VLLM_RULES)}.")]
 GpuOpt = Annotated[str | None, typer.Option(
     "--gpu", help="GPU from the catalogue (see `kvledger gpus`); weights are subtracted.")]
+FamilyOpt = Annotated[str | None, typer.Option(
+    "--family", help="Read the config with this family's adapter whatever its model_type "
+    "(a renamed fine-tune); see `kvledger models`.")]
 GpuMemOpt = Annotated[float | None, typer.Option(
     "--gpu-memory-gib", help="Total memory per GPU as the driver reports it (GiB), for a GPU not "
     "in the catalogue or to override --gpu's; SGLang's auto mem_fraction_static follows it.")]
@@ -35,7 +38,10 @@ RequestsOpt = Annotated[int | None, typer.Option(
     "--context is given).")]
 ContextOpt = Annotated[int | None, typer.Option(
     "--context", help="Workload check: tokens per request (default: the context length).")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables (one "
+                                        "envelope for every command; see the README).")]
+CheckOpt = Annotated[bool, typer.Option(
+    "--check", help="Exit with status 1 when the workload (--requests/--context) does not fit.")]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,13 +52,16 @@ class PlanInputs:
     rules: RulesOpt = DEFAULT_RULES
     gpu: GpuOpt = None
     gpu_memory_gib: GpuMemOpt = None
+    family: FamilyOpt = None
     available_gib: AvailOpt = None
     weights_gib: WeightsOpt = None
 
 
 def plan_from(inputs: PlanInputs, extra_args: list[str], *, requests: int | None = None,
-              context: int | None = None) -> tuple[Plan, tuple[str, ...]]:
+              context: int | None = None, check: bool = False) -> tuple[Plan, tuple[str, ...]]:
     """Build the plan from kvledger options plus SGLang flags / a pasted launch command."""
+    if check and requests is None and context is None:
+        raise ValueError("--check: needs a workload to check; give --requests and/or --context")
     parsed = parse_flags(extra_args)
     model = inputs.model
     for flag, ref in (("--model", model), ("--model-path", parsed.model_ref)):
@@ -65,7 +74,13 @@ def plan_from(inputs: PlanInputs, extra_args: list[str], *, requests: int | None
     plan = make_plan(
         model or parsed.model_ref or DEFAULT_MODEL, parsed.deployment, rules=inputs.rules,
         gpu=inputs.gpu, available_gib=inputs.available_gib, weights_gib=inputs.weights_gib,
-        gpu_memory_gib=inputs.gpu_memory_gib,
+        gpu_memory_gib=inputs.gpu_memory_gib, family=inputs.family,
         requests=requests, context_tokens=context,
     )
     return plan, parsed.ignored
+
+
+def exit_if_unfit(plan: Plan, check: bool) -> None:
+    """With --check, a workload that does not fit is exit status 1 (after the output)."""
+    if check and plan.workload is not None and not plan.workload.fits:
+        raise typer.Exit(1)

@@ -22,6 +22,7 @@ def run_compare(plan: Plan, work: SimInputs, *, figure_dir: Path | None, json: b
         compare_table,
         comparison_json,
     )
+    from kvledger.report.envelope import envelope
     from kvledger.sim.sources import load_workload
 
     work.check()
@@ -42,10 +43,8 @@ def run_compare(plan: Plan, work: SimInputs, *, figure_dir: Path | None, json: b
 
         written = [str(p) for p in save_figure(policy_bars(comparison), figure_dir, "policies")]
     if json:
-        doc = comparison_json(comparison)
-        doc["figures"] = written
-        doc["ignored_flags"] = list(ignored)
-        emit_json(doc)
+        body = {**comparison_json(comparison), "figures": written}
+        emit_json(envelope("simulate-compare", body, ignored_flags=ignored, notes=plan.notes))
         return
     console.print(compare_table(comparison))
     for path in written:

@@ -7,7 +7,7 @@ spelling of each flag is the one every release accepts; newer releases renamed s
 and keep the old spelling as a deprecated alias (--nsa-* → --dsa-*, --mamba-scheduler-strategy
 → --mamba-radix-cache-strategy). `--tp` and `--dp` are not declared aliases: SGLang's argparse
 parser accepts them as unambiguous abbreviations (allow_abbrev), and its own CI launches with
-`--tp 8`. No other abbreviation is accepted here (see `kvledger.launch.parse`).
+`--tp 8`. Other abbreviations are read as argparse reads them (`kvledger.launch.spellings`).
 
 Three kinds of flag:
 - FLAGS: change memory; each sets a Deployment field (`key` is the field) or feeds one
@@ -15,7 +15,8 @@ Three kinds of flag:
 - UNSUPPORTED: change memory in ways kvledger does not model; refused unless given their
   neutral value;
 - IGNORED: known and without effect on the cache ledgers (weights, networking, kernels).
-Anything else is ignored and reported as not recognised.
+Any other flag SGLang's parser registers is ignored and reported as not recognised; a flag
+SGLang does not know is an error.
 
 >>> BY_SPELLING["--tp"].key, BY_SPELLING["--kv-cache-dtype"].parse("bfloat16")
 ('tp_size', <KVDtype.BF16: 'bf16'>)
@@ -37,6 +38,7 @@ from kvledger.deploy import (
     StateDtype,
 )
 from kvledger.launch.values import Parser, choice, enum_choices, human_int, integer, number
+from kvledger.model.quant import QuantMethod
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -99,6 +101,12 @@ FLAGS: tuple[Flag, ...] = (
              "DSA decode kernels"),
     Flag(spellings=("--page-size",), key="page_size", parse=integer, expects=POSITIVE,
          help="tokens per KV page"),
+    # weights per rank
+    Flag(spellings=("--ep-size", "--expert-parallel-size", "--ep"), key="ep_size",
+         parse=integer, expects=POSITIVE, help="expert-parallel size (experts split over it)"),
+    _choices(("--quantization",), "quantization",
+             enum_choices(QuantMethod, extra={"nvfp4": QuantMethod.NVFP4}),
+             "weight quantization (unset: the checkpoint's quantization_config)"),
     # linear-attention state
     _choices(("--mamba-ssm-dtype",), "mamba_ssm_dtype", enum_choices(StateDtype),
              "temporal-state dtype (unset: the config's, else float32)"),
@@ -173,11 +181,11 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
 
 # Known flags with no effect on the cache ledgers. --dtype sizes weights (and `auto` KV rows
 # outside DSA follow it, which kvledger takes as bf16); attention/MoE backends and CUDA
-# graphs change kernels and activation memory, not the pools; --ep-size shards experts.
+# graphs change kernels and activation memory, not the pools.
 IGNORED: frozenset[str] = frozenset({
     "--host", "--port", "--trust-remote-code", "--served-model-name", "--tokenizer-path",
     "--tokenizer-mode", "--revision", "--download-dir", "--load-format",
-    "--model-loader-extra-config", "--dtype", "--quantization", "--log-level",
+    "--model-loader-extra-config", "--dtype", "--log-level",
     "--log-requests", "--enable-metrics", "--api-key", "--chat-template", "--reasoning-parser",
     "--tool-call-parser", "--watchdog-timeout", "--dist-init-addr", "--nccl-init-addr",
     "--nnodes", "--node-rank", "--random-seed", "--skip-server-warmup", "--device",
@@ -186,8 +194,7 @@ IGNORED: frozenset[str] = frozenset({
     "--cuda-graph-bs", "--disable-cuda-graph", "--enable-torch-compile", "--attention-backend",
     "--prefill-attention-backend", "--decode-attention-backend", "--mm-attention-backend",
     "--linear-attn-decode-backend", "--linear-attn-prefill-backend", "--mamba-backend",
-    "--mamba-track-interval", "--moe-runner-backend", "--moe-a2a-backend", "--ep-size",
-    "--expert-parallel-size", "--ep", "--enable-dp-lm-head", "--disable-custom-all-reduce",
+    "--mamba-track-interval", "--moe-runner-backend", "--moe-a2a-backend", "--enable-dp-lm-head", "--disable-custom-all-reduce",
     "--speculative-draft-model-path", "--speculative-draft-model", "--enable-multimodal",
     "--hicache-write-policy", "--hicache-io-backend", "--hicache-mem-layout",
     "--hicache-storage-backend", "--model-type",
@@ -235,8 +242,9 @@ def flags_help() -> str:
     lines.append(_wrap("Refused unless given the neutral value (not modelled): " + ", ".join(
         u.spellings[0] + (f"={u.neutral}" if u.neutral else "") for u in UNSUPPORTED)))
     lines.append(_wrap("Ignored, no effect on the cache ledgers: " + ", ".join(sorted(IGNORED))))
-    lines.append(_wrap("Any other flag is ignored and reported as not recognised; "
-                       "abbreviations of the flags above are refused."))
+    lines.append(_wrap("Any other SGLang flag is ignored and reported as not recognised; a "
+                       "flag SGLang does not know is an error (exit 2). Unambiguous prefixes "
+                       "are read as the flag, as SGLang's argparse parser reads them."))
     return "\n".join(lines)
 
 

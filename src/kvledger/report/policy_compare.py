@@ -122,8 +122,10 @@ def compare_table(comparison: Comparison) -> Table:
 
 
 def comparison_json(comparison: Comparison) -> dict:
+    """The body of `simulate --compare --json` (`kvledger.simulate-compare/1` in the common
+    envelope): baseline, ceiling_pool_tokens, rows[{policy, token_hit, usable_hit,
+    state_evictions, checkpoints_saved, ttft_p95_ms}] (null where the ceiling has none)."""
     return {
-        "schema": "kvledger.simulate-compare/1",
         "baseline": comparison.baseline.label,
         "ceiling_pool_tokens": comparison.ceiling_pool_tokens,
         "rows": [{"policy": r.label, "token_hit": r.token_hit, "usable_hit": r.usable_hit,

@@ -351,7 +351,7 @@ class Replay:
         c.loadback_bytes = self.timed_transfer_bytes
         host_note = ("not available: no host tier in this run (--enable-hierarchical-cache "
                      "is off)" if stats is None else
-                     f"{stats.policy}: host pools of {stats.capacity_pages:,} pages and "
+                     f"{stats.policy.value}: host pools of {stats.capacity_pages:,} pages and "
                      f"{stats.capacity_slots:,} state slots, replayed in accounting mode "
                      "(indices only, no bytes moved)")
         evicted = self.host.device_evictions()  # tree units: pages
