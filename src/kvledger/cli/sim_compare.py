@@ -16,13 +16,13 @@ def run_compare(plan: Plan, work: SimInputs, *, figure_dir: Path | None, json: b
                 progress: bool, ignored: list[str]) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress
 
+    from kvledger.report.envelope import envelope
     from kvledger.report.policy_compare import (
         COMPARE_PAIRS,
         compare_policies,
         compare_table,
         comparison_json,
     )
-    from kvledger.report.envelope import envelope
     from kvledger.sim.sources import load_workload
 
     work.check()
