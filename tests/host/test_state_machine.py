@@ -94,9 +94,22 @@ class TwoTierMachine(RuleBasedStateMachine):
     def inject_fault(self, step):
         self.h.ctrl.queue.fault = fail_at_step(step)
 
+    @rule(step=st.integers(0, 3), error=st.sampled_from([RuntimeError, OSError, MemoryError]))
+    def inject_copy_error(self, step, error):
+        """A real copy error (not a TransferFault) once, at `step` of the next transfer."""
+        fired = []
+
+        def hook(transfer):
+            if not fired and transfer.steps_done == step:
+                fired.append(True)
+                raise error("copy failed")
+
+        self.h.ctrl.queue.fault = hook
+
     @invariant()
     def tiers_consistent(self):
-        self.h.ctrl.check_integrity()
+        # No request holds a lock here: every receipt must belong to an in-flight transfer.
+        self.h.ctrl.check_integrity(request_receipts=[])
 
     @invariant()
     def every_copy_holds_the_written_bytes(self):

@@ -44,6 +44,31 @@ def test_club3090_652_reconciles_under_033_rules():
     assert r.binding == "--max-num-seqs 1" and r.exit_code == 0
 
 
+def test_the_gpu_is_an_input_to_the_block_size():
+    # On the RTX 5090 (Blackwell) the rules add no GDN checkpoint alignment: block 2,096 as
+    # logged. Under the Hopper rule (lcm with 64: block 64 × cdiv(2146304, 64 × 1024) = 2,112)
+    # the same log would not reconcile.
+    text = CLUB_652.read_text()
+    assert check_log(text, model="qwen3.5-35b-a3b", gpu="RTX 5090").exit_code == 0
+    hopper = check_log(text, model="qwen3.5-35b-a3b", gpu="H100")
+    assert dict(hopper.derived)["attention block size (tokens)"] == "2,112"
+    assert [d.quantity for d in hopper.differs] == ["GPU KV cache size (tokens)",
+                                                     "Maximum concurrency"]
+
+
+def test_padding_layer_warning_is_reconciled():
+    # Kimi-Linear: 7 MLA + 20 KDA layers, group size 7: 20 → 3 groups, 1 padding layer,
+    # 1/20 = 5.00% (the warning of _get_kv_cache_groups_uniform_page_size).
+    log = ("Initializing a V1 LLM engine (v0.13.0) with config:\n"
+           "non-default args: {'model': 'moonshotai/Kimi-Linear-48B-A3B-Instruct'}\n"
+           "WARNING [kv_cache_utils.py:1] Add {n} padding layers, may waste at most {p}% KV cache memory\n"
+           "GPU KV cache size: 18,880 tokens\n")
+    ok = check_log(log.replace("{n}", "1").replace("{p}", "5.00"))
+    assert statuses(ok)["padding layers, % wasted"] is Status.EQUAL
+    bad = check_log(log.replace("{n}", "2").replace("{p}", "10.00"))
+    assert [d.quantity for d in bad.differs] == ["padding layers, % wasted"]
+
+
 def test_club3090_612_reconciles():
     r = check_log(CLUB_612.read_text(), model="qwen3.5-35b-a3b")
     assert not r.differs
@@ -139,3 +164,37 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path):
     binary.write_bytes(b"\xff\xfe\x00garbage")
     r = runner.invoke(app, ["check-log", str(binary)])
     assert r.exit_code == 2 and "not UTF-8" in r.output
+
+
+ISSUE_EXAMPLE = """\
+(APIServer pid=1) INFO [utils.py:1] non-default args: {'model': 'Qwen/Qwen3-Next-80B-A3B-Instruct', 'tensor_parallel_size': 2}
+(EngineCore_DP0 pid=2) INFO [core.py:1] Initializing a V1 LLM engine (v0.11.0) with config:
+(EngineCore_DP0 pid=2) INFO [config.py:1] Setting attention block size to 544 tokens to ensure that attention page size is >= mamba page size.
+(EngineCore_DP0 pid=2) INFO [config.py:1] Padding mamba page size by 1.49% to ensure that mamba page size and attention page size are exactly equal.
+(EngineCore_DP0 pid=2) INFO [gpu_worker.py:1] Available KV cache memory: 44.59 GiB
+(EngineCore_DP0 pid=2) INFO [kv_cache_utils.py:1] GPU KV cache size: 973,760 tokens
+(EngineCore_DP0 pid=2) INFO [kv_cache_utils.py:1] Maximum concurrency for 262,144 tokens per request: 14.77x
+"""
+
+
+def test_the_issues_example_as_a_log():
+    # The issue's 973,760 tokens and 14.77× in vLLM's line formats (a 0.11 engine, so the
+    # 0.10–0.13 rules); block 544 and the 1.49% padding follow _align_hybrid_block_size.
+    r = check_log(ISSUE_EXAMPLE)
+    assert r.rules == "vllm-0.13" and r.model == "Qwen/Qwen3-Next-80B-A3B-Instruct"
+    assert [(row.quantity, row.status) for row in r.rows] == [
+        ("attention block size (tokens)", Status.EQUAL), ("Mamba page padding (%)", Status.EQUAL),
+        ("Available KV cache memory (GiB)", Status.INPUT),
+        ("GPU KV cache size (tokens)", Status.EQUAL), ("Maximum concurrency", Status.EQUAL)]
+    under_033 = check_log(ISSUE_EXAMPLE, rules="vllm-0.33", gpu="h200")
+    assert [d.quantity for d in under_033.differs] == [
+        "attention block size (tokens)", "Mamba page padding (%)", "GPU KV cache size (tokens)",
+        "Maximum concurrency"]
+
+
+def test_plan_routes_a_pasted_vllm_command_to_vllm():
+    r = runner.invoke(app, ["plan", "--json", "--available-gib", "44.59", "--rules", "vllm-0.13",
+                            "--", "python", "-m", "vllm.entrypoints.openai.api_server", "--model",
+                            "Qwen/Qwen3-Next-80B-A3B-Instruct", "--tensor-parallel-size", "2"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["capacity"]["num_blocks"] == 7162

@@ -76,3 +76,13 @@ def test_malformed_line_names_line_and_field(line, message):
 def test_empty_trace_is_an_error():
     with pytest.raises(TraceError, match="no requests"):
         _read("\n\n")
+
+
+@pytest.mark.parametrize("arrival", [float("nan"), float("inf"), -1.0])
+def test_a_request_built_in_python_refuses_a_non_finite_arrival(arrival):
+    # A NaN arrival never compares due: Replay.run waited for it forever (issue 13).
+    from kvledger.sim.workload import Request, WorkloadError
+
+    with pytest.raises(WorkloadError, match="request 0: arrival_ms"):
+        Request(rid=0, arrival_ms=arrival, segment_ids=(1,), segment_tokens=(5,),
+                output_tokens=1)

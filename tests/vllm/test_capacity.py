@@ -142,3 +142,16 @@ def test_memory_sources_are_exclusive():
         make_vllm_plan("llama-3.1-8b")
     p = make_vllm_plan("llama-3.1-8b", VllmDeployment(kv_cache_memory_bytes=40 * GiB))
     assert p.capacity.num_blocks == 20_480
+
+
+def test_default_max_num_seqs_follows_the_gpu():
+    # EngineArgs._set_default_args: 1024 on ≥ 70 GiB GPUs other than the A100, else 256.
+    from kvledger.gpus import get_gpu
+    from kvledger.vllm.rules import RULES
+
+    rules = RULES["vllm-0.33"]
+    assert rules.default_max_num_seqs(get_gpu("h200")) == 1024
+    assert rules.default_max_num_seqs(get_gpu("RTX 5090")) == 256
+    assert rules.default_max_num_seqs(get_gpu("A100 80GB")) == 256
+    p = make_vllm_plan("llama-3.1-8b", rules="vllm-0.33", available_gib=40)
+    assert p.capacity.max_num_seqs == 1024 and any("--max-num-seqs not given" in n for n in p.notes)

@@ -11,12 +11,14 @@ from kvledger.launch import parse_flags
 from kvledger.model.config import DEFAULT_MODEL, embedded_names
 from kvledger.plan import Plan, make_plan
 from kvledger.rules import DEFAULT_RULES, RULES
+from kvledger.vllm.rules import RULES as VLLM_RULES
 
 ModelOpt = Annotated[str | None, typer.Option(
     "--model", help=f"Embedded name ({', '.join(embedded_names())}), Hugging Face repo id, "
     f"config.json or model directory. Default: {DEFAULT_MODEL}.")]
 RulesOpt = Annotated[str, typer.Option(
-    "--rules", help=f"Engine rule set: {', '.join(RULES)}.")]
+    "--rules", help=f"Engine rule set: {', '.join(RULES)}; for --engine vllm: "
+    f"{', '.join(VLLM_RULES)}.")]
 GpuOpt = Annotated[str | None, typer.Option(
     "--gpu", help="GPU from the catalogue (see `kvledger gpus`); weights are subtracted.")]
 GpuMemOpt = Annotated[float | None, typer.Option(

@@ -43,7 +43,9 @@ class DigestRecord(NamedTuple):
 def _digest(parts: list[torch.Tensor]) -> bytes:
     h = hashlib.blake2b(digest_size=16)
     for part in parts:
-        h.update(part.detach().contiguous().cpu().numpy().tobytes())
+        if part.device.type != "cpu" or not part.is_contiguous():
+            part = part.contiguous().cpu()
+        h.update(part.numpy())  # the buffer itself: no copy on the CPU
     return h.digest()
 
 
@@ -51,6 +53,7 @@ class PrefixDigests:
     def __init__(self, device: DeviceBytes, host: HostPoolGroup) -> None:
         self.device = device
         self.with_index_keys = host.indexer is not None and bool(device.index_pages)
+        self._planes = [device.kv_page_view(q) for q in range(len(device.kv_planes))]
         self.pages: dict[int, DigestRecord] = {}  # host page -> what was backed up there
         self.states: dict[int, DigestRecord] = {}  # host state slot -> likewise
         self.verified_pages = 0
@@ -99,10 +102,9 @@ class PrefixDigests:
             raise VerifyFault(f"loadback {where}: {why}")
 
     def device_page(self, page: int) -> bytes:
-        dev = self.device
-        parts = [dev.kv_page_view(q)[page] for q in range(len(dev.kv_planes))]
+        parts = [plane[page] for plane in self._planes]
         if self.with_index_keys:
-            parts += [layer[page] for layer in dev.index_pages]
+            parts += [layer[page] for layer in self.device.index_pages]
         return _digest(parts)
 
     def device_state(self, slot: int) -> bytes:

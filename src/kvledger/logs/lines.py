@@ -52,6 +52,8 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("vllm_block_set", Engine.VLLM, rf"Setting attention block size to {_NUM} tokens"),
     _p("vllm_padding_pct", Engine.VLLM, rf"Padding mamba page size by {_DEC}%"),
     _p("vllm_num_gpu_blocks", Engine.VLLM, rf"num_gpu_blocks is: {_NUM}"),
+    _p("vllm_padding_layers", Engine.VLLM,
+       rf"Add {_NUM} padding layers, may waste at most {_DEC}% KV cache memory"),
     _p("vllm_tokens", Engine.VLLM, rf"GPU KV cache size: {_NUM} tokens"),
     _p("vllm_concurrency", Engine.VLLM,
        rf"Maximum concurrency for {_NUM} tokens per request: {_DEC}x"),

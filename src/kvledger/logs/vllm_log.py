@@ -85,6 +85,13 @@ def _blocks_from_tokens(lay: VllmLayout, tokens: int) -> list[int]:
     return [b for b in range(max(1, guess - 2), guess + 3) if _tokens(lay, b) == tokens]
 
 
+def _padding(lay: VllmLayout) -> list[str]:
+    """`_get_kv_cache_groups_uniform_page_size`'s warning: padding layers of a short bucket."""
+    size = lay.group_size
+    counts = [lay.model.num_full_layers] + ([lay.model.num_linear_layers] if lay.mamba else [])
+    return [f"{size - n % size}, {(size - n % size) / n * 100:.2f}" for n in counts if n % size]
+
+
 def reconcile_vllm(scan: LogScan, *, model: str | None = None, rules: str | None = None,
                    gpu: str | None = None) -> Reconciliation:
     notes: list[str] = []
@@ -132,6 +139,10 @@ def reconcile_vllm(scan: LogScan, *, model: str | None = None, rules: str | None
     if (fact := scan.get("vllm_padding_pct")) and lay.alignment is not None:
         rows.append(compare(fact.line_no, "Mamba page padding (%)", fact.value,
                             [f"{lay.alignment.padding_pct:.2f}"], "state or attention page differs"))
+    if fact := scan.get("vllm_padding_layers"):
+        rows.append(compare(fact.line_no, "padding layers, % wasted",
+                            f"{fact.int(0)}, {fact.groups[1]}", _padding(lay),
+                            "the KV-cache groups differ"))
     per_block = lay.bytes_per_block
     blocks: list[int]
     if fact := scan.get("vllm_available_gib"):

@@ -68,6 +68,10 @@ class Request:
             raise WorkloadError(f"{where}: output_segment_id must be in 0..{PROMPT_SEGMENT_LIMIT - 1}")
         if self.rid < 0 or self.rid >= OUTPUT_SEGMENT_BASE:
             raise WorkloadError(f"{where}: rid out of range")
+        if not (math.isfinite(self.arrival_ms) and self.arrival_ms >= 0):
+            # A NaN arrival never compares due: the replay would wait for it forever.
+            raise WorkloadError(f"{where}: arrival_ms {self.arrival_ms}: expected a finite "
+                                "number ≥ 0")
 
     @property
     def prompt_tokens(self) -> int:

@@ -2,7 +2,8 @@
 
 Files: node (nodes, components, tiers), core (sizes, recency, primitive transitions),
 radix (match/insert/lock/evict API), eviction, lru (recency orders), tiers (host hooks),
-rules (what differs per SGLang release), integrity, printer, results, tokens.
+rules (what differs per SGLang release), integrity, printer, results, tokens, walk (path
+spans, index concatenation, page prefix keys).
 """
 
 from kvledger.tree.core import FULL_MAMBA, FULL_ONLY

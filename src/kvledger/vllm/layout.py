@@ -162,11 +162,18 @@ def vllm_layout(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
             f"--max-model-len {dep.max_model_len}: exceeds the model's derived max_model_len "
             f"{model.max_context_tokens} (vLLM refuses it without VLLM_ALLOW_LONG_MAX_MODEL_LEN)")
     caching, mode = _mode(model, dep, rules, notes)
+    if dep.max_num_seqs is None and gpu is None:
+        notes.append(f"--max-num-seqs not given and no --gpu: assumed "
+                     f"{rules.default_max_num_seqs(None)} (256 on GPUs under 70 GiB and A100s)")
     dep = replace(dep, max_model_len=max_len, enable_prefix_caching=caching, mamba_cache_mode=mode,
                   gpu_memory_utilization=dep.gpu_memory_utilization
                   or rules.default_gpu_memory_utilization,
-                  max_num_seqs=dep.max_num_seqs or rules.default_max_num_seqs)
+                  max_num_seqs=dep.max_num_seqs or rules.default_max_num_seqs(gpu))
     attention = _attention(model, dep)
+    if dep.num_speculative_tokens and model.num_draft_layers:
+        notes.append(f"speculative decoding: the {model.num_draft_layers} MTP draft layer(s) "
+                     "register KV-cache layers of their own in vLLM; kvledger counts only the "
+                     "target model's layers and the extra state blocks")
     hybrid = model.is_hybrid
     if dep.block_size is not None:
         attention = replace(attention, block_tokens=dep.block_size)

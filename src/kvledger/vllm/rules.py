@@ -32,7 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from kvledger.gpus import GpuArch
+from kvledger.gpus import GPU, GpuArch
+from kvledger.units import GiB
 
 
 class LoggedTokens(Enum):
@@ -73,8 +74,16 @@ class VllmRules:
     subtracts_cudagraph_estimate: bool
     # requested_memory = ceil(total × utilization) (True) or int(total × utilization).
     requested_memory_ceil: bool
-    # EngineArgs default --max-num-seqs for the OpenAI server on ≥ 70 GiB GPUs (H100 class).
-    default_max_num_seqs: int = 1024
+    # EngineArgs._set_default_args: --max-num-seqs for the OpenAI server is 1024 on GPUs with
+    # at least 70 GiB that are not A100s, 256 otherwise.
+    large_gpu_max_num_seqs: int = 1024
+    small_gpu_max_num_seqs: int = 256
+
+    def default_max_num_seqs(self, gpu: GPU | None) -> int:
+        """--max-num-seqs when unset; without a GPU, the large-GPU default."""
+        if gpu is not None and (gpu.memory_bytes < 70 * GiB or "A100" in gpu.name.upper()):
+            return self.small_gpu_max_num_seqs
+        return self.large_gpu_max_num_seqs
 
     def granule_tokens(self, *, user_block: int | None, mla: bool, align: bool,
                        gdn: bool, arch: GpuArch | None) -> int:

@@ -1,0 +1,118 @@
+"""Fuzz the CLI's flags: `plan`, `pools`, `simulate`, `verify`, in-process.
+
+Each case is a command line drawn from the real flag tables (kvledger's own options and every
+SGLang flag `kvledger.launch` knows), with values drawn from the hostile set — NaN, ±inf,
+1e308, 1e400, 400-digit integers, negatives, zero, empty and non-numeric text — or valid
+ones. `fuzz_harness.check_invocation` holds each to exit 0 or 2, no traceback, strict JSON.
+
+Bounds that keep a case short are part of the draw, not of the contract: `simulate` keeps
+`--num-requests` small when valid (a valid million-request run is allowed and takes
+minutes), `pools` never asks for `--full` (it may legitimately allocate most of the machine;
+its memory check has its own test), and `verify` gets only arguments it must refuse (a valid
+workload runs the reference engine for seconds; tests/engine covers it).
+"""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fuzz.fuzz_harness import check_invocation, fuzz_settings
+from kvledger.launch.flags import FLAGS
+from kvledger.model.config import embedded_names
+
+HOSTILE = ["0", "-1", "1", "2", "nan", "NaN", "inf", "-inf", "1e308", "1e400", "-1e308",
+           "9" * 400, "", " ", "abc", "1.5", "0.5", "1e-300", "0x10", "1_000", "128k", "128K",
+           "2.5K", "-0", "+3", "1e3", "4294967296", "18446744073709551616", "None", "true"]
+VALUES = st.one_of(
+    st.sampled_from(HOSTILE),
+    st.integers(min_value=-10**6, max_value=10**6).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.text(max_size=8),
+)
+
+
+PLAUSIBLE = st.sampled_from(["1", "2", "4", "8", "64", "256", "1024", "131072", "0.5", "0.9",
+                             "1.0", "2.0", "128k"])
+
+
+def _flag_value(flag) -> st.SearchStrategy[list[str]]:
+    """One SGLang flag: about half the values plausible (so valid paths run), half hostile."""
+    name = st.sampled_from(flag.spellings)
+    if flag.switch:
+        return name.map(lambda n: [n])
+    choices = [c.strip() for c in flag.expects.split("|")] if "|" in flag.expects else []
+    good = st.sampled_from(choices) if choices else PLAUSIBLE
+    return st.tuples(name, st.one_of(good, good, VALUES)).map(list)
+
+
+SGLANG_FLAGS = st.one_of(*[_flag_value(f) for f in FLAGS if f.key != "model_path"])
+MODELS = st.sampled_from([*embedded_names(), "", " ", "nope", "zai-org/Nope", "/nonexistent",
+                          "/", "../../etc/passwd"])
+PLAN_OPTIONS = st.one_of(
+    st.tuples(st.just("--model"), MODELS).map(list),
+    st.tuples(st.just("--rules"), st.sampled_from(["sglang-0.5.21", "sglang-0.5.23", "", "x"]))
+    .map(list),
+    st.tuples(st.just("--gpu"), st.sampled_from(["H200", "B200", "h100", "", "tpu"])).map(list),
+    st.tuples(st.sampled_from(["--available-gib", "--weights-gib", "--gpu-memory-gib",
+                               "--activation-gib", "--cudagraph-gib", "--non-torch-gib"]),
+              st.one_of(PLAUSIBLE, VALUES)).map(list),
+    st.tuples(st.just("--engine"), st.sampled_from(["sglang", "vllm", "sglang,vllm", "", "x"]))
+    .map(list),
+)
+
+
+def _command(options: st.SearchStrategy[list[str]], max_flags: int = 3):
+    return st.lists(options, max_size=max_flags).map(lambda groups: sum(groups, []))
+
+
+@fuzz_settings(160)
+@given(args=_command(st.one_of(PLAN_OPTIONS, SGLANG_FLAGS,
+                               st.tuples(st.sampled_from(["--requests", "--context"]),
+                                         st.one_of(PLAUSIBLE, VALUES)).map(list))),
+       json=st.booleans())
+def test_plan(args, json):
+    check_invocation("plan", ["plan", *args, *(["--json"] if json else [])])
+
+
+@fuzz_settings(40)
+@given(args=_command(st.one_of(PLAN_OPTIONS, SGLANG_FLAGS), max_flags=2),
+       device=st.sampled_from(["cpu", "meta", "gpu", ""]))
+def test_pools(args, device):
+    check_invocation("pools", ["pools", "--device", device, *args, "--json"])
+
+
+SMALL_COUNT = st.one_of(st.integers(min_value=1, max_value=12).map(str),
+                        st.integers(min_value=1, max_value=12).map(str),
+                        st.sampled_from(["0", "-1", "nan", "1e400", "9" * 400, "", "1000000000000"]))
+SIM_OPTIONS = st.one_of(
+    st.tuples(st.sampled_from(["--rate", "--time-scale", "--step-overhead-ms",
+                               "--prefill-ms-per-token", "--decode-ms-per-token"]),
+              st.one_of(PLAUSIBLE, VALUES)).map(list),
+    st.tuples(st.sampled_from(["--seed", "--chunked-prefill-size", "--mamba-track-interval"]),
+              st.one_of(VALUES, st.sampled_from(["64", "256", "4096", "8192"]))).map(list),
+    st.tuples(st.just("--hicache-write-policy"),
+              st.sampled_from(["write_through", "write_back", "write_through_selective", "x"]))
+    .map(list),
+    st.just(["--enable-hierarchical-cache"]),
+)
+
+
+@fuzz_settings(50)
+@given(workload=st.sampled_from(["chat", "agent", "shared-prompt", "zipf", "chat", "zipf", "",
+                                 "nope"]),
+       count=SMALL_COUNT, args=_command(st.one_of(SIM_OPTIONS, SGLANG_FLAGS), max_flags=2))
+def test_simulate(workload, count, args):
+    check_invocation("simulate", ["simulate", "--workload", workload, "--num-requests", count,
+                                  "--no-progress", "--json", *args])
+
+
+@fuzz_settings(30)
+@given(args=st.one_of(
+    st.tuples(st.just("--workload"), st.one_of(st.text(max_size=12), st.just(""))).map(list),
+    _command(SGLANG_FLAGS, max_flags=2).filter(bool),
+    st.lists(st.text(min_size=1, max_size=6).filter(lambda t: not t.startswith("-")),
+             min_size=1, max_size=2).map(lambda extra: ["--workload", "branching", *extra]),
+))
+def test_verify(args):
+    assert check_invocation("verify", ["verify", *args, "--json"]) == 2
