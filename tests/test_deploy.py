@@ -73,9 +73,8 @@ ERRORS = [
      "--attn-cp-size 3: --tp-size 8 must be a multiple of --dp-size × --attn-cp-size = 3"),
     (dict(tp_size=8, dp_size=4, attn_cp_size=4),
      "--attn-cp-size 4: --tp-size 8 must be a multiple of --dp-size × --attn-cp-size = 16"),
-    (dict(tp_size=8, dp_size=8, enable_dp_attention=True, max_running_requests=4),
-     "--max-running-requests 4: split over 8 attention-DP ranks this leaves 0 per rank; "
-     "expected at least --dp-size"),
+    (dict(tp_size=8, ep_size=3),
+     "--ep-size 3: --tp-size 8 must be a multiple of it (moe_tp_size = tp / ep)"),
     (dict(tp_size=8, dp_size=8, enable_dp_attention=True, max_mamba_cache_size=7),
      "--max-mamba-cache-size 7: split over 8 attention-DP ranks this leaves 0 per rank; "
      "expected at least --dp-size"),

@@ -19,6 +19,7 @@ from kvledger.deploy import (
 )
 from kvledger.launch import FLAGS, IGNORED, UNSUPPORTED, flags_help, parse_flags
 from kvledger.launch.flags import BY_SPELLING
+from kvledger.model.quant import QuantMethod
 
 # The article's deployment (GLM-5.3-Flash on 8 GPUs, DP attention, fp8 KV).
 ARTICLE = ("python -m sglang.launch_server --model-path zai-org/GLM-5.3-Flash --tp 8 --dp 8 "
@@ -98,6 +99,8 @@ SAMPLES = {
     "dsa_prefill_backend": ([], "trtllm", "dsa_backend", DsaBackend.TRTLLM),
     "dsa_decode_backend": ([], "trtllm", "dsa_backend", DsaBackend.TRTLLM),
     "page_size": ([], "64", "page_size", 64),
+    "ep_size": (["--tp-size", "8"], "8", "ep_size", 8),
+    "quantization": ([], "nvfp4", "quantization", QuantMethod.NVFP4),
     "mamba_ssm_dtype": ([], "bfloat16", "mamba_ssm_dtype", StateDtype.BFLOAT16),
     "mamba_strategy": ([], "extra_buffer", "mamba_strategy", MambaStrategy.EXTRA_BUFFER),
     "linear_attn_backend": ([], "cutedsl", "linear_attn_backend", LinearBackend.CUTEDSL),

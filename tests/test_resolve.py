@@ -58,12 +58,33 @@ def test_auto_strategy_with_non_triton_backend_turns_overlap_off():
     assert any("overlap" in note for note in lay.notes)
 
 
-def test_dsa_page_overrides_page_one_and_rejects_others():
+def test_dsa_page_replaces_any_requested_page():
     # SPEC §5: "For DSA models on CUDA a requested page size of 1 is overridden"
     assert glm_layout(page_size=1).page_tokens == 64
     assert glm_layout("sglang-0.5.23", page_size=1).page_tokens == 256
-    with pytest.raises(DeploymentError, match="--page-size 32"):
-        glm_layout(page_size=32)
+    # arg_groups/model_overrides/deepseek_v2.py replaces a requested page on CUDA, it does not
+    # refuse it (the issue: --page-size 128 was refused here).
+    for rules, page in (("sglang-0.5.21", 64), ("sglang-0.5.23", 256)):
+        lay = glm_layout(rules, page_size=128)
+        assert lay.page_tokens == page
+        assert any(f"--page-size 128: SGLang replaces it with the DSA page of {page}" in n
+                   for n in lay.notes)
+
+
+@pytest.mark.parametrize("page, message", [
+    # validate_mamba_extra_buffer: 256 % page == 0 and 64 | page or page | 64
+    (3, "mamba_track_interval 256 must be divisible by page_size 3"),
+    (512, "mamba_track_interval 256 must be divisible by page_size 512"),
+])
+def test_extra_buffer_page_must_divide_the_track_interval(page, message):
+    dep = Deployment(page_size=page)
+    with pytest.raises(DeploymentError, match=message):
+        resolve(load_model("qwen3-next-80b-a3b-instruct"), dep, RULES["sglang-0.5.21"])
+    # 16, 64 and 256 pass both checks
+    for ok in (16, 64, 256):
+        lay = resolve(load_model("qwen3-next-80b-a3b-instruct"), Deployment(page_size=ok),
+                      RULES["sglang-0.5.21"])
+        assert lay.page_tokens == ok
 
 
 def test_state_sharding_must_divide_heads():

@@ -13,7 +13,7 @@ import pytest
 
 from factories import glm_layout
 from kvledger.capacity import CapacityError, Limit, MemoryInput, plan_capacity
-from kvledger.deploy import Deployment, DsaBackend, SpecAlgorithm
+from kvledger.deploy import Deployment, DeploymentError, DsaBackend, SpecAlgorithm
 from kvledger.model.config import load_model
 from kvledger.plan import make_plan
 from kvledger.resolve import resolve
@@ -166,5 +166,30 @@ def test_speculative_radix_off_scratch_covers_every_slot():
 
 def test_speculative_scratch_that_leaves_no_slot_is_refused():
     lay = glm_layout(max_running_requests=48, **EAGLE4)
-    with pytest.raises(CapacityError, match="with 4 draft tokens of verify scratch"):
+    # _handle_max_mamba_cache refuses a non-positive pool with this message.
+    with pytest.raises(CapacityError, match="with 4 draft tokens of verify scratch "
+                       r"\(SGLang: \"Not enough GPU memory for hybrid \(mamba/linear-attention\) "
+                       "state cache. Computed max_mamba_cache_size=-"):
         plan_capacity(lay, MemoryInput.available(1 * GiB))
+
+
+def test_no_request_fits_quotes_resolve_max_num_reqs():
+    # K = 4 slots at 5 per request: resolve_max_num_reqs' "too small to serve any requests".
+    lay = glm_layout(max_mamba_cache_size=4)
+    with pytest.raises(CapacityError, match="state cache is too small to serve any requests. "
+                       "max_mamba_cache_size=4, mamba_ratio=5, resulting max_num_reqs=0"):
+        plan_capacity(lay, MemoryInput.available(60 * GiB))
+
+
+def test_request_limit_below_the_dp_size_per_rule_set():
+    # 0.5.21 refuses 4 requests over 8 attention-DP workers; 0.5.23 gives each max(1, 4 // 8).
+    deploy = dict(tp_size=8, dp_size=8, enable_dp_attention=True, max_running_requests=4)
+    with pytest.raises(DeploymentError, match="--max-running-requests 4: split over 8 "
+                       "attention-DP ranks this leaves 0 per rank"):
+        glm_layout("sglang-0.5.21", **deploy)
+    lay = glm_layout("sglang-0.5.23", **deploy)
+    plan = plan_capacity(lay, MemoryInput.available(60 * GiB))
+    assert plan.limits[Limit.CONFIGURED] == 1 and plan.max_running_requests == 1
+    radix_off = plan_capacity(glm_layout("sglang-0.5.23", disable_radix_cache=True, **deploy),
+                              MemoryInput.available(60 * GiB))
+    assert radix_off.state_slots == 1

@@ -32,7 +32,6 @@ Worked example (SPEC §5; 0.5.21 rules, scaled fp8, fp32 state, attn_tp 1, rest 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 
 from kvledger.ledger import (
     Ledger,
@@ -42,24 +41,14 @@ from kvledger.ledger import (
     token_ledger,
     verify_ledger,
 )
+from kvledger.requestlimits import Limit, request_limits
 from kvledger.resolve import CacheLayout
 from kvledger.statebudget import StateBudget, solve_state_budget
 from kvledger.units import align_down, cdiv, fmt_gib
 
-CONTEXT_HEURISTIC_SCALE = 512  # SGLang: max_num_reqs = T / context_len · 512, clamped
-CONTEXT_HEURISTIC_MIN = 2048
-CONTEXT_HEURISTIC_MAX = 4096
-
 
 class CapacityError(ValueError):
     """The deployment does not fit in the memory given; the message says by how much."""
-
-
-class Limit(Enum):
-    CONFIGURED = "--max-running-requests"
-    CONTEXT_HEURISTIC = "SGLang default (T/context·512, clamped to 2048..4096)"
-    TOKENS = "tokens (T // 2)"
-    STATE = "state slots"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -201,6 +190,8 @@ def plan_capacity(lay: CacheLayout, memory: MemoryInput) -> CapacityPlan:
                 f"no room for one state slot of {slot_bytes:,} B in {fmt_gib(rest)}"
                 + (f" with {dep.speculative_num_draft_tokens} draft tokens of verify scratch"
                    if dep.speculative else "")
+                + " (SGLang: \"Not enough GPU memory for hybrid (mamba/linear-attention) state "
+                f"cache. Computed max_mamba_cache_size={budget.state_slots}\")"
             )
         rest_tokens = rest - budget.verify_bytes - (budget.state_slots + 1) * slot_bytes
     state_slots = budget.state_slots if budget else 0
@@ -219,12 +210,14 @@ def plan_capacity(lay: CacheLayout, memory: MemoryInput) -> CapacityPlan:
             f"no room for one {page}-token page: {fmt_gib(rest)} for the cache, state pool of "
             f"{state_slots + 1} slots takes {fmt_gib((state_slots + 1) * slot_bytes)}"
         )
-    limits = _request_limits(lay, tokens, state_slots if slot_bytes else None)
+    limits = request_limits(lay, tokens, state_slots if slot_bytes else None)
     running = min(limits.values())
     if running < 1:
         raise CapacityError(
             f"{state_slots} state slots cannot hold one request of "
-            f"{lay.slots_per_request} slots"
+            f"{lay.slots_per_request} slots (SGLang: \"Hybrid (mamba/linear-attention) state "
+            f"cache is too small to serve any requests. max_mamba_cache_size={state_slots}, "
+            f"mamba_ratio={lay.slots_per_request}, resulting max_num_reqs={running}\")"
         )
     return CapacityPlan(
         layout=lay, memory=memory, slack_bytes=slack, mm_reservation_bytes=mm, rest_bytes=rest,
@@ -232,22 +225,6 @@ def plan_capacity(lay: CacheLayout, memory: MemoryInput) -> CapacityPlan:
         max_total_tokens=tokens, max_running_requests=running, limits=limits,
         side=side_ledger(lay, running), state_budget=budget,
     )
-
-
-def _request_limits(lay: CacheLayout, tokens: int, state_slots: int | None) -> dict[Limit, int]:
-    """Every candidate for N (`KVCacheConfigurator.resolve_max_num_reqs`)."""
-    dep = lay.deployment
-    limits: dict[Limit, int] = {}
-    if dep.max_running_requests is not None:
-        limits[Limit.CONFIGURED] = max(dep.max_running_requests // dep.attn_dp_size, 1)
-    else:
-        heuristic = int(tokens / lay.context_tokens * CONTEXT_HEURISTIC_SCALE)
-        limits[Limit.CONTEXT_HEURISTIC] = min(
-            max(heuristic, CONTEXT_HEURISTIC_MIN), CONTEXT_HEURISTIC_MAX)
-    limits[Limit.TOKENS] = tokens // 2
-    if state_slots is not None:
-        limits[Limit.STATE] = state_slots // lay.slots_per_request
-    return limits
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, fields
 from enum import Enum
 
 from kvledger.limits import MAX_COUNT, MAX_GIB, MAX_HICACHE_RATIO, show_value
+from kvledger.model.quant import QuantMethod
 
 
 class DeploymentError(ValueError):
@@ -123,6 +124,9 @@ class Deployment:
     dp_size: int = _flag(1, "--dp-size")
     enable_dp_attention: bool = _flag(False, "--enable-dp-attention")
     attn_cp_size: int = _flag(1, "--attn-cp-size")
+    ep_size: int = _flag(1, "--ep-size")  # expert parallelism inside the tp group
+    # None: the checkpoint's quantization_config (or bf16)
+    quantization: QuantMethod | None = _flag(None, "--quantization")
     kv_cache_dtype: KVDtype = _flag(KVDtype.AUTO, "--kv-cache-dtype")
     dsa_backend: DsaBackend = _flag(
         DsaBackend.FLASHMLA_SPARSE, "--nsa-prefill-backend/--nsa-decode-backend")
@@ -173,10 +177,11 @@ FIELD_FLAGS: dict[str, str] = {f.name: f.metadata["flag"] for f in fields(Deploy
 
 _ENUM_FIELDS = {"kv_cache_dtype": KVDtype, "dsa_backend": DsaBackend,
                 "mamba_strategy": MambaStrategy, "linear_attn_backend": LinearBackend}
-_OPTIONAL_ENUM_FIELDS = {"mamba_ssm_dtype": StateDtype, "speculative_algorithm": SpecAlgorithm}
+_OPTIONAL_ENUM_FIELDS = {"mamba_ssm_dtype": StateDtype, "speculative_algorithm": SpecAlgorithm,
+                         "quantization": QuantMethod}
 _BOOL_FIELDS = ("enable_dp_attention", "disable_overlap_schedule", "disable_radix_cache",
                 "enable_hierarchical_cache")
-_POSITIVE_INT_FIELDS = ("tp_size", "dp_size", "attn_cp_size")
+_POSITIVE_INT_FIELDS = ("tp_size", "dp_size", "attn_cp_size", "ep_size")
 _OPTIONAL_POSITIVE_INT_FIELDS = ("page_size", "max_mamba_cache_size", "max_total_tokens",
                                  "max_running_requests", "context_length")
 
@@ -255,12 +260,16 @@ def _check_parallelism(d: Deployment) -> None:
     if cp > 1 and tp % (dp * cp):
         raise _fail("attn_cp_size", cp, f"--tp-size {tp} must be a multiple of --dp-size × "
                     f"--attn-cp-size = {dp * cp}")
-    # Both limits are global and split evenly over the attention-DP ranks (SPEC §5).
-    for name in ("max_running_requests", "max_mamba_cache_size"):
-        value = getattr(d, name)
-        if value is not None and value < d.attn_dp_size:
-            raise _fail(name, value, f"split over {d.attn_dp_size} attention-DP ranks this "
-                        "leaves 0 per rank; expected at least --dp-size")
+    # MoE layers run ep_size expert groups of tp / ep_size ranks (moe_tp_size = tp // ep)
+    if tp % d.ep_size:
+        raise _fail("ep_size", d.ep_size, f"--tp-size {tp} must be a multiple of it "
+                    "(moe_tp_size = tp / ep)")
+    # Both limits are global and split evenly over the attention-DP ranks (SPEC §5). A request
+    # limit below the DP size is a rule-set question (kvledger.resolve).
+    value = d.max_mamba_cache_size
+    if value is not None and value < d.attn_dp_size:
+        raise _fail("max_mamba_cache_size", value, f"split over {d.attn_dp_size} attention-DP "
+                    "ranks this leaves 0 per rank; expected at least --dp-size")
     if d.speculative_algorithm is not None and d.speculative_num_draft_tokens == 0:
         raise _fail("speculative_algorithm", d.speculative_algorithm,
                     "needs --speculative-num-draft-tokens ≥ 1")

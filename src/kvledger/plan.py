@@ -31,9 +31,10 @@ from kvledger.gpus import GPU, get_gpu
 from kvledger.hicache import HostPlan, plan_host
 from kvledger.ledger import Ledger, draft_token_ledger, request_ledger, state_ledger, token_ledger
 from kvledger.limits import MAX_COUNT, MAX_GIB, check_number, show_value
-from kvledger.memfraction import CUDA_CONTEXT_BYTES, auto_mem_fraction_static
+from kvledger.memfraction import CUDA_CONTEXT_BYTES, MemFraction, auto_mem_fraction_static
 from kvledger.model.arch import ModelArch
 from kvledger.model.config import DEFAULT_MODEL, load_model
+from kvledger.rankweights import weights_ledger
 from kvledger.resolve import CacheLayout, resolve
 from kvledger.rules import DEFAULT_RULES, get_rules
 from kvledger.units import GiB, MiB
@@ -47,6 +48,7 @@ class Ledgers:
     draft_token: Ledger | None
     state: Ledger
     request: Ledger
+    weights: Ledger | None = None  # estimated weights per rank (what --gpu subtracts)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,6 +60,8 @@ class Plan:
     gpu: GPU | None
     notes: tuple[str, ...]
     host: HostPlan | None = None  # with --enable-hierarchical-cache: host pools, two views
+    weights_estimated: bool = False  # the weights ledger's total was subtracted from the GPU
+    auto_mem_fraction: MemFraction | None = None  # SGLang's choice, when the flag was unset
 
     @property
     def model(self) -> ModelArch:
@@ -79,7 +83,7 @@ def _device(gpu: GPU | None, gpu_memory_gib: float | None) -> tuple[str, int] | 
 
 def _memory(model: ModelArch, dep: Deployment, gpu: GPU | None, available_gib: float | None,
             weights_gib: float | None, gpu_memory_gib: float | None,
-            notes: list[str]) -> MemoryInput:
+            notes: list[str]) -> tuple[MemoryInput, MemFraction | None]:
     fraction = dep.mem_fraction_static
     device = _device(gpu, gpu_memory_gib)
     if device is not None and available_gib is not None:
@@ -93,14 +97,16 @@ def _memory(model: ModelArch, dep: Deployment, gpu: GPU | None, available_gib: f
             notes.append(f"no --gpu or --available-gib: assumed {available_gib:g} GiB free after weights")
         available = _gib("--available-gib", available_gib, minimum_exclusive=True)
         return MemoryInput.available(available, weights_bytes=weights or 0,
-                                     mem_fraction_static=fraction)
+                                     mem_fraction_static=fraction), None
     name, total = device
     if weights is None:
-        if model.weight_bytes is None:
+        ledger = weights_ledger(model, dep)
+        if ledger is None:
             raise ValueError(f"{model.name}: weight size unknown; pass --weights-gib")
-        weights = model.weight_bytes // dep.tp_size
-        notes.append(f"weights estimated from the config: {model.weight_bytes / GiB:,.1f} GiB "
-                     f"over tp {dep.tp_size}; override with --weights-gib")
+        weights = ledger.total_bytes
+        notes.append(f"weights per rank estimated from the config: {weights / GiB:,.2f} GiB "
+                     "(itemised in the weights ledger); override with --weights-gib")
+    auto = None
     if fraction is None:
         auto = auto_mem_fraction_static(
             total / MiB, tp=dep.tp_size, dp=dep.dp_size, dp_attention=dep.enable_dp_attention,
@@ -108,7 +114,7 @@ def _memory(model: ModelArch, dep: Deployment, gpu: GPU | None, available_gib: f
         fraction = auto.fraction
         notes.append(f"--mem-fraction-static not given: SGLang's {auto.derivation()}")
     notes.append(f"free before load = {name} {total:,} B − CUDA context {CUDA_CONTEXT_BYTES:,} B")
-    return MemoryInput.gpu(name, total - CUDA_CONTEXT_BYTES, weights, fraction)
+    return MemoryInput.gpu(name, total - CUDA_CONTEXT_BYTES, weights, fraction), auto
 
 
 def make_plan(
@@ -120,12 +126,13 @@ def make_plan(
     available_gib: float | None = None,
     weights_gib: float | None = None,
     gpu_memory_gib: float | None = None,
+    family: str | None = None,
     requests: int | None = None,
     context_tokens: int | None = None,
     kv_cache_dtype: str | None = None,
 ) -> Plan:
     """Resolve, ledger and plan capacity; errors name the flag or field at fault."""
-    arch = load_model(model) if isinstance(model, str) else model
+    arch = load_model(model, family=family) if isinstance(model, str) else model
     dep = deployment or Deployment()
     if kv_cache_dtype is not None:
         dep = replace(dep, kv_cache_dtype=KVDtype(kv_cache_dtype))
@@ -133,7 +140,7 @@ def make_plan(
     blackwell = None if gpu_spec is None else gpu_spec.dsa_auto_kv_fp8
     layout = resolve(arch, dep, get_rules(rules), blackwell=blackwell)
     notes = list(layout.notes)
-    memory = _memory(arch, layout.deployment, gpu_spec, available_gib, weights_gib,
+    memory, auto_fraction = _memory(arch, layout.deployment, gpu_spec, available_gib, weights_gib,
                      gpu_memory_gib, notes)
     capacity = plan_capacity(layout, memory)
     workload = None
@@ -145,12 +152,18 @@ def make_plan(
         workload = check_workload(capacity, 1 if requests is None else requests,
                                   layout.context_tokens if context_tokens is None else context_tokens)
     ledgers = Ledgers(token=token_ledger(layout), draft_token=draft_token_ledger(layout),
-                      state=state_ledger(layout), request=request_ledger(layout))
+                      state=state_ledger(layout), request=request_ledger(layout),
+                      weights=weights_ledger(arch, layout.deployment))
     host = None
     if layout.deployment.enable_hierarchical_cache:
         host = plan_host(layout, device_tokens=capacity.max_total_tokens,
                          device_state_slots=capacity.state_slots,
                          device_token_pool_bytes=capacity.token_pool_bytes,
                          device_state_pool_bytes=capacity.state_pool_bytes)
+    estimated = (weights_gib is None and ledgers.weights is not None
+                 and memory.pre_load_free_bytes - memory.available_bytes
+                 == ledgers.weights.total_bytes
+                 and _device(gpu_spec, gpu_memory_gib) is not None)
     return Plan(layout=layout, ledgers=ledgers, capacity=capacity, workload=workload,
-                gpu=gpu_spec, notes=tuple(notes), host=host)
+                gpu=gpu_spec, notes=tuple(notes), host=host, weights_estimated=estimated,
+                auto_mem_fraction=auto_fraction)

@@ -110,16 +110,44 @@ def _strategy(model: ModelArch, dep: Deployment, notes: list[str]) -> Deployment
     return replace(dep, mamba_strategy=strategy)
 
 
-def _page_tokens(model: ModelArch, dep: Deployment, rules: RuleSet) -> int:
+def _page_tokens(model: ModelArch, dep: Deployment, rules: RuleSet, notes: list[str]) -> int:
     if model.attn is AttnKind.DSA:
         assert model.indexer is not None
         page = rules.dsa_page_tokens(model.indexer.kpool)
+        # arg_groups/model_overrides/deepseek_v2.py: on CUDA the DSA page replaces whatever
+        # --page-size asked for (with a warning), it does not refuse it.
         if dep.page_size not in (None, 1, page):
-            raise DeploymentError(
-                f"--page-size {dep.page_size}: DSA kernels under {rules.name} need {page}"
-            )
+            notes.append(f"--page-size {dep.page_size}: SGLang replaces it with the DSA page "
+                         f"of {page} tokens ({rules.name})")
         return page
-    return dep.page_size or 1
+    page = dep.page_size or 1
+    if model.is_hybrid and dep.mamba_strategy is MambaStrategy.EXTRA_BUFFER:
+        _check_extra_buffer(page, dep.speculative_num_draft_tokens)
+    return page
+
+
+# arg_groups/mamba_hook.validate_mamba_extra_buffer (ServerArgs in older releases): the
+# checkpoint interval must hold whole pages and the draft tokens; FLA kernels chunk by 64.
+MAMBA_TRACK_INTERVAL = 256  # --mamba-track-interval default
+FLA_CHUNK_SIZE = 64
+
+
+def _check_extra_buffer(page: int, draft_tokens: int) -> None:
+    strategy = "--mamba-scheduler-strategy extra_buffer"
+    if MAMBA_TRACK_INTERVAL % page:
+        raise DeploymentError(f"--page-size {page}: {strategy} needs it to divide the track "
+                              f"interval (SGLang: \"mamba_track_interval {MAMBA_TRACK_INTERVAL} "
+                              f"must be divisible by page_size {page}\")")
+    if max(FLA_CHUNK_SIZE, page) % min(FLA_CHUNK_SIZE, page):
+        raise DeploymentError(f"--page-size {page}: {strategy} (SGLang: \"For SSM models with "
+                              "extra buffer, either FLA_CHUNK_SIZE or page_size must be divisible "
+                              f"by the other, got FLA_CHUNK_SIZE={FLA_CHUNK_SIZE}, "
+                              f"self.page_size={page}\")")
+    if draft_tokens > MAMBA_TRACK_INTERVAL:
+        raise DeploymentError(f"--speculative-num-draft-tokens {draft_tokens}: {strategy} "
+                              f"(SGLang: \"mamba_track_interval {MAMBA_TRACK_INTERVAL} must be "
+                              f"greater than or equal to speculative_num_draft_tokens "
+                              f"{draft_tokens}\")")
 
 
 def _slots(model: ModelArch, dep: Deployment) -> tuple[int, int]:
@@ -131,6 +159,18 @@ def _slots(model: ModelArch, dep: Deployment) -> tuple[int, int]:
     if dep.mamba_strategy is MambaStrategy.EXTRA_BUFFER:
         return 3 + track_slots, 1 + track_slots
     return 3, 1
+
+
+def _check_requests_per_worker(dep: Deployment, rules: RuleSet, notes: list[str]) -> None:
+    requests, workers = dep.max_running_requests, dep.attn_dp_size
+    if requests is None or requests >= workers:
+        return
+    if not rules.requests_floor_one_per_worker:
+        raise DeploymentError(f"--max-running-requests {requests}: split over {workers} "
+                              "attention-DP ranks this leaves 0 per rank; expected at least "
+                              f"--dp-size ({rules.name})")
+    notes.append(f"--max-running-requests {requests} < {workers} attention-DP ranks: "
+                 f"{rules.name} gives each worker max(1, {requests} // {workers}) = 1")
 
 
 def _check_scale_groups(model: ModelArch, field: str, width: int) -> None:
@@ -149,8 +189,9 @@ def resolve(
     attn_tp = dep.attn_tp_size
     dep = replace(dep, kv_cache_dtype=_kv_dtype(model, dep, blackwell, notes))
     dep = _strategy(model, dep, notes)
-    page = _page_tokens(model, dep, rules)
+    page = _page_tokens(model, dep, rules, notes)
     dep = replace(dep, page_size=page)
+    _check_requests_per_worker(dep, rules, notes)
     if dep.speculative and dep.max_running_requests is None:
         # Every speculative handler in server_args (arg_groups/speculative_hook.py) sets 48;
         # _handle_max_mamba_cache asserts a limit is set when speculating.

@@ -34,6 +34,9 @@ class RuleSet:
     host_row_matches_device: bool
     # True: index keys have a host side pool; False: they are lost on device eviction.
     host_indexer_pool: bool
+    # True: a --max-running-requests below the attention-DP size gives max(1, limit // attn_dp)
+    # per worker; False: refused (0 per worker).
+    requests_floor_one_per_worker: bool = False
     # SGLANG_VLM_CACHE_SIZE_MB: reserved before the state pool when the config is multimodal.
     vlm_cache_reserve_bytes: int = 100 * MiB
     # True: a stateless ancestor left childless when a leaf is evicted keeps its KV. Both
@@ -65,6 +68,7 @@ RULES: dict[str, RuleSet] = {
             indexer_reserves_pooled=True,
             host_row_matches_device=True,
             host_indexer_pool=True,
+            requests_floor_one_per_worker=True,
         ),
     )
 }

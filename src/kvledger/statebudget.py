@@ -65,7 +65,8 @@ def solve_state_budget(
     if draft_tokens and max_running_requests is None:
         # SGLang asserts this in _handle_max_mamba_cache; server_args fills in 48 first.
         raise ValueError("speculative decoding needs --max-running-requests (SGLang sets 48)")
-    requests_per_worker = None if max_running_requests is None else max_running_requests // attn_dp
+    requests_per_worker = (None if max_running_requests is None
+                           else max(max_running_requests // attn_dp, 1))
     budget = 0.0
     if max_mamba_cache_size is not None:
         source = StateSource.MAX_MAMBA_CACHE_SIZE

@@ -189,3 +189,17 @@ def test_radix_off_explain_and_totals_with_dp_attention():
     text = " ".join(invoke("explain", *args).stdout.split())
     assert "K = --max-running-requests 16 // attn_dp 8 = 2 slots (radix cache off)" in text
     assert "N × 8 = 16 requests" in text
+
+
+def test_table_shows_verify_scratch_weights_and_totals():
+    result = invoke("plan", "--model", "deepseek-v3.2", "--gpu", "H200", "--tp", "8", "--dp",
+                    "8", "--enable-dp-attention", *SPEC_FLAGS)
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert "Weights per rank, estimated" in text
+    assert "MTP draft" in text and "201,064,448" in text  # one MTP layer's MLA + indexer, attn_tp 1
+    assert "Deployment — 8 GPUs, 8 attention-DP workers" in text
+    hybrid = invoke("plan", "--available-gib", "60", *SPEC_FLAGS)
+    assert "Verify scratch per rank (speculative decoding)" in hybrid.stdout
+    # 34 KDA layers × (22 + 1) rows × 4 draft tokens × 4,194,304 B fp32 temporal state
+    assert "intermediate SSM" in hybrid.stdout and "13,119,782,912" in hybrid.stdout

@@ -1,4 +1,4 @@
-"""Fuzz the CLI's flags: `plan`, `pools`, `simulate`, `verify`, in-process.
+"""Fuzz the CLI's flags: `plan`, `pools`, `simulate`, `verify`, `replay`, in-process.
 
 Each case is a command line drawn from the real flag tables (kvledger's own options and every
 SGLang flag `kvledger.launch` knows), with values drawn from the hostile set — NaN, ±inf,
@@ -13,6 +13,9 @@ workload runs the reference engine for seconds; tests/engine covers it).
 """
 
 from __future__ import annotations
+
+import tempfile
+from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -116,3 +119,27 @@ def test_simulate(workload, count, args):
 ))
 def test_verify(args):
     assert check_invocation("verify", ["verify", *args, "--json"]) == 2
+
+
+REPLAY_TRACE = Path(tempfile.mkdtemp(prefix="kvledger-fuzz-")) / "trace.jsonl"
+REPLAY_TRACE.write_text(
+    '{"timestamp": 0, "input_length": 600, "output_length": 2, "hash_ids": [1, 2]}\n'
+    '{"timestamp": 5, "input_length": 700, "output_length": 2, "hash_ids": [1, 3]}\n')
+REPLAY_OPTIONS = st.one_of(
+    st.tuples(st.sampled_from(["--pool-tokens", "--state-slots", "--page-size"]),
+              st.one_of(PLAUSIBLE, VALUES)).map(list),
+    st.tuples(st.just("--components"), st.sampled_from(["full", "full+mamba", "", "x"])).map(list),
+    st.tuples(st.just("--checkpoints"), st.sampled_from(["end", "branch", "x"])).map(list),
+    st.tuples(st.just("--match-key"), st.sampled_from(["prompt", "prompt-minus-one", "x"]))
+    .map(list),
+    PLAN_OPTIONS,
+)
+
+
+@fuzz_settings(40)
+@given(args=_command(st.one_of(REPLAY_OPTIONS, SGLANG_FLAGS), max_flags=3),
+       pool=st.booleans())
+def test_replay(args, pool):
+    sized = ["--pool-tokens", "8192", "--state-slots", "8"] if pool else []
+    check_invocation("replay", ["replay", "--trace", str(REPLAY_TRACE), *sized, *args,
+                                "--no-progress", "--json"])

@@ -135,3 +135,25 @@ def test_rope_factor_must_be_positive(load_dict, embedded):
     data["rope_scaling"] = {"rope_type": "linear", "factor": -1.0}
     with pytest.raises(ModelError, match=r"field 'rope_scaling\.factor' is -1 \(expected a positive"):
         load_dict(data)
+
+
+def test_family_reads_a_renamed_fine_tune(tmp_path):
+    # An unknown model_type stays an error that lists the families and names --family ...
+    import json
+
+    from kvledger.model.config import CONFIG_DIR
+
+    data = json.loads((CONFIG_DIR / "kimi-linear-48b-a3b-instruct.json").read_text())
+    data["model_type"] = "my_kimi_finetune"
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ModelError, match=r"is 'my_kimi_finetune' \(expected one of "
+                       r"deepseek_v3, .*--family NAME"):
+        load_model(str(path))
+    # ... and --family kimi_linear reads it exactly as the original.
+    renamed = load_model(str(path), family="kimi_linear")
+    original = load_model("kimi-linear-48b-a3b-instruct")
+    assert renamed.layers == original.layers and renamed.state == original.state
+    assert renamed.params == original.params
+    with pytest.raises(ModelError, match="--family 'jamba': expected one of deepseek_v3"):
+        load_model(str(path), family="jamba")

@@ -21,6 +21,9 @@ RulesOpt = Annotated[str, typer.Option(
     f"{', '.join(VLLM_RULES)}.")]
 GpuOpt = Annotated[str | None, typer.Option(
     "--gpu", help="GPU from the catalogue (see `kvledger gpus`); weights are subtracted.")]
+FamilyOpt = Annotated[str | None, typer.Option(
+    "--family", help="Read the config with this family's adapter whatever its model_type "
+    "(a renamed fine-tune); see `kvledger models`.")]
 GpuMemOpt = Annotated[float | None, typer.Option(
     "--gpu-memory-gib", help="Total memory per GPU as the driver reports it (GiB), for a GPU not "
     "in the catalogue or to override --gpu's; SGLang's auto mem_fraction_static follows it.")]
@@ -46,6 +49,7 @@ class PlanInputs:
     rules: RulesOpt = DEFAULT_RULES
     gpu: GpuOpt = None
     gpu_memory_gib: GpuMemOpt = None
+    family: FamilyOpt = None
     available_gib: AvailOpt = None
     weights_gib: WeightsOpt = None
 
@@ -65,7 +69,7 @@ def plan_from(inputs: PlanInputs, extra_args: list[str], *, requests: int | None
     plan = make_plan(
         model or parsed.model_ref or DEFAULT_MODEL, parsed.deployment, rules=inputs.rules,
         gpu=inputs.gpu, available_gib=inputs.available_gib, weights_gib=inputs.weights_gib,
-        gpu_memory_gib=inputs.gpu_memory_gib,
+        gpu_memory_gib=inputs.gpu_memory_gib, family=inputs.family,
         requests=requests, context_tokens=context,
     )
     return plan, parsed.ignored

@@ -37,6 +37,7 @@ from kvledger.deploy import (
     StateDtype,
 )
 from kvledger.launch.values import Parser, choice, enum_choices, human_int, integer, number
+from kvledger.model.quant import QuantMethod
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -99,6 +100,12 @@ FLAGS: tuple[Flag, ...] = (
              "DSA decode kernels"),
     Flag(spellings=("--page-size",), key="page_size", parse=integer, expects=POSITIVE,
          help="tokens per KV page"),
+    # weights per rank
+    Flag(spellings=("--ep-size", "--expert-parallel-size", "--ep"), key="ep_size",
+         parse=integer, expects=POSITIVE, help="expert-parallel size (experts split over it)"),
+    _choices(("--quantization",), "quantization",
+             enum_choices(QuantMethod, extra={"nvfp4": QuantMethod.NVFP4}),
+             "weight quantization (unset: the checkpoint's quantization_config)"),
     # linear-attention state
     _choices(("--mamba-ssm-dtype",), "mamba_ssm_dtype", enum_choices(StateDtype),
              "temporal-state dtype (unset: the config's, else float32)"),
@@ -173,11 +180,11 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
 
 # Known flags with no effect on the cache ledgers. --dtype sizes weights (and `auto` KV rows
 # outside DSA follow it, which kvledger takes as bf16); attention/MoE backends and CUDA
-# graphs change kernels and activation memory, not the pools; --ep-size shards experts.
+# graphs change kernels and activation memory, not the pools.
 IGNORED: frozenset[str] = frozenset({
     "--host", "--port", "--trust-remote-code", "--served-model-name", "--tokenizer-path",
     "--tokenizer-mode", "--revision", "--download-dir", "--load-format",
-    "--model-loader-extra-config", "--dtype", "--quantization", "--log-level",
+    "--model-loader-extra-config", "--dtype", "--log-level",
     "--log-requests", "--enable-metrics", "--api-key", "--chat-template", "--reasoning-parser",
     "--tool-call-parser", "--watchdog-timeout", "--dist-init-addr", "--nccl-init-addr",
     "--nnodes", "--node-rank", "--random-seed", "--skip-server-warmup", "--device",
@@ -186,8 +193,7 @@ IGNORED: frozenset[str] = frozenset({
     "--cuda-graph-bs", "--disable-cuda-graph", "--enable-torch-compile", "--attention-backend",
     "--prefill-attention-backend", "--decode-attention-backend", "--mm-attention-backend",
     "--linear-attn-decode-backend", "--linear-attn-prefill-backend", "--mamba-backend",
-    "--mamba-track-interval", "--moe-runner-backend", "--moe-a2a-backend", "--ep-size",
-    "--expert-parallel-size", "--ep", "--enable-dp-lm-head", "--disable-custom-all-reduce",
+    "--mamba-track-interval", "--moe-runner-backend", "--moe-a2a-backend", "--enable-dp-lm-head", "--disable-custom-all-reduce",
     "--speculative-draft-model-path", "--speculative-draft-model", "--enable-multimodal",
     "--hicache-write-policy", "--hicache-io-backend", "--hicache-mem-layout",
     "--hicache-storage-backend", "--model-type",

@@ -30,6 +30,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from kvledger.model.params import ParamCounts
+from kvledger.model.quant import QuantMethod
+
 
 class ModelError(ValueError):
     """A config that cannot be turned into an architecture; the message names file and field."""
@@ -59,12 +62,14 @@ class LinearKind(Enum):
 class Family(Enum):
     GLM5_NEXT = "glm5_next"
     KIMI_LINEAR = "kimi_linear"
+    KIMI_K3 = "kimi_k3"
     QWEN3_NEXT = "qwen3_next"
     QWEN3_5 = "qwen3_5"
     DEEPSEEK_V3 = "deepseek_v3"
     DEEPSEEK_V32 = "deepseek_v32"
     GLM_MOE_DSA = "glm_moe_dsa"
     NEMOTRON_H = "nemotron_h"
+    GRANITE_MOE_HYBRID = "granitemoehybrid"
     FALCON_H1 = "falcon_h1"
     LLAMA = "llama"
     QWEN3 = "qwen3"
@@ -173,6 +178,8 @@ class ModelArch:
     num_draft_layers: int = 0  # MTP / nextn layers, allocated only with speculative decoding
     is_multimodal: bool = False  # a vision section makes SGLang reserve a multimodal cache
     vit_shape: tuple[int, int] | None = None  # vision tower (layers, hidden), when multimodal
+    params: ParamCounts | None = None  # num_params split by part (None: not itemised)
+    quant: QuantMethod | None = None  # the checkpoint's quantization_config
     max_context_tokens: int = 0  # the context length SGLang derives from the config
     num_params: int | None = None  # estimate of the weights, for GPU planning
     weight_bytes_per_param: float = 2.0  # 1.0 for fp8 checkpoints

@@ -113,13 +113,20 @@ def read_config(path: Path) -> ConfigReader:
     return ConfigReader(data, str(path))
 
 
-def load_model(ref: str = DEFAULT_MODEL) -> ModelArch:
-    """Read the model a reference names; errors name the file and the field."""
+def load_model(ref: str = DEFAULT_MODEL, *, family: str | None = None) -> ModelArch:
+    """Read the model a reference names; errors name the file and the field.
+
+    `family` (--family) reads the config with that family's adapter whatever its
+    `model_type` says: a renamed fine-tune of a supported architecture.
+    """
+    if family is not None and family not in ADAPTERS:
+        raise ModelError(f"--family {family!r}: expected one of {', '.join(sorted(ADAPTERS))}")
     reader = read_config(resolve_config_path(ref))
     model_type = reader.str("model_type")
-    adapter = ADAPTERS.get(model_type)
+    adapter = ADAPTERS.get(family or model_type)
     if adapter is None:
         raise reader.error(
-            "model_type", f"is {model_type!r} (expected one of {', '.join(sorted(ADAPTERS))})"
+            "model_type", f"is {model_type!r} (expected one of {', '.join(sorted(ADAPTERS))}; "
+            "--family NAME reads a renamed fine-tune with one of them)"
         )
     return adapter(reader, ref)

@@ -22,10 +22,9 @@ Llama-3.1-8B (untied, 32 layers):
 
 from __future__ import annotations
 
+from kvledger.model.quant import QuantMethod
 from kvledger.model.reader import ConfigReader
 
-# Checkpoint formats we know the storage width of, B per parameter.
-QUANT_BYTES_PER_PARAM = {"fp8": 1.0}
 UNQUANTIZED_BYTES_PER_PARAM = 2.0  # bf16 / fp16
 
 
@@ -44,6 +43,18 @@ def embedding_of(text: ConfigReader, *, tied: bool | None = None) -> int:
         hidden=text.int("hidden_size", minimum=1),
         tied=text.bool("tie_word_embeddings", False) if tied is None else tied,
     )
+
+
+def embedding_parts(text: ConfigReader, *, tied: bool | None = None) -> tuple[int, int]:
+    """(input embedding, lm_head) parameters; lm_head is 0 when tied."""
+    vocab, hidden = text.int("vocab_size", minimum=1), text.int("hidden_size", minimum=1)
+    tied = text.bool("tie_word_embeddings", False) if tied is None else tied
+    return vocab * hidden, 0 if tied else vocab * hidden
+
+
+def mtp_projection(hidden: int) -> int:
+    """An MTP layer's input projection (eh_proj / fc: 2·hidden → hidden)."""
+    return 2 * hidden * hidden
 
 
 def gqa_attention(
@@ -175,19 +186,27 @@ def vision_tower(vision: ConfigReader) -> int:
     )
 
 
-def bytes_per_param(root: ConfigReader) -> float:
-    """Storage width of the checkpoint's weights, from `quantization_config`."""
+def quant_method(root: ConfigReader) -> QuantMethod | None:
+    """The checkpoint's `quantization_config.quant_method` (top level or text_config)."""
     text = root.text_config()
     quant = root.optional_section("quantization_config") or text.optional_section(
         "quantization_config"
     )
     if quant is None:
-        return UNQUANTIZED_BYTES_PER_PARAM
+        return None
     method = quant.str("quant_method")
-    if method not in QUANT_BYTES_PER_PARAM:
+    try:
+        return QuantMethod.from_config(
+            method, quant.str(quant.pick("quant_algo", "format"), None))
+    except ValueError:
         raise quant.error(
             "quant_method",
-            f"is {method!r} (expected one of {sorted(QUANT_BYTES_PER_PARAM)}, or no "
+            f"is {method!r} (expected one of {', '.join(m.value for m in QuantMethod)}, or no "
             "quantization_config for bf16 weights)",
-        )
-    return QUANT_BYTES_PER_PARAM[method]
+        ) from None
+
+
+def bytes_per_param(root: ConfigReader) -> float:
+    """One storage width for the whole checkpoint (families that do not itemise)."""
+    method = quant_method(root)
+    return UNQUANTIZED_BYTES_PER_PARAM if method is None else method.linear_bytes

@@ -61,6 +61,14 @@ def explain(plan: Plan) -> list[str]:
     for row in cap.side.rows:
         lines.append(f"{row.component}: {row.detail} × {row.count} = {row.total_bytes:,} B "
                      f"({row.total_bytes / 2**20:,.3f} MiB) per rank")
+    if plan.auto_mem_fraction is not None:
+        lines.append(plan.auto_mem_fraction.derivation())
+    if plan.weights_estimated and (weights := plan.ledgers.weights):
+        for row in weights.rows:
+            lines.append(f"weights, {row.component}: {row.detail} = {row.total_bytes:,} B per rank")
+        lines.append(f"weights per rank = {weights.total_bytes:,} B; available = "
+                     f"{cap.memory.pre_load_free_bytes:,} free before load − weights = "
+                     f"{cap.memory.available_bytes:,} B")
     lines.append(f"rest = {cap.memory.available_bytes:,} − {cap.slack_bytes:,} slack − "
                  f"{cap.mm_reservation_bytes:,} multimodal = {cap.rest_bytes:,} B")
     rest_name = "rest"

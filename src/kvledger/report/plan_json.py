@@ -7,7 +7,7 @@ Schema `kvledger.plan/1` (keys never removed within a major version):
     attn_tp_size, attn_dp_size, page_tokens, context_tokens, slots_per_request,
     held_slots_per_request}, notes[], ignored_flags[],
     ledgers{per_token, draft_per_token|null, per_state_slot, per_request, side_buffers,
-        verify_scratch|null}:
+        verify_scratch|null, weights_per_rank|null}:
         {per, total_bytes, rows[{component, count, unit_bytes, total_bytes, detail}], memo[...]}
     capacity{available_bytes, pre_load_free_bytes, mem_fraction_static, slack_bytes,
         mm_reservation_bytes, rest_bytes, slot_bytes, token_bytes, state_slots,
@@ -93,6 +93,7 @@ def plan_json(plan: Plan, ignored_flags: tuple[str, ...] = ()) -> dict[str, Any]
             "per_request": ledger_json(plan.ledgers.request),
             "side_buffers": ledger_json(cap.side),
             "verify_scratch": ledger_json(cap.verify),
+            "weights_per_rank": ledger_json(plan.ledgers.weights),
         },
         "capacity": {
             "available_bytes": cap.memory.available_bytes,

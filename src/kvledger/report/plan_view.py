@@ -8,7 +8,7 @@ from rich.text import Text
 
 from kvledger.ledger import Ledger
 from kvledger.plan import Plan
-from kvledger.units import GB, MB, MiB, fmt_bytes, fmt_gib
+from kvledger.units import GB, MB, GiB, MiB, fmt_bytes, fmt_gib
 
 
 def ledger_table(ledger: Ledger, title: str) -> Table:
@@ -137,6 +137,10 @@ def render_plan(plan: Plan, console: Console, ignored: tuple[str, ...] = ()) -> 
         parts.append(ledger_table(plan.ledgers.state, "Ledger 2 — per state slot (B/slot)"))
     request = plan.ledgers.request
     parts.append(ledger_table(request, f"Ledger 3 — per request ({request.total_bytes / MB:,.1f} MB)"))
+    if plan.ledgers.weights and plan.weights_estimated:
+        weights = plan.ledgers.weights
+        parts.append(ledger_table(weights, f"Weights per rank, estimated "
+                                           f"({weights.total_bytes / GiB:,.2f} GiB)"))
     side = plan.capacity.side
     parts.append(ledger_table(side, f"Side buffers per rank ({side.total_bytes / MiB:,.3f} MiB)"))
     if verify := plan.capacity.verify:

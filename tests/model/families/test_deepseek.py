@@ -6,6 +6,7 @@ import pytest
 
 from kvledger.model.arch import AttnKind, Family, IndexerShape, ModelError
 from kvledger.model.config import load_model
+from kvledger.model.quant import QuantMethod
 
 
 def test_deepseek_v3_golden():
@@ -93,9 +94,21 @@ def test_bad_indexer_fields(load_dict, embedded, field, value, message):
 
 def test_unknown_quantization(load_dict, embedded):
     data = embedded("deepseek-v3")
-    data["quantization_config"]["quant_method"] = "awq"
+    data["quantization_config"]["quant_method"] = "bitsandbytes"
     with pytest.raises(
         ModelError,
-        match=r"'quantization_config\.quant_method' is 'awq' \(expected one of \['fp8'\]",
+        match=r"'quantization_config\.quant_method' is 'bitsandbytes' \(expected one of fp8, "
+              r"mxfp4, modelopt_fp4, awq, gptq",
     ):
         load_dict(data)
+
+
+@pytest.mark.parametrize("method, algo, expected", [
+    ("awq", None, QuantMethod.AWQ), ("gptq", None, QuantMethod.GPTQ),
+    ("mxfp4", None, QuantMethod.MXFP4), ("modelopt", "NVFP4", QuantMethod.NVFP4),
+    ("modelopt", "FP8", QuantMethod.FP8),
+])
+def test_quantization_methods_from_the_config(load_dict, embedded, method, algo, expected):
+    data = embedded("deepseek-v3")
+    data["quantization_config"] = {"quant_method": method} | ({"quant_algo": algo} if algo else {})
+    assert load_dict(data).quant is expected

@@ -11,6 +11,7 @@ from kvledger.model import weights
 from kvledger.model.arch import AttnKind, Family, LayerKind, LayerSpec, MlaShape, ModelArch
 from kvledger.model.context import context_tokens
 from kvledger.model.families.mlp import deepseek_mlp_plan
+from kvledger.model.params import ParamCounts
 from kvledger.model.reader import ConfigReader
 
 
@@ -33,13 +34,26 @@ def mla_params(text: ConfigReader) -> int:
     )
 
 
+def mla_param_counts(text: ConfigReader, num_layers: int, *, attention: int, linear_mixers: int = 0,
+                     draft_attention: int, vision: int = 0) -> ParamCounts:
+    """ParamCounts of a DeepSeek-style decoder (MTP layers: attention + the MoE block +
+    eh_proj, `num_nextn_predict_layers` of them)."""
+    plan = deepseek_mlp_plan(text, num_layers)
+    embed, head = weights.embedding_parts(text)
+    drafts = text.int("num_nextn_predict_layers", 0, minimum=0)
+    hidden = text.int("hidden_size", minimum=1)
+    return ParamCounts(
+        embedding=embed, lm_head=head, attention=attention, linear_mixers=linear_mixers,
+        mlp=plan.total_params(num_layers) - plan.expert_total, experts=plan.expert_total,
+        vision=vision, draft_layers=drafts, draft_attention=drafts * draft_attention,
+        draft_ffn=drafts * (plan.draft_ffn_params + weights.mtp_projection(hidden)),
+    )
+
+
 def read(root: ConfigReader, name: str) -> ModelArch:
     num_layers = root.int("num_hidden_layers", minimum=1)
-    num_params = (
-        weights.embedding_of(root)
-        + num_layers * mla_params(root)
-        + deepseek_mlp_plan(root, num_layers).total_params(num_layers)
-    )
+    params = mla_param_counts(root, num_layers, attention=num_layers * mla_params(root),
+                              draft_attention=mla_params(root))
     return ModelArch(
         name=name,
         source=root.source,
@@ -50,6 +64,8 @@ def read(root: ConfigReader, name: str) -> ModelArch:
         mla=mla_shape(root),
         num_draft_layers=root.int("num_nextn_predict_layers", 0, minimum=0),
         max_context_tokens=context_tokens(root),
-        num_params=num_params,
+        num_params=params.total,
+        params=params,
+        quant=weights.quant_method(root),
         weight_bytes_per_param=weights.bytes_per_param(root),
     )

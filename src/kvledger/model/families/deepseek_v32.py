@@ -9,9 +9,8 @@ from __future__ import annotations
 from kvledger.model import weights
 from kvledger.model.arch import AttnKind, Family, LayerKind, LayerSpec, ModelArch
 from kvledger.model.context import context_tokens
-from kvledger.model.families.deepseek_v3 import mla_params, mla_shape
+from kvledger.model.families.deepseek_v3 import mla_param_counts, mla_params, mla_shape
 from kvledger.model.families.dsa import indexer_owners, indexer_shape
-from kvledger.model.families.mlp import deepseek_mlp_plan
 from kvledger.model.reader import ConfigReader
 
 
@@ -25,12 +24,10 @@ def read_dsa(root: ConfigReader, name: str, family: Family) -> ModelArch:
         heads=indexer.n_heads,
         head_dim=indexer.head_dim,
     )
-    num_params = (
-        weights.embedding_of(root)
-        + num_layers * mla_params(root)
-        + sum(owners) * indexer_params
-        + deepseek_mlp_plan(root, num_layers).total_params(num_layers)
-    )
+    # The MTP layer has its own DSA stack (indexer included).
+    params = mla_param_counts(root, num_layers,
+                              attention=num_layers * mla_params(root) + sum(owners) * indexer_params,
+                              draft_attention=mla_params(root) + indexer_params)
     return ModelArch(
         name=name,
         source=root.source,
@@ -45,7 +42,9 @@ def read_dsa(root: ConfigReader, name: str, family: Family) -> ModelArch:
         indexer=indexer,
         num_draft_layers=root.int("num_nextn_predict_layers", 0, minimum=0),
         max_context_tokens=context_tokens(root),
-        num_params=num_params,
+        num_params=params.total,
+        params=params,
+        quant=weights.quant_method(root),
         weight_bytes_per_param=weights.bytes_per_param(root),
     )
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from kvledger.model import weights
 from kvledger.model.arch import AttnKind, Family, LayerKind, LayerSpec, ModelArch
 from kvledger.model.context import context_tokens
-from kvledger.model.families.deepseek_v3 import mla_params, mla_shape
+from kvledger.model.families.deepseek_v3 import mla_param_counts, mla_params, mla_shape
 from kvledger.model.families.dsa import indexer_owners, indexer_shape
 from kvledger.model.families.kda import kda_layer_ids, kda_state
-from kvledger.model.families.mlp import deepseek_mlp_plan
+from kvledger.model.params import ParamCounts
 from kvledger.model.reader import ConfigReader
 
 FULL_TYPES = {"deepseek_sparse_attention", "full_attention"}
@@ -48,6 +48,7 @@ def read(root: ConfigReader, name: str) -> ModelArch:
                 f"layer_types[{i}]",
                 f"is {kind!r} (expected one of {sorted(FULL_TYPES | LINEAR_TYPES)})",
             )
+    params = _num_params(root, text, linear, layers)
     return ModelArch(
         name=name,
         source=root.source,
@@ -63,14 +64,16 @@ def read(root: ConfigReader, name: str) -> ModelArch:
         vit_shape=(weights.vit_shape(root.section("vision_config"))
                    if root.has("vision_config") else None),
         max_context_tokens=context_tokens(text),
-        num_params=_num_params(root, text, linear, layers),
+        num_params=params.total,
+        params=params,
+        quant=weights.quant_method(root),
         weight_bytes_per_param=weights.bytes_per_param(root),
     )
 
 
 def _num_params(
     root: ConfigReader, text: ConfigReader, linear: ConfigReader, layers: list[LayerSpec]
-) -> int:
+) -> ParamCounts:
     hidden = text.int("hidden_size", minimum=1)
     indexer = indexer_shape(text)
     kda = weights.kda_mixer(
@@ -86,11 +89,12 @@ def _num_params(
         head_dim=indexer.head_dim,
     )
     vision = root.optional_section("vision_config")
-    return (
-        weights.embedding_of(text)
-        + sum(layer.kind is LayerKind.LINEAR for layer in layers) * kda
-        + sum(layer.kind is LayerKind.FULL for layer in layers) * mla_params(text)
-        + sum(layer.has_indexer for layer in layers) * indexer_params
-        + deepseek_mlp_plan(text, len(layers)).total_params(len(layers))
-        + (weights.vision_tower(vision) if vision else 0)
+    # The MTP block (layers.45) has its own DSA stack, indexer included.
+    return mla_param_counts(
+        text, len(layers),
+        attention=(sum(layer.kind is LayerKind.FULL for layer in layers) * mla_params(text)
+                   + sum(layer.has_indexer for layer in layers) * indexer_params),
+        linear_mixers=sum(layer.kind is LayerKind.LINEAR for layer in layers) * kda,
+        draft_attention=mla_params(text) + indexer_params,
+        vision=weights.vision_tower(vision) if vision else 0,
     )

@@ -11,9 +11,8 @@ from __future__ import annotations
 from kvledger.model import weights
 from kvledger.model.arch import AttnKind, Family, LayerKind, LayerSpec, ModelArch
 from kvledger.model.context import context_tokens
-from kvledger.model.families.deepseek_v3 import mla_params, mla_shape
+from kvledger.model.families.deepseek_v3 import mla_param_counts, mla_params, mla_shape
 from kvledger.model.families.kda import kda_layer_ids, kda_state
-from kvledger.model.families.mlp import deepseek_mlp_plan
 from kvledger.model.reader import ConfigReader
 
 
@@ -31,12 +30,9 @@ def read(root: ConfigReader, name: str) -> ModelArch:
         head_dim=linear.int("head_dim", minimum=1),
         conv_kernel=linear.int("short_conv_kernel_size", minimum=2),
     )
-    num_params = (
-        weights.embedding_of(root)
-        + len(kda_ids) * kda
-        + (num_layers - len(kda_ids)) * mla_params(root)
-        + deepseek_mlp_plan(root, num_layers).total_params(num_layers)
-    )
+    params = mla_param_counts(root, num_layers,
+                              attention=(num_layers - len(kda_ids)) * mla_params(root),
+                              linear_mixers=len(kda_ids) * kda, draft_attention=mla_params(root))
     return ModelArch(
         name=name,
         source=root.source,
@@ -48,6 +44,8 @@ def read(root: ConfigReader, name: str) -> ModelArch:
         state=kda_state(linear),
         num_draft_layers=root.int("num_nextn_predict_layers", 0, minimum=0),
         max_context_tokens=context_tokens(root),
-        num_params=num_params,
+        num_params=params.total,
+        params=params,
+        quant=weights.quant_method(root),
         weight_bytes_per_param=weights.bytes_per_param(root),
     )

@@ -10,6 +10,7 @@ from kvledger.model import weights
 from kvledger.model.arch import AttnKind, Family, LayerKind, LayerSpec, ModelArch
 from kvledger.model.context import context_tokens
 from kvledger.model.families.gqa import gqa_params, gqa_shape
+from kvledger.model.params import ParamCounts
 from kvledger.model.reader import ConfigReader
 
 
@@ -21,8 +22,12 @@ def read_dense(root: ConfigReader, name: str, family: Family) -> ModelArch:
         )
     gqa = gqa_shape(root)
     hidden = root.int("hidden_size", minimum=1)
-    per_layer = gqa_params(root, gqa) + weights.mlp(
-        hidden=hidden, intermediate=root.int("intermediate_size", minimum=1)
+    embed, head = weights.embedding_parts(root)
+    params = ParamCounts(
+        embedding=embed, lm_head=head, attention=num_layers * gqa_params(root, gqa),
+        linear_mixers=0, experts=0, vision=0,
+        mlp=num_layers * weights.mlp(hidden=hidden,
+                                     intermediate=root.int("intermediate_size", minimum=1)),
     )
     return ModelArch(
         name=name,
@@ -33,7 +38,9 @@ def read_dense(root: ConfigReader, name: str, family: Family) -> ModelArch:
         attn=AttnKind.GQA,
         gqa=gqa,
         max_context_tokens=context_tokens(root),
-        num_params=weights.embedding_of(root) + num_layers * per_layer,
+        num_params=params.total,
+        params=params,
+        quant=weights.quant_method(root),
         weight_bytes_per_param=weights.bytes_per_param(root),
     )
 

@@ -31,12 +31,23 @@ class MlpPlan:
     moe_layers: frozenset[int]  # 0-based ids of layers with an MoE block
     dense_params: int  # weights of one dense MLP
     moe_params: int  # weights of one MoE block
+    expert_params: int = 0  # the routed experts of one MoE block (the rest: shared + router)
 
     def layer_params(self, index: int) -> int:
         return self.moe_params if index in self.moe_layers else self.dense_params
 
     def total_params(self, num_layers: int) -> int:
         return sum(self.layer_params(i) for i in range(num_layers))
+
+    @property
+    def expert_total(self) -> int:
+        """Routed-expert weights over all MoE layers."""
+        return len(self.moe_layers) * self.expert_params
+
+    @property
+    def draft_ffn_params(self) -> int:
+        """An MTP layer's feed-forward block: the MoE block when the model has one."""
+        return self.moe_params if self.moe_layers else self.dense_params
 
 
 def deepseek_mlp_plan(text: ConfigReader, num_layers: int) -> MlpPlan:
@@ -61,20 +72,23 @@ def deepseek_mlp_plan(text: ConfigReader, num_layers: int) -> MlpPlan:
         moe_layers = frozenset(i for i in range(first_dense, num_layers) if i % freq == 0)
     else:
         moe_layers = frozenset()
-    moe_params = 0
+    moe_params = expert_params = 0
     if moe_layers:
         expert_intermediate = text.int("moe_intermediate_size", minimum=1)
         num_shared = text.int(text.pick("n_shared_experts", "num_shared_experts"), 0, minimum=0)
+        routed = text.int(text.pick("n_routed_experts", "num_experts"), minimum=1)
         moe_params = weights.moe(
             hidden=hidden,
-            num_experts=text.int(text.pick("n_routed_experts", "num_experts"), minimum=1),
+            num_experts=routed,
             expert_intermediate=expert_intermediate,
             shared_intermediate=num_shared * expert_intermediate,
         )
+        expert_params = routed * weights.mlp(hidden=hidden, intermediate=expert_intermediate)
     return MlpPlan(
         moe_layers=moe_layers,
         dense_params=_dense_params(text, hidden, num_layers - len(moe_layers)),
         moe_params=moe_params,
+        expert_params=expert_params,
     )
 
 
@@ -86,19 +100,22 @@ def qwen_mlp_plan(text: ConfigReader, num_layers: int) -> MlpPlan:
     moe_layers = frozenset(
         i for i in range(num_layers) if num_experts and i not in dense_only and (i + 1) % step == 0
     )
-    moe_params = 0
+    moe_params = expert_params = 0
     if moe_layers:
         shared = text.int("shared_expert_intermediate_size", 0, minimum=0)
+        expert_intermediate = text.int("moe_intermediate_size", minimum=1)
         moe_params = weights.moe(
             hidden=hidden,
             num_experts=num_experts,
-            expert_intermediate=text.int("moe_intermediate_size", minimum=1),
+            expert_intermediate=expert_intermediate,
             shared_intermediate=shared,
         ) + (hidden if shared else 0)  # shared_expert_gate
+        expert_params = num_experts * weights.mlp(hidden=hidden, intermediate=expert_intermediate)
     return MlpPlan(
         moe_layers=moe_layers,
         dense_params=_dense_params(text, hidden, num_layers - len(moe_layers)),
         moe_params=moe_params,
+        expert_params=expert_params,
     )
 
 

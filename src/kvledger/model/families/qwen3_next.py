@@ -30,6 +30,7 @@ from kvledger.model.context import context_tokens
 from kvledger.model.families.gqa import gqa_params, gqa_shape
 from kvledger.model.families.mamba2 import pinned_ssm_dtype
 from kvledger.model.families.mlp import qwen_mlp_plan
+from kvledger.model.params import ParamCounts
 from kvledger.model.reader import ConfigReader
 
 LAYER_TYPES = {"linear_attention": LayerKind.LINEAR, "full_attention": LayerKind.FULL}
@@ -100,14 +101,20 @@ def read_gdn(root: ConfigReader, name: str, family: Family) -> ModelArch:
     gqa = gqa_shape(text)
     num_full = kinds.count(LayerKind.FULL)
     vision = root.optional_section("vision_config")
-    num_params = (
-        weights.embedding_of(
-            text, tied=root.bool("tie_word_embeddings", text.bool("tie_word_embeddings", False))
-        )
-        + num_full * gqa_params(text, gqa, gated_q=text.bool("attn_output_gate", True))
-        + (num_layers - num_full) * _gdn_params(text)
-        + qwen_mlp_plan(text, num_layers).total_params(num_layers)
-        + (weights.vision_tower(vision) if vision else 0)
+    embed, head = weights.embedding_parts(
+        text, tied=root.bool("tie_word_embeddings", text.bool("tie_word_embeddings", False)))
+    attention = gqa_params(text, gqa, gated_q=text.bool("attn_output_gate", True))
+    plan = qwen_mlp_plan(text, num_layers)
+    drafts = text.int(text.pick("mtp_num_hidden_layers", "num_nextn_predict_layers"), 0, minimum=0)
+    params = ParamCounts(
+        embedding=embed, lm_head=head, attention=num_full * attention,
+        linear_mixers=(num_layers - num_full) * _gdn_params(text),
+        mlp=plan.total_params(num_layers) - plan.expert_total, experts=plan.expert_total,
+        vision=weights.vision_tower(vision) if vision else 0,
+        # Qwen3-Next's MTP layer: a full-attention decoder layer with the MoE block, plus fc
+        draft_layers=drafts, draft_attention=drafts * attention,
+        draft_ffn=drafts * (plan.draft_ffn_params
+                            + weights.mtp_projection(text.int("hidden_size", minimum=1))),
     )
     return ModelArch(
         name=name,
@@ -118,13 +125,13 @@ def read_gdn(root: ConfigReader, name: str, family: Family) -> ModelArch:
         attn=AttnKind.GQA,
         gqa=gqa,
         state=state,
-        num_draft_layers=text.int(
-            text.pick("mtp_num_hidden_layers", "num_nextn_predict_layers"), 0, minimum=0
-        ),
+        num_draft_layers=drafts,
         is_multimodal=vision is not None,
         vit_shape=weights.vit_shape(vision) if vision else None,
         max_context_tokens=context_tokens(text),
-        num_params=num_params,
+        num_params=params.total,
+        params=params,
+        quant=weights.quant_method(root),
         weight_bytes_per_param=weights.bytes_per_param(root),
     )
 
