@@ -123,6 +123,7 @@ SSM_DTYPE_RULE: dict[Family, SsmDtype] = {
     Family.NEMOTRON_H: SsmDtype.FLOAT32,
     Family.FALCON_H1: SsmDtype.CONV,
     Family.KIMI_LINEAR: SsmDtype.ALWAYS_FLOAT32,
+    Family.JAMBA: SsmDtype.CONV,  # mamba1_state_dtype → _mamba_state_dtype
 }
 
 _ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2}
