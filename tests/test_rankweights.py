@@ -145,3 +145,17 @@ def test_falcon_h1_itemised_by_hand():
     assert p.mlp == 36 * 3 * 1_024 * 2_048 == 226_492_416
     assert p.total == 2 * 32_784 * 1_024 + 47_185_920 + 180_449_280 + 226_492_416 == 521_269_248
     assert sum(rows("falcon-h1-0.5b", tp_size=2).values()) == 521_269_248 * 2 // 2
+
+
+def test_vision_tower_shards_over_attention_tp():
+    # SGLang's VisionAttention (layers/attention/vision.py) and Qwen3_VisionMLP (qwen3_vl.py)
+    # take tp_size = get_attention_tp_size() unless --mm-enable-dp-encoder: under DP attention
+    # (attn_tp 1) every rank holds the whole tower. Qwen3.5-35B-A3B's tower, bf16:
+    vision = load_model("qwen3.5-35b-a3b").params.vision
+    assert vision == 443_510_784
+    tp = rows("qwen3.5-35b-a3b", tp_size=4)
+    dp = rows("qwen3.5-35b-a3b", tp_size=4, dp_size=4, enable_dp_attention=True)
+    assert tp["vision tower"] == vision * 2 // 4
+    assert dp["vision tower"] == vision * 2
+    half = rows("qwen3.5-35b-a3b", tp_size=4, dp_size=2, enable_dp_attention=True)
+    assert half["vision tower"] == vision * 2 // 2  # attn_tp 2
