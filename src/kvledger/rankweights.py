@@ -15,6 +15,7 @@ SGLang shards each part over its own group (defaults, no --enable-dp-lm-head,
   with `tp_size = 1 if use_data_parallel else get_attention_tp_size()`; `use_data_parallel`
   is --mm-enable-dp-encoder, off by default. So DP attention (attn_tp 1) puts the whole tower
   on every rank;
+- replicated layers (`ReplicatedLinear`, plain `nn.Linear`): whole on every rank;
 - MTP draft layers, only with speculative decoding: attention over attn_tp, the rest over tp.
 Bytes per parameter follow the quantization (`--quantization`, else the checkpoint's
 `quantization_config`; see `kvledger.model.quant`). `--weights-gib` overrides the total.
@@ -59,6 +60,7 @@ def _shards(dep: Deployment) -> tuple[Shard, ...]:
         Shard("mlp", "dense MLP, shared experts, routers", "tp"),
         Shard("experts", "routed experts", "tp"),
         Shard("vision", "vision tower", "attn_tp"),
+        Shard("replicated", "replicated layers", "replicated"),
         Shard("draft_attention", "MTP draft attention", "attn_tp"),
         Shard("draft_ffn", "MTP draft MLP / MoE", "tp"),
     )
