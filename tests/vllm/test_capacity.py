@@ -108,8 +108,11 @@ def test_013_refuses_align_mode():
                        rules="vllm-0.13", available_gib=40)
 
 
-def test_dsa_models_are_refused_clearly():
-    with pytest.raises(ValueError, match="not modelled by kvledger; use --engine sglang"):
+def test_glm53_flash_on_one_rank_refuses_the_default_max_num_seqs():
+    # block 128 × cdiv(4,341,760, 128 × 1,024) = 4,352; 40 GiB // 11 × (4,352 × 1,024 +
+    # 1,088 × 132) B = 848 blocks < 1,024 sequences
+    with pytest.raises(KVCacheMemoryError, match=r"max_num_seqs \(1024\) exceeds available "
+                       r"Mamba cache blocks \(848\)"):
         make_vllm_plan("glm-5.3-flash", rules="vllm-0.33", available_gib=40)
 
 

@@ -4,7 +4,7 @@ Schema `kvledger.vllm-plan/1`: schema, engine "vllm", model{name, family}, rules
 deployment{every VllmDeployment field, defaults resolved}, layout{max_model_len,
 prefix_caching, mamba_cache_mode, attention_bytes_per_token, mamba_real_page_bytes,
 granule_tokens, block_tokens, page_bytes, mamba_padding_bytes, groups[{kind, num_layers}],
-bytes_per_block}, ledgers{memory, per_block, per_request, lost_per_request, lost_per_rank},
+bytes_per_block, indexer_page_bytes, indexer_layers, kpool_tail}, ledgers{memory, per_block, per_request, lost_per_request, lost_per_rank},
 capacity{available_bytes, num_blocks, blocks_per_request, max_concurrency, logged_tokens,
 attention_token_slots, max_num_seqs, binding, lost_bytes}, notes[], ignored_flags[].
 """
@@ -40,6 +40,8 @@ def vllm_plan_json(plan: VllmPlan, ignored_flags: tuple[str, ...] = ()) -> dict[
             "block_tokens": lay.block_tokens, "page_bytes": lay.page_bytes,
             "mamba_padding_bytes": al.mamba_padding_bytes if al else 0,
             "groups": [{"kind": g.kind, "num_layers": g.num_layers} for g in lay.groups],
+            "indexer_page_bytes": lay.indexer.page_bytes if lay.indexer else None,
+            "indexer_layers": lay.num_indexer_layers, "kpool_tail": lay.kpool_tail,
             "bytes_per_block": lay.bytes_per_block,
         },
         "ledgers": {"memory": ledger_json(led.memory), "per_block": ledger_json(led.per_block),

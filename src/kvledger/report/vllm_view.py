@@ -17,7 +17,7 @@ def layout_table(plan: VllmPlan) -> Table:
     table.add_column("quantity")
     table.add_column("value", justify="right")
     att = lay.attention
-    kind = "MLA latent" if att.mla else f"{att.num_kv_heads} KV heads × 2 × {att.head_size}"
+    kind = ("fp8_ds_mla row" if att.fp8_ds_mla else "MLA latent") if att.mla else f"{att.num_kv_heads} KV heads × 2 × {att.head_size}"
     table.add_row("attention bytes per token per layer", f"{att.bytes_per_token:,} ({kind}, "
                   f"{att.itemsize} B)")
     if lay.mamba is not None and lay.alignment is not None:
@@ -32,9 +32,14 @@ def layout_table(plan: VllmPlan) -> Table:
                       f"{lay.mamba_cache_mode.value} / {'on' if lay.prefix_caching else 'off'}")
     else:
         table.add_row("block size (tokens)", f"{lay.block_tokens}")
-    table.add_row("page (bytes, every layer)", f"{lay.page_bytes:,}")
+    table.add_row("page (bytes, every layer)" if lay.indexer is None else
+                  "latent page (bytes, every MLA and state layer)", f"{lay.page_bytes:,}")
+    if lay.indexer is not None:
+        table.add_row("indexer page (bytes)",
+                      f"{lay.indexer.page_bytes:,} × {lay.num_indexer_layers} layers")
     table.add_row("KV-cache groups", " + ".join(f"{g.num_layers} {g.kind}" for g in lay.groups))
-    table.add_row("bytes per block (group size × page)", f"{lay.bytes_per_block:,}")
+    table.add_row("bytes per block (group size × page)" if lay.indexer is None else
+                  "bytes per block (Σ latent and indexer pages)", f"{lay.bytes_per_block:,}")
     return table
 
 

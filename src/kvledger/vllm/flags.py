@@ -78,6 +78,16 @@ _REFUSED = {"--pipeline-parallel-size": "1", "-pp": "1", "--cpu-offload-gb": "0"
             "--num-gpu-blocks-override": None, "--prefill-context-parallel-size": "1",
             "--decode-context-parallel-size": "1", "-dcp": "1"}
 _MODEL_FLAGS = ("--model",)
+# SGLang's spellings of flags that change memory: vLLM's parser rejects them ("unrecognized
+# arguments"); skipping them would plan a different deployment than the one meant.
+_SGLANG_SPELLINGS = {
+    "--tp": "--tensor-parallel-size / -tp", "--tp-size": "--tensor-parallel-size / -tp",
+    "--dp": "--data-parallel-size / -dp", "--dp-size": "--data-parallel-size / -dp",
+    "--context-length": "--max-model-len", "--mem-fraction-static": "--gpu-memory-utilization",
+    "--max-running-requests": "--max-num-seqs", "--page-size": "--block-size",
+    "--mamba-ssm-dtype": "--mamba-ssm-cache-dtype",
+    "--disable-radix-cache": "--no-enable-prefix-caching",
+}
 # --dtype: kvledger's state and KV "auto" dtypes are 2-byte (the embedded checkpoints are bf16)
 _TWO_BYTE_DTYPES = frozenset({"auto", "bfloat16", "float16", "half"})
 # Switches vLLM knows that take no value; every other unknown flag skips the words up to the
@@ -140,6 +150,9 @@ def parse_vllm_command(argv: Sequence[str] | str) -> ParsedVllm:
             raise DeploymentError(f"{word!r}: a vLLM command takes its model as the first word "
                                   "after `vllm serve`, or --model")
         flag, eq, inline = word.partition("=")
+        if flag in _SGLANG_SPELLINGS:
+            raise DeploymentError(f"{flag}: SGLang's spelling; vLLM takes "
+                                  f"{_SGLANG_SPELLINGS[flag]}")
         if flag in _SWITCHES:
             if eq:
                 raise DeploymentError(f"{flag}: a switch takes no value")

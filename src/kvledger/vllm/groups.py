@@ -48,3 +48,20 @@ def kv_cache_groups(layers_by_kind: dict[str, int]) -> list[KVCacheGroup]:
 def group_size(groups: list[KVCacheGroup]) -> int:
     """Layers per group: the tensors each block spans (`max(len(group.layer_names))`)."""
     return max(g.num_layers for g in groups)
+
+
+def glm5_next_groups(*, num_mla: int, num_mamba: int) -> list[KVCacheGroup]:
+    """GLM-5.3-Flash (KDA + sparse MLA): `_get_kv_cache_groups_glm5_next`
+    (vllm/v1/core/kv_cache_planning.py). One group holds every MLA and indexer layer; the
+    state layers split round-robin into cdiv(state layers, MLA layers) groups
+    (`_pp_balanced_mamba_group_count` without pipeline parallelism), each padded to the MLA page
+    and aliased onto the MLA tensors, so they add groups but no bytes per block.
+
+    >>> [(g.kind, g.num_layers) for g in glm5_next_groups(num_mla=11, num_mamba=34)]
+    [('attention', 11), ('mamba', 9), ('mamba', 9), ('mamba', 8), ('mamba', 8)]
+    """
+    count = cdiv(num_mamba, num_mla)
+    return [KVCacheGroup(kind="attention", num_layers=num_mla)] + [
+        KVCacheGroup(kind="mamba", num_layers=len(range(i, num_mamba, count)))
+        for i in range(count)
+    ]

@@ -37,7 +37,12 @@ from kvledger.units import cdiv
 
 # The checkpoints kvledger embeds are all bfloat16; vLLM's `auto` dtypes follow the model.
 MODEL_ITEMSIZE = 2
-
+# MLAAttentionSpec.real_page_size_bytes with cache_dtype_str "fp8_ds_mla": block × 656
+# (512 fp8 latent + 4 fp32 scales + 64 bf16 rope, vllm/v1/attention/backends/mla/flashmla_sparse.py).
+FP8_DS_MLA_ROW_BYTES = 656
+# Indexer.__init__ (model_executor/models/deepseek_v2.py): the k cache row is
+# head_dim + head_dim // quant_block_size × 4 bytes, uint8 (fp8 values + one fp32 scale per 128).
+INDEXER_QUANT_BLOCK = 128
 
 
 
@@ -49,9 +54,13 @@ class AttentionLayer:
     itemsize: int
     block_tokens: int
     page_size_padded: int | None = None
+    # `fp8_ds_mla`: sparse MLA's packed fp8 row (MLAAttentionSpec.real_page_size_bytes).
+    fp8_ds_mla: bool = False
 
     @property
     def bytes_per_token(self) -> int:
+        if self.fp8_ds_mla:
+            return FP8_DS_MLA_ROW_BYTES
         if self.mla:
             return (
                 self.num_kv_heads  # 1 latent "head"
@@ -74,6 +83,36 @@ class AttentionLayer:
 
     def max_memory_usage_bytes(self, max_model_len: int) -> int:
         return cdiv(max_model_len, self.block_tokens) * self.page_bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IndexerLayer:
+    """`DeepseekV32IndexerCache.get_kv_cache_spec`: an MLAAttentionSpec of one uint8 row per
+    stored state (head_size = index_head_dim + index_head_dim // 128 × 4) and the attention
+    block size. With a kpool indexer (GLM-5.3-Flash, `index_kpool` k) a state covers k tokens
+    (`tokens_per_state`), so a block holds block_tokens // k rows.
+
+    >>> IndexerLayer(head_dim=128, block_tokens=64, tokens_per_state=1).page_bytes
+    8448
+    """
+
+    head_dim: int  # index_head_dim, elements
+    block_tokens: int
+    tokens_per_state: int = 1
+
+    @property
+    def row_bytes(self) -> int:
+        return (
+            self.head_dim  # fp8 values, 1 B each
+            + self.head_dim // INDEXER_QUANT_BLOCK * 4  # one fp32 scale per 128 values
+        )
+
+    @property
+    def page_bytes(self) -> int:
+        return (
+            self.block_tokens // self.tokens_per_state  # states per block
+            * self.row_bytes  # B per state
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,7 +151,10 @@ class SsmDtype(Enum):
 
     CONV = "conv dtype"  # MambaStateDtypeCalculator._mamba_state_dtype: same as the conv state
     CONFIG = "config mamba_ssm_dtype"  # Qwen3.5: the checkpoint's pinned dtype
-    FLOAT32 = "float32 default"  # Nemotron-H: float32 unless the flag says otherwise
+    # Nemotron-H: NemotronHForCausalLMConfig.update_mamba_ssm_cache_dtype (models/config.py)
+    # takes the HF config's mamba_ssm_cache_dtype, else DEFAULT_MAMBA_SSM_CACHE_DTYPE "float32"
+    # (earlier releases defaulted to float16 there).
+    FLOAT32 = "float32 default"
     ALWAYS_FLOAT32 = "always float32"  # KDA: kda_state_dtype returns float32 for the recurrence
 
 
@@ -124,6 +166,8 @@ SSM_DTYPE_RULE: dict[Family, SsmDtype] = {
     Family.FALCON_H1: SsmDtype.CONV,
     Family.KIMI_LINEAR: SsmDtype.ALWAYS_FLOAT32,
     Family.JAMBA: SsmDtype.CONV,  # mamba1_state_dtype → _mamba_state_dtype
+    # Glm5NextForCausalLM.get_mamba_state_dtype_from_config: MambaStateDtypeCalculator.kda_state_dtype
+    Family.GLM5_NEXT: SsmDtype.ALWAYS_FLOAT32,
 }
 
 _ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2}

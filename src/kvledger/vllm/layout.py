@@ -6,9 +6,11 @@ Decisions, in vLLM's order:
    (`MambaModelConfig.verify_and_update_config`): prefix caching on → align, off → none.
 3. Per-layer specs (kvledger.vllm.layers), sharded by --tensor-parallel-size.
 4. Block size: --block-size or the CUDA default (16; 64 for MLA without Mamba layers, the
-   FlashMLA block), then for hybrids `_align_hybrid_block_size` (kvledger.vllm.align) and
-   the Mamba page padded to the attention page.
-5. KV-cache groups (kvledger.vllm.groups).
+   FlashMLA block; always 64 for sparse MLA, FlashMLASparse), then for hybrids
+   `_align_hybrid_block_size` (kvledger.vllm.align) and the Mamba page padded to the
+   attention page (sparse MLA: the latent page; the indexer row is not counted there).
+5. KV-cache groups (kvledger.vllm.groups): sparse MLA puts latent and indexer layers in one
+   group of mixed pages; GLM-5.3-Flash adds its state groups and the kpool tail.
 
 >>> from kvledger.model.config import load_model
 >>> from kvledger.vllm.rules import RULES
@@ -28,11 +30,12 @@ from kvledger.model.arch import AttnKind, LinearKind, ModelArch, ShardingError
 from kvledger.units import cdiv
 from kvledger.vllm.align import BlockAlignment, align_block
 from kvledger.vllm.deploy import KV_CACHE_DTYPES, VllmDeployment
-from kvledger.vllm.groups import KVCacheGroup, group_size, kv_cache_groups
+from kvledger.vllm.groups import KVCacheGroup, glm5_next_groups, group_size, kv_cache_groups
 from kvledger.vllm.layers import (
     MODEL_ITEMSIZE,
     SSM_DTYPE_RULE,
     AttentionLayer,
+    IndexerLayer,
     MambaLayer,
     state_itemsizes,
 )
@@ -40,6 +43,9 @@ from kvledger.vllm.rules import MambaCacheMode, VllmRules
 
 CUDA_DEFAULT_BLOCK = 16  # CudaPlatform.check_and_update_config when --block-size is unset
 FLASHMLA_BLOCK = 64  # FlashMLA's only block size
+# CudaPlatform.check_and_update_config: "Forcing kv cache block size to 64 for FlashMLASparse
+# backend" whenever the config has `index_topk` (sparse MLA), whatever --block-size says.
+FLASHMLA_SPARSE_BLOCK = 64
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,6 +62,13 @@ class VllmLayout:
     alignment: BlockAlignment | None  # None: no Mamba layers
     groups: tuple[KVCacheGroup, ...]
     notes: tuple[str, ...] = ()
+    # Sparse MLA (DSA): the indexer k cache of each layer that owns an indexer; its layers sit
+    # in the attention group (UniformTypeKVCacheSpecs), each with its own page.
+    indexer: IndexerLayer | None = None
+    num_indexer_layers: int = 0
+    # GLM-5.3-Flash's kpool tail: a one-block scratch group per request (KpoolTailSpec),
+    # aliased onto the indexer pages.
+    kpool_tail: bool = False
 
     @property
     def block_tokens(self) -> int:
@@ -71,9 +84,22 @@ class VllmLayout:
         return group_size(list(self.groups))
 
     @property
+    def indexer_block_bytes(self) -> int:
+        """The indexer pages one block id spans (0 without sparse MLA)."""
+        if self.indexer is None:
+            return 0
+        return self.num_indexer_layers * self.indexer.page_bytes
+
+    @property
     def bytes_per_block(self) -> int:
-        """`_get_kv_cache_bytes_per_block`: the largest group's summed per-layer pages."""
-        return self.group_size * self.page_bytes
+        """`_get_kv_cache_bytes_per_block`: the largest group's summed per-layer pages.
+
+        With sparse MLA the attention group is one UniformTypeKVCacheSpecs whose pages differ
+        (latent and indexer rows), so a block spans Σ pages: MLA layers × latent page + indexer
+        layers × indexer page. GLM-5.3-Flash's state and tail groups alias those tensors
+        (`_glm5_next_tensor_layout`, v1/core/kv_cache_planning.py) and add nothing.
+        """
+        return self.group_size * self.page_bytes + self.indexer_block_bytes
 
     def blocks_for_len(self, tokens: int) -> int:
         """Blocks one request of `tokens` tokens takes from the shared pool: Σ over groups of
@@ -85,6 +111,8 @@ class VllmLayout:
             else:
                 assert self.mamba is not None
                 total += self.mamba.blocks_per_request
+        if self.kpool_tail:
+            total += 1  # KpoolTailSpec.max_admission_blocks_per_request
         return total
 
     def blocks_per_request(self) -> int:
@@ -103,15 +131,16 @@ def _attention(model: ModelArch, dep: VllmDeployment) -> AttentionLayer:
             raise DeploymentError(f"--tensor-parallel-size {tp}: {exc}") from None
         return AttentionLayer(mla=False, num_kv_heads=heads, head_size=model.gqa.head_dim,
                               itemsize=itemsize, block_tokens=CUDA_DEFAULT_BLOCK)
+    assert model.mla is not None
+    head = model.mla.kv_lora_rank + model.mla.qk_rope_head_dim
     if model.attn is AttnKind.MLA:
-        assert model.mla is not None
-        return AttentionLayer(mla=True, num_kv_heads=1,
-                              head_size=model.mla.kv_lora_rank + model.mla.qk_rope_head_dim,
+        return AttentionLayer(mla=True, num_kv_heads=1, head_size=head,
                               itemsize=itemsize, block_tokens=FLASHMLA_BLOCK)
-    raise DeploymentError(
-        f"{model.name}: {model.attn.value} (sparse MLA with an indexer) under --engine vllm is "
-        "not modelled by kvledger; use --engine sglang for this model"
-    )
+    # DSA: DeepseekV32ForCausalLM.verify_and_update_config (model_executor/models/config.py)
+    # turns any fp8 --kv-cache-dtype into the packed "fp8_ds_mla" row; bfloat16 stays auto.
+    return AttentionLayer(mla=True, num_kv_heads=1, head_size=head, itemsize=itemsize,
+                          block_tokens=FLASHMLA_SPARSE_BLOCK,
+                          fp8_ds_mla=dep.kv_cache_dtype.startswith("fp8"))
 
 
 def _mamba(model: ModelArch, dep: VllmDeployment, align: bool) -> MambaLayer:
@@ -177,7 +206,12 @@ def vllm_layout(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
                      "register KV-cache layers of their own in vLLM; kvledger counts only the "
                      "target model's layers and the extra state blocks")
     hybrid = model.is_hybrid
-    if dep.block_size is not None:
+    sparse = model.attn is AttnKind.DSA
+    if sparse:
+        if dep.block_size not in (None, FLASHMLA_SPARSE_BLOCK):
+            notes.append(f"--block-size {dep.block_size}: vLLM forces 64 for the FlashMLASparse "
+                         "backend (sparse MLA)")
+    elif dep.block_size is not None:
         attention = replace(attention, block_tokens=dep.block_size)
     elif hybrid:
         attention = replace(attention, block_tokens=CUDA_DEFAULT_BLOCK)
@@ -186,9 +220,11 @@ def vllm_layout(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
     if hybrid:
         align = mode is MambaCacheMode.ALIGN
         mamba = _mamba(model, dep, align)
+        # The kernel block alignment is max(the backend's smallest kernel block, block_size):
+        # FlashMLASparse takes 64 only, so the forced 64 acts as the user's block.
         granule = rules.granule_tokens(
-            user_block=dep.block_size, mla=attention.mla, align=align,
-            gdn=model.state is not None and model.state.kind.value == "gdn",
+            user_block=FLASHMLA_SPARSE_BLOCK if sparse else dep.block_size, mla=attention.mla,
+            align=align, gdn=model.state is not None and model.state.kind.value == "gdn",
             arch=None if gpu is None else gpu.arch)
         alignment = align_block(attn_bytes_per_token=attention.bytes_per_token,
                                 mamba_page_bytes=mamba.real_page_bytes, granule_tokens=granule,
@@ -201,7 +237,28 @@ def vllm_layout(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
                 model.state is not None and model.state.kind.value == "gdn":
             notes.append("no --gpu: the GDN prefill checkpoint alignment (Hopper, FlashInfer) "
                          "is not applied to the block size")
+    indexer, num_indexer, tail = None, 0, False
+    if sparse:
+        assert model.indexer is not None
+        indexer = IndexerLayer(head_dim=model.indexer.head_dim, block_tokens=attention.block_tokens,
+                               tokens_per_state=model.indexer.kpool)
+        num_indexer = sum(layer.has_indexer for layer in model.full_layers)
+        tail = hybrid and model.indexer.kpool > 1
+        if num_indexer < model.num_full_layers:
+            notes.append(f"{num_indexer} of {model.num_full_layers} sparse-MLA layers own an "
+                         "indexer; the shared (skip_topk) layers are counted without an indexer "
+                         "cache")
+        if tail:
+            notes.append(f"kpool indexer ({model.indexer.kpool} tokens per index key): "
+                         f"{indexer.block_tokens // model.indexer.kpool} index rows per block, "
+                         "plus one tail block per request (KpoolTailSpec)")
+    if sparse and hybrid:
+        groups = glm5_next_groups(num_mla=model.num_full_layers,
+                                  num_mamba=model.num_linear_layers)
+    else:
+        groups = kv_cache_groups(counts)
     return VllmLayout(model=model, deployment=dep, rules=rules, gpu=gpu, max_model_len=max_len,
                       prefix_caching=caching, mamba_cache_mode=mode, attention=attention,
-                      mamba=mamba, alignment=alignment, groups=tuple(kv_cache_groups(counts)),
-                      notes=tuple(notes))
+                      mamba=mamba, alignment=alignment, groups=tuple(groups),
+                      notes=tuple(notes), indexer=indexer, num_indexer_layers=num_indexer,
+                      kpool_tail=tail)

@@ -26,7 +26,12 @@ from kvledger.model.config import load_model
 from kvledger.units import GiB, cdiv
 from kvledger.vllm.capacity import VllmCapacity, vllm_capacity
 from kvledger.vllm.deploy import VllmDeployment
-from kvledger.vllm.layout import CUDA_DEFAULT_BLOCK, VllmLayout, vllm_layout
+from kvledger.vllm.layout import (
+    CUDA_DEFAULT_BLOCK,
+    FLASHMLA_SPARSE_BLOCK,
+    VllmLayout,
+    vllm_layout,
+)
 from kvledger.vllm.memory import KVMemory, kv_memory
 from kvledger.vllm.rules import DEFAULT_VLLM_RULES, get_vllm_rules
 
@@ -67,6 +72,12 @@ def _per_block(lay: VllmLayout) -> Ledger:
     rows = [LedgerRow(component="layer page", count=lay.group_size, unit_bytes=lay.page_bytes,
                       detail=f"{lay.block_tokens} tokens × {lay.attention.bytes_per_token} B "
                              "(one tensor per group slot)")]
+    if lay.indexer is not None:
+        ix = lay.indexer
+        rows.append(LedgerRow(component="indexer page", count=lay.num_indexer_layers,
+                              unit_bytes=ix.page_bytes,
+                              detail=f"{ix.block_tokens // ix.tokens_per_state} index rows × "
+                                     f"{ix.row_bytes} B (fp8 + fp32 scale)"))
     memo = []
     if lay.mamba is not None:
         memo.append(LedgerRow(component="Mamba state (real)", count=1,
@@ -107,13 +118,21 @@ def _lost_per_request(lay: VllmLayout) -> Ledger:
                                   count=tail * group.num_layers,
                                   unit_bytes=lay.attention.bytes_per_token,
                                   detail=f"{tail} tokens × {group.num_layers} layers"))
-            if lay.block_tokens > CUDA_DEFAULT_BLOCK and lay.mamba is not None:
-                kernel_tail = cdiv(lay.max_model_len, CUDA_DEFAULT_BLOCK) * CUDA_DEFAULT_BLOCK \
+            if lay.indexer is not None:
+                rows.append(LedgerRow(
+                    component="last indexer block, empty tail",
+                    count=tail // lay.indexer.tokens_per_state * lay.num_indexer_layers,
+                    unit_bytes=lay.indexer.row_bytes,
+                    detail=f"{tail // lay.indexer.tokens_per_state} rows × "
+                           f"{lay.num_indexer_layers} layers"))
+            kernel = FLASHMLA_SPARSE_BLOCK if lay.indexer is not None else CUDA_DEFAULT_BLOCK
+            if lay.block_tokens > kernel and lay.mamba is not None:
+                kernel_tail = cdiv(lay.max_model_len, kernel) * kernel \
                     - lay.max_model_len
                 memo.append(LedgerRow(
                     component="of which block inflation", count=(tail - kernel_tail) * group.num_layers,
                     unit_bytes=lay.attention.bytes_per_token,
-                    detail=f"block {lay.block_tokens} vs the kernel's {CUDA_DEFAULT_BLOCK}"))
+                    detail=f"block {lay.block_tokens} vs the kernel's {kernel}"))
         else:
             assert lay.mamba is not None
             blocks = lay.mamba.blocks_per_request
@@ -179,6 +198,13 @@ def make_vllm_plan(
             weights = arch.weight_bytes // lay.deployment.tensor_parallel_size
             notes.append(f"weights estimated from the config: {weights / GiB:,.2f} GiB per rank; "
                          "override with --weights-gib (vLLM logs 'Model loading took X GiB')")
+        budget = gpu_spec.memory_bytes * lay.deployment.gpu_memory_utilization
+        if weights >= budget:
+            raise ValueError(
+                f"weights of {weights / GiB:,.2f} GiB per rank do not fit in "
+                f"--gpu-memory-utilization {lay.deployment.gpu_memory_utilization:g} × "
+                f"{gpu_spec.name}'s {gpu_spec.memory_bytes / GiB:,.2f} GiB "
+                f"({budget / GiB:,.2f} GiB); raise --tensor-parallel-size or pass --weights-gib")
     memory = kv_memory(available_gib=available_gib,
                        kv_cache_memory_bytes=dep.kv_cache_memory_bytes,
                        total_bytes=None if gpu_spec is None else gpu_spec.memory_bytes,

@@ -20,6 +20,24 @@ Sources (files under `vllm/` of each release):
   `int(max_concurrency × max_model_len)`; the CUDA-graph estimate is subtracted from the
   available memory (default since v0.21); `gpu_memory_utilization` defaults to 0.92.
 
+What each 0.33 rule rests on:
+- MLA granule ≥ 128: `_align_hybrid_block_size` sets
+  `kernel_block_alignment_size = max(kernel_block_alignment_size, 128)` when
+  `model_config.use_mla` ("TRTLLM/FlashInfer MLA decode kernels require the physical number of
+  kernel blocks to be aligned to 128 / kernel_block_size"), read in a patch anchored on it;
+  a GLM-5.3-Flash deployment's 3,584-token block (TP 2, fp8) agrees.
+- null block out of the admission check: `get_kv_cache_configs` and
+  `check_enough_kv_cache_memory` (v1/core/kv_cache_planning.py) pass
+  `available − _pool_bytes_per_block(groups)` to `_check_enough_kv_cache_memory`, read.
+- ceil on requested memory: `v1/worker/utils.request_memory`,
+  `math.ceil(total_memory × gpu_memory_utilization)`, read.
+- 0.92: `vllm/config/cache.py`, `gpu_memory_utilization = Field(default=0.92, …)`, quoted by
+  a deployment audit of the release (older releases: 0.9).
+- GDN lcm 64 on Hopper: `_resolve_gdn_prefill_backend` (model_executor/layers/mamba/gdn/)
+  does pick FlashInfer's prefill on SM90 (and on SM10.x with head_k_dim 128 and CUDA ≥ 13);
+  the lcm with its 64-token checkpoint in `_align_hybrid_block_size` comes from the oracle
+  notes, not from source kvledger could read, and is applied on Hopper only.
+
 >>> r13, r33 = RULES["vllm-0.13"], RULES["vllm-0.33"]
 >>> r13.hybrid_prefix_caching_default, r33.hybrid_prefix_caching_default
 (False, True)

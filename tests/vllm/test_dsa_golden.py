@@ -1,0 +1,131 @@
+"""Sparse MLA (DSA) under vLLM: DeepSeek-V3.2, GLM-5.2 and GLM-5.3-Flash (KDA + DSA).
+
+Every number is derived by hand from vLLM's source:
+- latent row: MLAAttentionSpec.real_page_size_bytes (vllm/v1/kv_cache_interface.py): block ×
+  (kv_lora_rank + rope) × itemsize, or block × 656 with cache_dtype_str "fp8_ds_mla", which
+  DeepseekV32ForCausalLM.verify_and_update_config (model_executor/models/config.py) sets for any
+  fp8 --kv-cache-dtype;
+- indexer row: Indexer.__init__ / DeepseekV32IndexerCache.get_kv_cache_spec
+  (model_executor/models/deepseek_v2.py): MLAAttentionSpec(head_size = 128 + 128 // 128 × 4,
+  uint8) = 132 B per stored state;
+- block: CudaPlatform.check_and_update_config forces 64 for FlashMLASparse; hybrids then go
+  through Platform._align_hybrid_block_size with the latent bytes per token only;
+- groups: get_kv_cache_groups → UniformTypeKVCacheSpecs (one group of latent + indexer
+  layers) and, for GLM-5.3-Flash, _get_kv_cache_groups_glm5_next (v1/core/kv_cache_planning.py):
+  cdiv(34, 11) = 4 state groups padded to the latent page, plus the kpool tail group;
+- bytes per block: _glm5_next_tensor_layout / get_kv_cache_config_from_groups,
+  Σ latent pages + Σ indexer pages (state and tail pages alias them);
+- blocks per request: _max_memory_usage_bytes_from_groups: cdiv(max_model_len, block) for the
+  attention group + (2 + spec) per state group in align mode + 1 for the tail.
+"""
+
+from __future__ import annotations
+
+from kvledger.gpus import get_gpu
+from kvledger.model.config import load_model
+from kvledger.units import GiB
+from kvledger.vllm.deploy import VllmDeployment
+from kvledger.vllm.layout import vllm_layout
+from kvledger.vllm.plan import make_vllm_plan
+from kvledger.vllm.rules import RULES, MambaCacheMode
+
+R13, R33 = RULES["vllm-0.13"], RULES["vllm-0.33"]
+H200 = get_gpu("h200")
+
+
+def lay(name, rules=R33, tp=1, **kw):
+    return vllm_layout(load_model(name), VllmDeployment(tensor_parallel_size=tp, **kw), rules,
+                       H200)
+
+
+def test_deepseek_v32_bf16_one_group_of_mixed_pages():
+    lo = lay("deepseek-v3.2")
+    assert lo.block_tokens == 64  # FlashMLASparse
+    assert lo.attention.bytes_per_token == (512 + 64) * 2 == 1152
+    assert lo.page_bytes == 64 * 1152 == 73_728
+    assert lo.indexer.row_bytes == 132 and lo.indexer.page_bytes == 64 * 132 == 8_448
+    assert [(g.kind, g.num_layers) for g in lo.groups] == [("attention", 61)]
+    assert lo.bytes_per_block == 61 * (73_728 + 8_448) == 5_012_736
+    assert lo.blocks_per_request() == 163_840 // 64 == 2_560
+
+
+def test_deepseek_v32_fp8_is_the_656_byte_row():
+    lo = lay("deepseek-v3.2", kv_cache_dtype="fp8")
+    assert lo.attention.fp8_ds_mla and lo.attention.bytes_per_token == 656
+    assert lo.bytes_per_block == 61 * (64 * 656 + 64 * 132) == 3_076_352
+
+
+def test_deepseek_v32_capacity_from_the_logged_memory():
+    p = make_vllm_plan("deepseek-v3.2", rules="vllm-0.33", available_gib=40)
+    cap = p.capacity
+    assert cap.num_blocks == 40 * GiB // 5_012_736 == 8_568
+    assert cap.logged_tokens == int(8_568 / 2_560 * 163_840) == 548_352
+    rows = {r.component: r.total_bytes for r in p.ledgers.per_block.rows}
+    assert rows == {"layer page": 61 * 73_728, "indexer page": 61 * 8_448}
+    assert p.ledgers.per_block.total_bytes == 5_012_736
+
+
+def test_sparse_mla_ignores_block_size_flag_with_a_note():
+    lo = lay("deepseek-v3.2", block_size=16)
+    assert lo.block_tokens == 64
+    assert any("forces 64" in n for n in lo.notes)
+
+
+def test_glm52_shared_layers_carry_no_indexer_cache():
+    lo = lay("glm-5.2")
+    assert lo.num_indexer_layers == 21  # indexer_types: 21 "full" of 78
+    assert lo.bytes_per_block == 78 * 64 * 1152 + 21 * 64 * 132 == 5_928_192
+    assert any("21 of 78" in n for n in lo.notes)
+
+
+def test_glm53_flash_tp4_033_align():
+    lo = lay("glm-5.3-flash", tp=4)
+    assert lo.mamba_cache_mode is MambaCacheMode.ALIGN
+    assert lo.attention.bytes_per_token == 512 * 2  # NoPE latent, bf16
+    # KDA state (kda_state_shape / kda_state_dtype): conv 3 × (3·64·128 / 4) bf16 + temporal
+    # (64 / 4, 128, 128) float32
+    assert lo.mamba.real_page_bytes == 3 * 6144 * 2 + 16 * 128 * 128 * 4 == 1_085_440
+    # granule 128 (MLA floor), cdiv(1,085,440, 128 × 1,024) = 9
+    assert lo.alignment.granule_tokens == 128 and lo.block_tokens == 1152
+    assert lo.page_bytes == 1152 * 1024 == 1_179_648
+    assert lo.indexer.page_bytes == 1152 // 4 * 132 == 38_016  # index_kpool 4
+    assert [(g.kind, g.num_layers) for g in lo.groups] == [
+        ("attention", 11), ("mamba", 9), ("mamba", 9), ("mamba", 8), ("mamba", 8)]
+    assert lo.kpool_tail
+    assert lo.bytes_per_block == 11 * 1_179_648 + 11 * 38_016 == 13_394_304
+    assert lo.blocks_per_request() == -(-1_048_576 // 1152) + 4 * 2 + 1 == 920
+
+
+def test_glm53_flash_013_none_mode_block():
+    lo = lay("glm-5.3-flash", R13, tp=4)
+    assert lo.mamba_cache_mode is MambaCacheMode.NONE
+    assert lo.block_tokens == 64 * -(-1_085_440 // (64 * 1024)) == 1088
+    assert lo.blocks_per_request() == -(-1_048_576 // 1088) + 4 + 1
+
+
+def test_glm53_flash_matches_a_published_deployment_layout():
+    # A GLM-5.3-Flash deployment on vLLM (TP 2, 7 MTP tokens, fp8 KV cache) records a
+    # 3,584-token scheduler block and a 2,351,104 B MLA page in its test fixtures
+    # (mla_block=3584, mla_page=2351104; KDA shapes ((10, 12288), (32, 128, 128))).
+    lo = lay("glm-5.3-flash", tp=2, kv_cache_dtype="fp8", num_speculative_tokens=7)
+    assert lo.mamba.shapes == ((10, 12288), (32, 128, 128))
+    assert lo.mamba.real_page_bytes == 10 * 12288 * 2 + 32 * 128 * 128 * 4 == 2_342_912
+    assert lo.block_tokens == 3584 and lo.page_bytes == 3584 * 656 == 2_351_104
+
+
+def test_glm53_flash_lost_bytes_itemise_latent_and_indexer_tails():
+    p = make_vllm_plan("glm-5.3-flash", VllmDeployment(tensor_parallel_size=8),
+                       rules="vllm-0.33", available_gib=90)
+    lo = p.layout
+    assert lo.block_tokens == 128 * -(-542_720 // (128 * 1024)) == 640
+    tail = -(-1_048_576 // 640) * 640 - 1_048_576
+    assert tail == 384
+    rows = {r.component: r.total_bytes for r in p.ledgers.lost_per_request.rows}
+    assert rows["last attention block, empty tail"] == 384 * 11 * 1024
+    assert rows["last indexer block, empty tail"] == 384 // 4 * 11 * 132
+    memo = {r.component: r for r in p.ledgers.lost_per_request.memo}
+    # FlashMLASparse's 64-token kernel block would leave no tail: 1,048,576 = 16,384 × 64
+    assert memo["of which block inflation"].count == 384 * 11
+    cap = p.capacity
+    assert cap.num_blocks == 90 * GiB // (11 * 640 * 1024 + 11 * 160 * 132) == 12_986
+    assert cap.blocks_per_request == 1_639 + 4 * 2 + 1 == 1_648
