@@ -11,13 +11,22 @@ In-run baseline: keying every request's pages (building its token ids and page k
 least a replay must touch per request). `replay_over_keying` says how many times that floor
 the whole replay costs; the timed replay includes its own keying.
 
+`--against SRC` also replays the same workloads with another checkout's package (SRC is
+its `src` directory, e.g. a `git worktree` of an older commit), alternating with this one
+`--rounds` times, and prints each workload's best replay time under both and the ratio
+(`now_over_then`; within 1.1 is the bar for a refactor that must not slow the replay).
+
     python bench/simulate.py [--trace PATH] [--generated 100000] [--workload chat] [--quick]
+                             [--against OLD/src --rounds 2]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -79,7 +88,50 @@ def main() -> None:
     parser.add_argument("--generated", type=int, default=100_000)
     parser.add_argument("--workload", default="chat", choices=sorted(GENERATORS))
     parser.add_argument("--quick", action="store_true", help="500 trace requests, 5,000 generated")
+    parser.add_argument("--against", type=Path, help="another checkout's src directory")
+    parser.add_argument("--rounds", type=int, default=2, help="alternating runs with --against")
     args = parser.parse_args()
+    if args.against is not None:
+        print(json.dumps(_compare(args), indent=2))
+        return
+    print(json.dumps(_run(args), indent=2))
+
+
+def _one_run(args: argparse.Namespace, src: Path | None) -> list[dict]:
+    """This script, without --against, in a fresh interpreter (with `src` first on the path)."""
+    cmd = [sys.executable, __file__, "--trace", str(args.trace), "--generated",
+           str(args.generated), "--workload", args.workload, *(["--quick"] if args.quick else [])]
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = f"{src.resolve()}{os.pathsep}{env.get('PYTHONPATH', '')}"
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def _compare(args: argparse.Namespace) -> list[dict]:
+    if not (args.against / "kvledger" / "__init__.py").is_file():
+        raise SystemExit(f"--against {args.against}: no kvledger package there")
+    if args.rounds < 1:
+        raise SystemExit(f"--rounds {args.rounds}: expected at least 1")
+    then: list[list[dict]] = []
+    now: list[list[dict]] = []
+    for _ in range(args.rounds):  # alternate, so both see the same machine load
+        then.append(_one_run(args, args.against))
+        now.append(_one_run(args, None))
+    rows = []
+    for i, first in enumerate(now[0]):
+        best_then = min(run[i]["replay_s"] for run in then)
+        best_now = min(run[i]["replay_s"] for run in now)
+        rows.append({"workload": first["workload"], "then_replay_s": best_then,
+                     "now_replay_s": best_now, "now_over_then": round(best_now / best_then, 3),
+                     "then_token_hit_rate": then[0][i]["token_hit_rate"],
+                     "now_token_hit_rate": first["token_hit_rate"],
+                     "then_usable_hit_rate": then[0][i]["usable_hit_rate"],
+                     "now_usable_hit_rate": first["usable_hit_rate"]})
+    return rows
+
+
+def _run(args: argparse.Namespace) -> list[dict]:
     out = []
     start = time.perf_counter()
     trace = read_trace(args.trace)
@@ -96,7 +148,7 @@ def main() -> None:
     generated = GENERATORS[args.workload].generate(GeneratorParams(num_requests=count))
     load = time.perf_counter() - start
     out.append(_measure(generated.name, generated, load, 120.0))
-    print(json.dumps(out, indent=2))
+    return out
 
 
 if __name__ == "__main__":

@@ -157,15 +157,29 @@ def _check_extra_buffer(page: int, draft_tokens: int) -> None:
                               f"{draft_tokens}\")")
 
 
-def _slots(model: ModelArch, dep: Deployment) -> tuple[int, int]:
-    if not model.is_hybrid:
-        return 0, 0
+def state_slots_per_request(dep: Deployment) -> tuple[int, int]:
+    """(reserved, held) state slots per running request of a hybrid model under `dep`
+    (its mamba strategy resolved).
+
+    Held is what a running request physically owns, as SGLang's HybridReqToTokenPool hands
+    it out (mem_cache/memory_pool.py, HybridReqToTokenPool.alloc): one working slot
+    (``mamba_pool_idx``) and, with extra_buffer, the ``mamba_ping_pong_track_buffer`` of
+    ``mamba_ping_pong_track_buffer_size`` slots — 2 with the overlap scheduler, 1 without.
+    Reserved is the planning ratio the pool is sized with (3 + track slots; no_buffer 3).
+
+    >>> state_slots_per_request(Deployment(mamba_strategy=MambaStrategy.EXTRA_BUFFER))
+    (5, 3)
+    """
     if dep.disable_radix_cache:
         return 1, 1
     track_slots = 1 if dep.disable_overlap_schedule else 2  # ping-pong checkpoint slots
     if dep.mamba_strategy is MambaStrategy.EXTRA_BUFFER:
         return 3 + track_slots, 1 + track_slots
     return 3, 1
+
+
+def _slots(model: ModelArch, dep: Deployment) -> tuple[int, int]:
+    return state_slots_per_request(dep) if model.is_hybrid else (0, 0)
 
 
 def _check_requests_per_worker(dep: Deployment, rules: RuleSet, notes: list[str]) -> None:

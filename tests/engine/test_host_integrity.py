@@ -7,7 +7,9 @@ from dataclasses import replace
 import pytest
 
 from engine.engine_factories import CheckedCache, assert_same, first_mismatch, tiny_model
-from kvledger.cache import HybridCache
+from kvledger.cache import CheckpointMode, HybridCache
+from kvledger.cache.hicache_tier import HiCacheTier
+from kvledger.cache.token_rows import TokenRows
 from kvledger.engine.cached import PrefixCache, prefix_cache
 from kvledger.engine.fresh import FreshCache
 from kvledger.engine.loop import Engine
@@ -38,7 +40,7 @@ def _corrupt_first_backed_up_page(cache) -> None:
     (bytes 128..131 of a 132-byte row: 128 fp8 codes, then the float32 scale)."""
     tree = cache.tree
     node = next(n for n in tree.root.children.values() if n.full.host_value is not None)
-    host = cache.tier.host
+    host = cache.tier.ctrl.host
     page = int(node.full.host_value[0]) // tree.page_size
     host.kv.canonical[page, 0, 0, 128:132] = 0x7F  # a scale of about 3.4e38
 
@@ -46,7 +48,7 @@ def _corrupt_first_backed_up_page(cache) -> None:
 def _run_with_corruption(verify_loadbacks: bool):
     cache = prefix_cache(WORKLOAD.config, WORKLOAD.sizes, host=WORKLOAD.host).cache
     if not verify_loadbacks:
-        cache.tier.transfers.digests = None  # no digests: what a tier without checks does
+        cache.tier.ctrl.transfers.digests = None  # no digests: what a tier without checks does
     engine = _engine(CheckedCache(PrefixCache(cache)))
     first = run_script(engine, FIRST, WORKLOAD.max_new_tokens)
     _corrupt_first_backed_up_page(cache)
@@ -56,8 +58,8 @@ def _run_with_corruption(verify_loadbacks: bool):
 
 def test_a_corrupted_host_page_is_refused_and_recomputed(fresh_outputs):
     cache, outputs = _run_with_corruption(verify_loadbacks=True)
-    assert cache.tier.verifying  # on by default in the library controller
-    assert cache.tier.transfers.digests.mismatches == 1
+    assert cache.tier.ctrl.verifying  # on by default in the library controller
+    assert cache.tier.ctrl.transfers.digests.mismatches == 1
     assert cache.stats.loadback_failures == 1
     assert cache.stats.loadback_tokens > 0  # the other three prompts still loaded back
     assert_same(outputs, fresh_outputs)
@@ -81,8 +83,9 @@ def test_a_host_row_narrower_than_the_device_row_is_refused():
 def test_a_host_tier_must_share_the_caches_tree():
     pools = build_device_pools(WORKLOAD.config, WORKLOAD.sizes)
     other = RadixTree(page_size=16, mamba_chunk_tokens=16)
-    controller = build_host_tier(pools, other, HostTier())
+    tier = HiCacheTier(build_host_tier(pools, other, HostTier()), unit_tokens=1)
     with pytest.raises(ValueError, match="share this tree"):
-        HybridCache(kv=pools.kv, token_allocator=pools.token_allocator,
-                    state_allocator=pools.state_allocator,
-                    tree=RadixTree(page_size=16, mamba_chunk_tokens=16), host=controller)
+        HybridCache(rows=TokenRows(pools.kv, pools.token_allocator),
+                    states=pools.state_allocator, held_slots_per_request=3,
+                    mode=CheckpointMode.TRACKED,
+                    tree=RadixTree(page_size=16, mamba_chunk_tokens=16), host=tier)

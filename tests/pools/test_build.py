@@ -10,8 +10,9 @@ from kvledger.deploy import Deployment, KVDtype
 from kvledger.launch import parse_flags
 from kvledger.plan import make_plan
 from kvledger.pools.accounting import account
-from kvledger.pools.build import ScaleDown, build_pools, scale_plan
+from kvledger.pools.build import ScaleDown, build_pools
 from kvledger.rules import RULES
+from kvledger.scaling import scale_plan
 
 CONFIGS = sorted(p for p in SHARED_CONFIGS.glob("*.json"))
 

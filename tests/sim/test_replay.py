@@ -14,7 +14,6 @@ from kvledger.sim.config import SimConfig
 from kvledger.sim.generators import GENERATORS, GeneratorParams
 from kvledger.sim.replay import simulate
 from kvledger.sim.series import Constraint
-from kvledger.sim.workload import WorkloadError
 from sim.sim_factories import from_prompts, prompts, request, small_plan, workload
 
 APART_MS = 1e7  # far enough apart that each request runs alone
@@ -87,11 +86,20 @@ def test_a_request_that_can_never_fit_is_reported_unfinished():
     assert result.summary.counters.finished == 1
 
 
-def test_non_hybrid_model_is_refused_with_the_reason():
+def test_a_dense_model_simulates_without_a_state_component():
+    """Llama-3.1-8B (GQA, page 1): the facade without states, SGLang's RadixCache rules —
+    every cached token is a match point, so the whole shared prefix is a usable hit."""
     from kvledger.plan import make_plan
 
-    with pytest.raises(WorkloadError, match="no linear-attention layers"):
-        simulate(make_plan("llama-3.1-8b"), workload(request(0, 0, {1: 10})))
+    w = workload(request(0, 0, {1: 100}), request(1, 1e7, {1: 100, 2: 20}))
+    result = simulate(make_plan("llama-3.1-8b"), w, SimConfig(integrity_every_steps=1))
+    s = result.summary
+    # Request 0 caches its 100 prompt tokens and 7 fed outputs at release; request 1 matches
+    # its prompt but the last token: the 100 tokens of segment 1.
+    assert {r.rid: (r.hit_tokens, r.usable_hit_tokens) for r in result.requests} == {
+        0: (0, 0), 1: (100, 100)}
+    assert (s.state_slots, s.evicted_slots, s.counters.checkpoints_saved) == (0, 0, 0)
+    assert s.counters.finished == 2
 
 
 @pytest.mark.parametrize(("name", "deploy"), [

@@ -1,9 +1,19 @@
-"""The facade where device pools, the radix tree and the host tier meet (`hybrid`), and
-what it records per running request (`seq`)."""
+"""The one place where device memory, the radix tree and the host tier meet.
+
+- `hybrid`: `HybridCache`, the facade (admit, extend, commit, decode, release, eviction);
+- `seq`: what it records per running request (`CacheSeq`), answers (`Extension`,
+  `Shortfall`) and counts (`CacheStats`); `CheckpointMode`;
+- `page_rows`: accounting mode's request memory (numpy page ids; the simulator);
+- `token_rows`: real-bytes mode's request memory (torch pools; the engine, `verify`);
+- `accounting`: the accounting facade for one rank of a plan;
+- `tier`: the `HostTier` protocol and its null object `NoHostTier`;
+- `hicache_tier`: `HiCacheTier`, SGLang's HiCache controller as a `HostTier` (torch);
+- `host_stats`: what a host tier reports.
+"""
 
 from __future__ import annotations
 
 from kvledger.cache.hybrid import HybridCache
-from kvledger.cache.seq import STATE_SLOTS_PER_REQUEST, CacheSeq, CacheStats, Extension
+from kvledger.cache.seq import CacheSeq, CacheStats, CheckpointMode, Extension, Shortfall
 
-__all__ = ["STATE_SLOTS_PER_REQUEST", "CacheSeq", "CacheStats", "Extension", "HybridCache"]
+__all__ = ["CacheSeq", "CacheStats", "CheckpointMode", "Extension", "HybridCache", "Shortfall"]

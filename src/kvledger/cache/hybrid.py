@@ -1,293 +1,464 @@
-"""HybridCache: the facade where device pools, the radix tree and the host tier meet.
+"""HybridCache: the one facade where device memory, the radix tree and the host tier meet.
 
-The tree stores indices, pools own memory, the host tier copies bytes; only this facade
-moves indices between them. It knows token ids and slots, never the model. A request's life
-(page P, checkpoint grid G = ``tree.mamba_checkpoint_tokens``, a multiple of P)::
+The tree stores indices, the rows own request memory, the host tier copies bytes; only this
+facade moves indices between them. Two modes run this same code, differing only in the
+rows object: real bytes (`TokenRows`: torch pools, the tree keys tokens; the reference
+engine and `kvledger verify`) and accounting (`PageRows`: numpy page ids, the tree keys whole
+pages; the simulator, no torch). All lengths here are tokens; ``unit`` converts tree lengths.
 
-    admit     match prompt[:-1]; load back host-only KV (root first) and the best node's
-              state; lock the best node; copy its state into the request's slot (COW)
-    extend    slots for the next chunk, evicting unlocked tree entries when short; save the
-              state at the branching point and at the chunk's last grid point
-    commit    insert the prefix up to that grid point (an unfinished request), lock it
-    release   insert up to the last grid point the request reached, free the rest, unlock
+A request's life, as SGLang's MambaRadixCache and scheduler run it (page P, checkpoint grid
+G = lcm(linear chunk, P), decode track interval I)::
 
-Capacity is check-then-commit, so a running request never waits for memory. Pages: ``admit``
-reserves every page the request can still need (KV of ``prompt + max_new − 1`` tokens from
-its device hit on) out of free + evictable − reserved pages. State slots: a running request
-holds at most ``STATE_SLOTS_PER_REQUEST`` = 4 that cannot be evicted (working, track,
-branch, and the tree state its lock pins); every other state is free or evictable, so
-admitting while ``4 × running ≤ slots`` guarantees every later slot allocation (SGLang's
-planning ratio is the same idea: 3 + 2 slots per request with extra_buffer). ``admit``
-returns None when a request does not fit now. A page holds whole kpool groups, so a cached
-prefix never leaves an open group in the compress tail.
+    admit    match prompt[:-1]; lock the last device node; load a host hit back; reserve the
+             pages of the rest of the sequence; take the plan's held slots; copy the matched
+             state into the working slot (copy-on-write)
+    extend   slots for the next chunk; at most one checkpoint per forward
+             (schedule_batch.py, _mamba_radix_cache_v2_req_prepare_for_extend): the branching
+             point when the chunk reaches it, else the deepest grid point when the chunk
+             spans ≥ G tokens; in decode, every I tokens (_mamba_check_track_boundary)
+    commit   after a prefill forward, cache the prefix up to the tracked point
+             (cache_unfinished_req: the track state goes to the tree, a fresh slot replaces it)
+    release  cache up to the last tracked point with that track slot (cache_finished_req);
+             free the rest, unlock
 
->>> from kvledger.engine.config import TinyConfig
->>> from kvledger.engine.memory import PoolSizes, build_device_pools
->>> pools = build_device_pools(TinyConfig(), PoolSizes(num_pages=8, page_tokens=16))
->>> cache = HybridCache(kv=pools.kv, token_allocator=pools.token_allocator,
-...                     state_allocator=pools.state_allocator,
-...                     tree=RadixTree(page_size=16, mamba_chunk_tokens=16))
->>> prompt = np.arange(40)
->>> seq = cache.admit(prompt, final_tokens=41)           # nothing cached yet: 3 pages reserved
->>> ext = cache.extend(seq, 40)                          # the model runs the chunk here
->>> ext.checkpoints == ((32, seq.track_slot),)           # save the state after 32 tokens
+Capacity is check-then-commit. ``admit`` answers a `Shortfall` (nothing changed but tree
+recency) when request rows, pages (free + evictable − reserved) or state slots (free +
+evictable) are short, so a request waits instead of failing later; once admitted it never
+waits: its pages are reserved and its slots are held.
+
+>>> from kvledger.cache.page_rows import PageRows
+>>> from kvledger.pools.ids import StateSlotAllocator
+>>> from kvledger.tree import RadixTree
+>>> rows = PageRows(num_pages=8, page_tokens=16, num_rows=2)
+>>> tree = RadixTree(page_size=1, mamba_chunk_tokens=1)        # grid: one 16-token page
+>>> cache = HybridCache(rows=rows, tree=tree, states=StateSlotAllocator(num_slots=6),
+...                     held_slots_per_request=3, mode=CheckpointMode.TRACKED)
+>>> keys = np.arange(3)                                    # page keys of a 41-token sequence
+>>> seq = cache.admit(keys, prompt_tokens=40, final_tokens=41)  # 3 pages reserved, 3 slots held
+>>> cache.extend(seq, 40).checkpoints == ((32, seq.slots[1]),)  # save the state after 32
 True
->>> cache.commit(seq, prompt, 40, cache_unfinished=True) # tokens 0..31 and that state cached
->>> cache.release(seq, np.r_[prompt, [7]])
->>> cache.admit(prompt, final_tokens=41).computed_tokens # the next request starts at 32
+>>> cache.commit(seq, keys, 40, cache_unfinished=True)          # tokens 0..31 and that state
+>>> cache.release(seq, keys)
+>>> cache.admit(keys, prompt_tokens=40, final_tokens=41).usable_hit_tokens
 32
 >>> cache.check_integrity()
 """
 
 from __future__ import annotations
 
-import numpy as np
-import torch
+from typing import Protocol
 
-from kvledger.cache.seq import STATE_SLOTS_PER_REQUEST, CacheSeq, CacheStats, Extension
-from kvledger.host.backup import path_spans
-from kvledger.host.controller import HiCacheController
-from kvledger.host.device_only import DeviceOnlyTier
+import numpy as np
+
+from kvledger.cache.seq import CacheSeq, CacheStats, CheckpointMode, Extension, Shortfall
+from kvledger.cache.tier import HostTier, NoHostTier
 from kvledger.host.results import LoadStatus
-from kvledger.pools.hybrid import HybridLinearKVPool
-from kvledger.pools.ids import StateSlotAllocator
+from kvledger.pools.ids import IdAllocator, StateSlotAllocator
 from kvledger.pools.paged import PagedTokenAllocator
-from kvledger.tree import RadixTree
+from kvledger.tree import Node, RadixTree
 from kvledger.units import cdiv
 
 _FAILED_LOADBACKS = (LoadStatus.NO_ROOM, LoadStatus.FAILED)
 
 
+class Rows(Protocol):
+    """Request memory in one mode (`PageRows`, `TokenRows`)."""
+
+    page_tokens: int
+    unit_tokens: int  # tokens per tree key
+    writes_rows: bool  # whether every position's slot is written (real bytes)
+    allocator: PagedTokenAllocator  # what a host tier frees into and allocates from
+    pages: IdAllocator
+
+    @property
+    def num_free_pages(self) -> int: ...
+    @property
+    def num_free_rows(self) -> int: ...
+    @property
+    def max_context_tokens(self) -> int | None: ...
+    def alloc_row(self) -> int: ...
+    def free_row(self, row: int) -> None: ...
+    def hold_prefix(self, seq: CacheSeq, indices: np.ndarray) -> None: ...
+    def grow(self, seq: CacheSeq, end_tokens: int, pages: int) -> None: ...
+    def values(self, seq: CacheSeq, num_tokens: int) -> np.ndarray: ...
+    def adopt(self, seq: CacheSeq, num_tokens: int, values: np.ndarray, *,
+              changed: bool) -> None: ...
+    def own_page_ids(self, seq: CacheSeq) -> np.ndarray: ...
+    def free_own(self, seq: CacheSeq) -> None: ...
+    def free_values(self, values: np.ndarray) -> None: ...
+    def page_ids(self, values: np.ndarray) -> np.ndarray: ...
+    def copy_state(self, src: int, dst: int) -> None: ...
+    def check_integrity(self) -> None: ...
+
+
 class HybridCache:
-    def __init__(self, *, kv: HybridLinearKVPool, token_allocator: PagedTokenAllocator,
-                 state_allocator: StateSlotAllocator, tree: RadixTree,
-                 host: HiCacheController | None = None) -> None:
-        if tree.page_size != token_allocator.page_tokens:
-            raise ValueError(f"tree page {tree.page_size} != token page {token_allocator.page_tokens}")
-        if kv.mamba_pool is None:
-            raise ValueError("HybridCache: the pools have no state pool")
-        if host is not None and (host.tree is not tree
-                                 or host.device.token_allocator is not token_allocator
-                                 or host.device.state_allocator is not state_allocator):
+    def __init__(self, *, rows: Rows, tree: RadixTree, states: StateSlotAllocator | None,
+                 held_slots_per_request: int, mode: CheckpointMode,
+                 track_interval_tokens: int | None = None, host: HostTier | None = None) -> None:
+        page, unit = rows.page_tokens, rows.unit_tokens
+        if tree.page_size * unit != page:
+            raise ValueError(f"tree page {tree.page_size} × {unit} tokens per key != page {page}")
+        if (mode is CheckpointMode.NONE) != (states is None):
+            raise ValueError(f"HybridCache: mode {mode.value} and a state allocator "
+                             "go together (a dense model has neither)")
+        least = {CheckpointMode.TRACKED: 2, CheckpointMode.EXACT: 1, CheckpointMode.NONE: 0}[mode]
+        if held_slots_per_request < least or (mode is CheckpointMode.NONE and held_slots_per_request):
+            raise ValueError(f"held_slots_per_request {held_slots_per_request}: mode "
+                             f"{mode.value} holds {least}" + ("" if least == 0 else " or more"))
+        if host is not None and not host.serves(tree, rows.allocator, states):
             raise ValueError("HybridCache: the host tier must share this tree and allocators")
-        self.kv = kv
-        self.tokens = token_allocator
-        self.states = state_allocator
-        self.tree = tree
-        self.tier = (host if host is not None
-                     else DeviceOnlyTier(tree, token_allocator, state_allocator))
-        self.page = token_allocator.page_tokens
-        self.grid = tree.mamba_checkpoint_tokens
-        self.req_to_token = kv.req_to_token_pool
-        self.reserved_pages = 0
+        self.rows, self.tree, self.states, self.mode = rows, tree, states, mode
+        self.page, self.unit = page, unit
+        self.units_per_page = page // unit
+        self.grid = tree.mamba_checkpoint_tokens * unit
+        self.interval = track_interval_tokens or self.grid
+        if self.interval % page:
+            raise ValueError(f"track interval {self.interval}: not a multiple of the {page}-token page")
+        self.held_slots = held_slots_per_request
+        self.writes_rows = rows.writes_rows
+        self.tracked = mode is CheckpointMode.TRACKED
+        self.track_slots = held_slots_per_request - 1 if self.tracked else 0
+        self.tier: HostTier = host if host is not None else NoHostTier(tree, rows.allocator, states)
+        self.reserved_pages = 0  # promised to running requests, not yet allocated
+        self.own_pages = 0  # pages running requests own (allocated, not the tree's)
+        self.held_slots_total = 0  # state slots running requests hold
         self.running: dict[int, CacheSeq] = {}  # row -> seq
         self.stats = CacheStats()
 
-    # ---- admission -------------------------------------------------------------------------
+    # ---- capacity ----------------------------------------------------------------------------
 
-    def admit(self, prompt: np.ndarray, final_tokens: int) -> CacheSeq | None:
-        """Match, reserve, load back and lock for a request that will compute KV for
-        ``final_tokens`` tokens; None (nothing changed but tree recency) when it does not fit."""
-        if not 1 <= len(prompt) <= final_tokens:
-            raise ValueError(f"admit: need 1 ≤ prompt ({len(prompt)}) ≤ final_tokens ({final_tokens})")
-        if final_tokens > self.req_to_token.max_context_tokens:
-            raise ValueError(f"admit: {final_tokens} tokens exceed the request row width "
-                             f"{self.req_to_token.max_context_tokens}")
-        if (self.req_to_token.rows.num_free == 0
-                or (len(self.running) + 1) * STATE_SLOTS_PER_REQUEST > self.states.capacity):
-            return None
-        match = self.tree.match_prefix(prompt[: len(prompt) - 1])
-        best = match.best_match_node
-        on_device = [n for n, _, _ in path_spans(best) if n.full.value is not None]
-        anchors = dict.fromkeys([*on_device[-1:], match.last_device_node])
-        guards = [self.tree.lock(n) for n in anchors if n.parent is not None]
-        if best.parent is not None and best.full.host_value is not None:
-            # Making room for state slots may back states up (write_back) and evict host LRU
-            # entries: pin the host copy this request is about to load back.
-            guards.append(self.tree.lock_host(best))
-        branch = match.mamba_branching_seqlen
+    def available_pages(self) -> int:
+        """Free pages plus pages eviction could free (unlocked tree entries)."""
+        return self.rows.num_free_pages + self.tree.sizes().full_evictable_tokens // self.units_per_page
+
+    def available_slots(self) -> int:
+        if self.states is None:
+            return 0
+        return self.states.num_free + self.tree.sizes().mamba_evictable_slots
+
+    def never_fits(self, final_tokens: int) -> str | None:
+        """Why a request computing KV for `final_tokens` could not run even alone, if so."""
+        pages, capacity = cdiv(final_tokens, self.page), self.rows.pages.capacity
+        if pages > capacity:
+            return f"needs {pages} token pages, the pool has {capacity}"
+        if self.states is not None and self.held_slots > self.states.capacity:
+            return f"needs {self.held_slots} state slots, the pool has {self.states.capacity}"
+        return None
+
+    # ---- admission ---------------------------------------------------------------------------
+
+    def admit(self, keys: np.ndarray, *, prompt_tokens: int,
+              final_tokens: int) -> CacheSeq | Shortfall:
+        """Match, reserve, hold slots, load back and lock for a request of `prompt_tokens`
+        that will compute KV for `final_tokens` positions; `keys` are the tree keys of its
+        sequence (token ids, or page keys). A `Shortfall` (falsy) when it does not fit now."""
+        if not 1 <= prompt_tokens <= final_tokens:
+            raise ValueError(f"admit: need 1 ≤ prompt ({prompt_tokens}) ≤ final_tokens ({final_tokens})")
+        width = self.rows.max_context_tokens
+        if width is not None and final_tokens > width:
+            raise ValueError(f"admit: {final_tokens} tokens exceed the request row width {width}")
+        page, unit, tree = self.page, self.unit, self.tree
+        match = tree.match_prefix(keys[: (prompt_tokens - 1) // page * page // unit])
+        last, best = match.last_device_node, match.best_match_node
+        device_tokens = match.device_hit_length * unit
+        guards = [tree.lock(last)] if last.parent is not None else []
         # If the loadback fails the request recomputes from its device hit: reserve for that.
-        need_pages = cdiv(final_tokens, self.page) - match.device_hit_length // self.page
-        if not self._fits(need_pages):
+        need_pages = cdiv(final_tokens, page) - device_tokens // page
+        sizes = tree.sizes()
+        short = Shortfall(
+            rows=self.rows.num_free_rows == 0,
+            pages=need_pages > self.rows.num_free_pages - self.reserved_pages
+            + sizes.full_evictable_tokens // self.units_per_page,
+            slots=self.states is not None
+            and self.held_slots > self.states.num_free + sizes.mamba_evictable_slots)
+        if short:
             for guard in guards:
-                self.tree.unlock(guard)
-            return None
-        row = int(self.req_to_token.alloc(1)[0])
-        seq = CacheSeq(row=row, state_slot=0, track_slot=0, branch_slot=None, branch_tokens=None,
-                       track_tokens=None, computed_tokens=0, allocated_tokens=0, cached_tokens=0,
-                       receipt=None, reserved_pages=need_pages)
-        self.reserved_pages += need_pages
-        self.running[row] = seq
-        seq.state_slot = self._alloc_slot(seq)
-        seq.track_slot = self._alloc_slot(seq)
-        loaded = self.tier.loadback(match, request_slot=None)
-        assert loaded.status is not LoadStatus.QUEUED, "the facade drives a synchronous host tier"
-        self._take(seq, pages=loaded.loaded_tokens // self.page)
-        node = loaded.node
+                tree.unlock(guard)
+            return short
+        host_hit = best is not last
+        if host_hit:
+            # Making room (slots, loadback pages) may evict device entries and, under
+            # write_back, host ones: pin, while admitting, the device prefix the loadback
+            # stitches onto and the host copies it reads.
+            anchor = _deepest_on_device(best)
+            if anchor is not last and anchor.parent is not None:
+                guards.append(tree.lock(anchor))
+            guards.append(tree.lock_host(best))
+        seq = CacheSeq(row=self.rows.alloc_row(), prompt_tokens=prompt_tokens,
+                       final_tokens=final_tokens)
+        if self.held_slots:
+            slots = self._alloc_slots(self.held_slots)
+            assert slots is not None, "state slots vanished between check and commit"
+            seq.slots = slots
+            self.held_slots_total += self.held_slots
+        node, indices = last, match.device_indices
+        if host_hit:
+            loaded = self.tier.loadback(match)
+            if loaded.status is LoadStatus.QUEUED:
+                raise RuntimeError("the facade drives a synchronous host tier")
+            node, indices = loaded.node, loaded.device_indices
+            self.stats.loadback_tokens += loaded.loaded_tokens * unit
+            self.stats.loadback_states += int(loaded.loaded_state)
+            self.stats.loadback_failures += int(loaded.status in _FAILED_LOADBACKS)
         if node.parent is not None:
-            seq.receipt = self.tree.lock(node)
-            self.kv.mamba_pool.copy_slot(int(node.mamba.value), seq.state_slot)
+            if guards and guards[0].node is node and not host_hit:
+                seq.receipt = guards.pop(0)  # the admission lock becomes the request's
+            else:
+                seq.receipt = tree.lock(node)
             self.tier.on_hit(node)
+            if self.states is not None:
+                self.rows.copy_state(int(node.mamba.value), seq.slots[0])
         for guard in guards:
-            self.tree.unlock(guard)
-        hit = loaded.hit_tokens
+            tree.unlock(guard)
+        hit = len(indices) * unit
+        self.rows.hold_prefix(seq, indices)
         seq.computed_tokens = seq.allocated_tokens = seq.cached_tokens = hit
-        if hit:
-            self.req_to_token.write_extend(rows=[row], prefix_lens=[0], seq_lens=[hit],
-                                           token_locs=np.array(loaded.device_indices))
-        if branch is not None and branch > hit:
-            seq.branch_tokens, seq.branch_slot = branch, self._alloc_slot(seq)
-        self.stats.admitted += 1
-        self.stats.prefix_hit_tokens += hit
-        self.stats.loadback_tokens += loaded.loaded_tokens
-        self.stats.loadback_states += int(loaded.loaded_state)
-        self.stats.loadback_failures += int(loaded.status in _FAILED_LOADBACKS)
+        seq.held_pages = hit // page
+        need_pages -= (hit - device_tokens) // page  # loaded-back pages came from the tier
+        seq.reserved_pages = need_pages
+        self.reserved_pages += need_pages
+        branch = match.mamba_branching_seqlen
+        if self.tracked and branch is not None and branch * unit > hit:
+            seq.branch_tokens = branch * unit
+        seq.hit_tokens = match.full_kv_hit_length * unit
+        seq.usable_hit_tokens = hit
+        self.running[seq.row] = seq
+        st = self.stats
+        st.admitted += 1
+        st.prompt_tokens += prompt_tokens
+        st.hit_tokens += seq.hit_tokens
+        st.prefix_hit_tokens += hit
         return seq
 
-    def _fits(self, pages: int) -> bool:
-        evictable = self.tree.sizes().full_evictable_tokens // self.page
-        return self.tokens.num_free_pages + evictable - self.reserved_pages >= pages
-
-    # ---- chunks ----------------------------------------------------------------------------
+    # ---- chunks and decode -------------------------------------------------------------------
 
     def extend(self, seq: CacheSeq, num_new_tokens: int) -> Extension:
-        """Slots for positions computed .. computed+n−1 and the states to save on the way."""
+        """Slots for positions computed .. computed+n−1 and the state to save on the way."""
         start = seq.computed_tokens
         end = start + num_new_tokens
         if seq.allocated_tokens != start:
             raise RuntimeError(f"request row {seq.row}: extend before the last chunk was committed")
-        if num_new_tokens < 1 or end > self.req_to_token.max_context_tokens:
-            raise ValueError(f"extend: {num_new_tokens} tokens from {start} do not fit the row")
-        last = int(self.req_to_token.req_to_token[seq.row, start - 1]) if start else -1
-        pages = self.tokens.pages_needed_extend([start], [end])
-        self._make_room(pages=pages)
-        locs = self.tokens.alloc_extend([start], [end], [last])
-        if locs is None:
-            raise RuntimeError("reservation accounting broken: no pages after eviction")
-        self._take(seq, pages=pages)
+        if num_new_tokens < 1 or end > seq.final_tokens:
+            raise ValueError(f"extend: {num_new_tokens} tokens from {start} pass the request's "
+                             f"{seq.final_tokens} positions")
+        self._grow(seq, end)
         seq.allocated_tokens = end
-        self.req_to_token.write_extend(rows=[seq.row], prefix_lens=[start], seq_lens=[end],
-                                       token_locs=locs)
-        checkpoints = []
-        if seq.branch_tokens is not None and start < seq.branch_tokens <= end:
-            checkpoints.append((seq.branch_tokens, seq.branch_slot))
-        grid_end = end // self.grid * self.grid
-        if grid_end > start and grid_end != seq.branch_tokens:
-            checkpoints.append((grid_end, seq.track_slot))
-            seq.track_tokens = grid_end
-        row = self.req_to_token.read(seq.row, end).to(torch.int64)
-        return Extension(token_locs=row, checkpoints=tuple(checkpoints))
-
-    def commit(self, seq: CacheSeq, tokens: np.ndarray, num_new_tokens: int, *,
-               cache_unfinished: bool) -> None:
-        """The chunk ran: insert the branching state, and the prefix so far when prefilling."""
-        seq.computed_tokens += num_new_tokens
-        branch = seq.branch_tokens
-        if branch is not None and branch <= seq.computed_tokens:
-            slot, seq.branch_slot, seq.branch_tokens = seq.branch_slot, None, None
-            if self._insert(seq, tokens[:branch], slot):
-                self.stats.branch_states += 1
+        if not self.tracked:
+            return Extension(checkpoints=())
+        if start < seq.prompt_tokens:
+            branch = seq.branch_tokens
+            if branch is not None and start < branch <= end:
+                seq.branch_tokens = None
+                return Extension(checkpoints=((branch, self._track(seq, branch, branch=True)),))
+            if num_new_tokens >= self.grid:  # SGLang: extend length ≥ mamba_cache_chunk_size
+                at = end // self.grid * self.grid
             else:
-                self.states.free([slot])
-        if cache_unfinished and self._insert_track(seq, tokens):
-            seq.track_slot = self._alloc_slot(seq)
+                return Extension(checkpoints=())
+        elif end // self.interval > start // self.interval:
+            at = end // self.interval * self.interval
+        else:
+            return Extension(checkpoints=())
+        return Extension(checkpoints=((at, self._track(seq, at)),))
 
-    def release(self, seq: CacheSeq, tokens: np.ndarray) -> None:
-        """Cache the finished request's KV up to its last grid point; free everything else."""
-        freed = [seq.state_slot] + ([seq.branch_slot] if seq.branch_slot is not None else [])
-        if not self._insert_track(seq, tokens):
-            freed.append(seq.track_slot)
-        self.states.free(freed)
-        own = self.req_to_token.read(seq.row, seq.allocated_tokens)[seq.cached_tokens:]
-        self.tokens.free(own.numpy().astype(np.int64))
+    def commit(self, seq: CacheSeq, keys: np.ndarray, num_new_tokens: int, *,
+               cache_unfinished: bool) -> None:
+        """The forward ran; after a prefill forward cache the prefix so far."""
+        seq.computed_tokens += num_new_tokens
+        if cache_unfinished:
+            self._cache(seq, keys, finishing=False)
+
+    def decode(self, seq: CacheSeq, steps: int) -> None:
+        """`steps` decode tokens at once (accounting mode's stride: extend + commit of each
+        fed token, with the decode checkpoint at the last interval point crossed). Real bytes
+        decode through `extend` / `commit`, one token per forward."""
+        if self.writes_rows:
+            raise RuntimeError("decode strides are for accounting mode; extend one token instead")
+        before = seq.computed_tokens
+        after = before + steps
+        if after > seq.held_pages * self.page:
+            self._grow(seq, after)
+        seq.computed_tokens = seq.allocated_tokens = after
+        if self.tracked and after // self.interval > before // self.interval:
+            self._track(seq, after // self.interval * self.interval)
+
+    def _track(self, seq: CacheSeq, at: int, *, branch: bool = False) -> int:
+        index = seq.next_track
+        seq.last_track_tokens, seq.last_track_index = at, index
+        seq.last_track_branch = branch
+        if self.track_slots == 2:
+            seq.next_track = 3 - index  # ping-pong: the other slot takes the next checkpoint
+        return seq.slots[index]
+
+    def _grow(self, seq: CacheSeq, end: int) -> None:
+        pages = cdiv(end, self.page) - seq.held_pages
+        if pages > 0:
+            if pages > seq.reserved_pages:
+                raise RuntimeError(f"request row {seq.row} allocates beyond its reservation")
+            short = pages - self.rows.num_free_pages
+            if short > 0:
+                self._evict(full_units=short * self.units_per_page)
+            seq.reserved_pages -= pages
+            self.reserved_pages -= pages
+            seq.held_pages += pages
+            self.own_pages += pages
+        else:
+            pages = 0
+        self.rows.grow(seq, end, pages)
+
+    # ---- caching and finishing ---------------------------------------------------------------
+
+    def release(self, seq: CacheSeq, keys: np.ndarray) -> None:
+        """Cache the finished request's prefix up to its last checkpoint; free the rest."""
+        self._cache(seq, keys, finishing=True)
+        self.rows.free_own(seq)
+        self.own_pages -= seq.held_pages - seq.cached_tokens // self.page
+        if seq.slots:
+            self.states.free(seq.slots)
+            self.held_slots_total -= len(seq.slots)
+            seq.slots = []
         if seq.receipt is not None:
             self.tree.unlock(seq.receipt)
-        self.req_to_token.free([seq.row])
+            seq.receipt = None
+        self.rows.free_row(seq.row)
         self.reserved_pages -= seq.reserved_pages
+        seq.reserved_pages = 0
         del self.running[seq.row]
 
-    # ---- tree inserts ----------------------------------------------------------------------
-
-    def _insert_track(self, seq: CacheSeq, tokens: np.ndarray) -> bool:
-        """Insert up to the tracked grid point; True if the tree took the track slot."""
-        length, seq.track_tokens = seq.track_tokens, None
-        if length is None or length <= seq.cached_tokens:
-            return False
-        return self._insert(seq, tokens[:length], seq.track_slot)
-
-    def _insert(self, seq: CacheSeq, tokens: np.ndarray, slot: int) -> bool:
-        """Insert ``tokens`` with ``slot`` as their end state and move the request's lock to
-        the new node; True if the tree adopted ``slot`` (else the caller still owns it)."""
-        locs = self.req_to_token.read(seq.row, len(tokens)).numpy().astype(np.int64)
-        result = self.tree.insert(tokens, locs, slot)
-        self.tier.on_insert(result)
-        if len(result.duplicate_indices):
-            self.tokens.free(result.duplicate_indices)
-            shared = self.tree.path_device_indices(result.node)
-            self.req_to_token.write_extend(rows=[seq.row], prefix_lens=[0],
-                                           seq_lens=[len(shared)], token_locs=np.array(shared))
-        self.stats.inserted_tokens += len(tokens) - result.prefix_length
-        if len(tokens) > seq.cached_tokens:
-            old, seq.receipt = seq.receipt, self.tree.lock(result.node)
-            seq.cached_tokens = len(tokens)
-            if old is not None:
-                self.tree.unlock(old)
-        return not result.mamba_existed
-
-    # ---- memory ----------------------------------------------------------------------------
-
-    def _alloc_slot(self, seq: CacheSeq) -> int:
-        self._make_room(slots=1)
-        slots = self.states.alloc(1)
-        if slots is None:
-            raise RuntimeError(f"request row {seq.row}: no state slot after eviction, although "
-                               f"{STATE_SLOTS_PER_REQUEST} per running request fit")
-        return int(slots[0])
-
-    def _take(self, seq: CacheSeq, *, pages: int) -> None:
-        if pages > seq.reserved_pages:
-            raise RuntimeError(f"request row {seq.row} allocates beyond its reservation")
-        seq.reserved_pages -= pages
-        self.reserved_pages -= pages
-
-    def _make_room(self, *, pages: int = 0, slots: int = 0) -> None:
-        short_pages = pages - self.tokens.num_free_pages
-        short_slots = slots - self.states.num_free
-        if short_pages <= 0 and short_slots <= 0:
+    def _cache(self, seq: CacheSeq, keys: np.ndarray, *, finishing: bool) -> None:
+        if self.tracked:
+            length, index = seq.last_track_tokens, seq.last_track_index
+            if length is None:
+                return
+            seq.last_track_tokens = None
+        else:
+            length, index = seq.computed_tokens // self.page * self.page, 0
+        if length <= seq.cached_tokens:
             return
-        freed = self.tier.evict_device(full_tokens=max(short_pages, 0) * self.page,
-                                       mamba_slots=max(short_slots, 0))
-        self.stats.evicted_tokens += freed.num_full_tokens
+        slot = None
+        if self.states is not None:
+            if finishing:
+                slot = seq.slots.pop(index)  # the tree takes the slot itself
+                self.held_slots_total -= 1
+            else:
+                fresh = self._alloc_slots(1)
+                if fresh is None:
+                    self.stats.checkpoints_skipped += 1
+                    return
+                if self.tracked:  # donate the track slot, keep the fresh one in its place
+                    slot, seq.slots[index] = seq.slots[index], fresh[0]
+                else:  # a copy of the working state
+                    slot = fresh[0]
+                    self.rows.copy_state(seq.slots[0], slot)
+        self._insert(seq, keys, length, slot, relock=not finishing)
+
+    def _insert(self, seq: CacheSeq, keys: np.ndarray, length: int, slot: int | None, *,
+                relock: bool) -> None:
+        rows, tree = self.rows, self.tree
+        values = rows.values(seq, length)
+        result = tree.insert(keys[: length // self.unit], values, slot)
+        self.tier.on_insert(result)
+        duplicates = result.duplicate_indices
+        if len(duplicates):
+            rows.free_values(duplicates)
+        if slot is not None:
+            if result.mamba_existed:
+                self.states.free([slot])
+                self.stats.checkpoints_existing += 1
+            else:
+                self.stats.checkpoints_saved += 1
+                self.stats.branch_states += int(seq.last_track_branch)
+        if len(duplicates):
+            rows.adopt(seq, length, tree.path_device_indices(result.node), changed=True)
+        else:
+            rows.adopt(seq, length, values, changed=False)
+        self.own_pages -= length // self.page - seq.cached_tokens // self.page
+        self.stats.inserted_tokens += length - result.prefix_length * self.unit
+        seq.cached_tokens = length
+        if relock:
+            old, seq.receipt = seq.receipt, tree.lock(result.node)
+            if old is not None:
+                tree.unlock(old)
+
+    # ---- memory ------------------------------------------------------------------------------
+
+    def _alloc_slots(self, count: int) -> list[int] | None:
+        states = self.states
+        short = count - states.num_free
+        if short > 0:
+            if short > self.tree.sizes().mamba_evictable_slots:
+                return None
+            self._evict(mamba_slots=short)
+        got = states.alloc(count)
+        return None if got is None else got.tolist()
+
+    def _evict(self, *, full_units: int = 0, mamba_slots: int = 0) -> None:
+        freed = self.tier.evict_device(full_tokens=full_units, mamba_slots=mamba_slots)
+        self.stats.evicted_tokens += freed.num_full_tokens * self.unit
         self.stats.evicted_states += freed.num_mamba_slots
 
     def check_integrity(self) -> None:
-        """Tree, pools and host tier consistent; every device page and state slot owned once,
-        by the tree or by one running request; reservations add up."""
-        self.tier.check_integrity()
-        self.kv.check_integrity()
-        self.tokens.check_integrity()
-        self.states.check_integrity()
-        sizes, seqs = self.tree.sizes(), self.running.values()
+        """Tree, rows and host tier consistent; every device page and state slot owned exactly
+        once, by the tree or by one running request; reservations and totals add up."""
+        seqs = list(self.running.values())
+        self.tier.check_integrity([s.receipt for s in seqs if s.receipt is not None])
+        self.rows.check_integrity()
+        if self.states is not None:
+            self.states.check_integrity()
+        tree_pages, tree_slots = _tree_ids(self.tree)
+        claimed = [self.rows.page_ids(tree_pages), *(self.rows.own_page_ids(s) for s in seqs)]
+        _check_ids("token pages", np.concatenate(claimed), self.rows.pages)
+        own = sum(s.held_pages - s.cached_tokens // self.page for s in seqs)
+        slots = [slot for s in seqs for slot in s.slots]
         laws = {
-            "token pages in use = tree pages + requests' own pages": (
-                self.tokens.num_pages - self.tokens.num_free_pages,
-                (sizes.full_evictable_tokens + sizes.full_protected_tokens) // self.page
-                + sum(cdiv(s.allocated_tokens, self.page) - s.cached_tokens // self.page
-                      for s in seqs)),
-            "state slots in use = tree states + requests' own slots": (
-                self.states.capacity - self.states.num_free,
-                sizes.mamba_evictable_slots + sizes.mamba_protected_slots
-                + sum(2 + (s.branch_slot is not None) for s in seqs)),
+            "own pages = Σ requests' own pages": (self.own_pages, own),
+            "held slots = Σ requests' slots": (self.held_slots_total, len(slots)),
             "reserved pages = Σ requests' reservations": (
                 self.reserved_pages, sum(s.reserved_pages for s in seqs)),
         }
-        if self.reserved_pages > self.tokens.num_free_pages + sizes.full_evictable_tokens // self.page:
-            raise RuntimeError(f"HybridCache: {self.reserved_pages} pages reserved, only "
-                               f"{self.tokens.num_free_pages} free + "
-                               f"{sizes.full_evictable_tokens // self.page} evictable")
         for law, (got, want) in laws.items():
             if got != want:
                 raise RuntimeError(f"HybridCache: {law} broken: {got} != {want}")
-        if len(self.running) * STATE_SLOTS_PER_REQUEST > self.states.capacity:
-            raise RuntimeError(f"{len(self.running)} running requests may pin more state slots "
-                               f"than the pool's {self.states.capacity}")
+        if self.states is not None:
+            _check_ids("state slots", np.array([*tree_slots, *slots], dtype=np.int64), self.states)
+        if any(len(s.slots) > self.held_slots for s in seqs):
+            raise RuntimeError(f"a request holds more than {self.held_slots} state slots")
+        if self.reserved_pages > self.available_pages():
+            raise RuntimeError(f"HybridCache: {self.reserved_pages} pages reserved, only "
+                               f"{self.available_pages()} free + evictable")
+
+
+def _deepest_on_device(node: Node) -> Node:
+    """The deepest node from the root to `node` whose FULL KV is on device (root if none)."""
+    path = []
+    while node.parent is not None:
+        path.append(node)
+        node = node.parent
+    deepest = node
+    for n in reversed(path):
+        if n.full.value is None:
+            break
+        deepest = n
+    return deepest
+
+
+def _tree_ids(tree: RadixTree) -> tuple[np.ndarray, list[int]]:
+    """Every device FULL value and state slot the tree holds (a full walk; for checks)."""
+    values: list[np.ndarray] = []
+    slots: list[int] = []
+    stack = list(tree.root.children.values())
+    while stack:
+        node = stack.pop()
+        if node.full.value is not None:
+            values.append(node.full.value)
+        if node.mamba.value is not None:
+            slots.append(int(node.mamba.value))
+        stack.extend(node.children.values())
+    return (np.concatenate(values) if values else np.zeros(0, dtype=np.int64)), slots
+
+
+def _check_ids(what: str, claimed: np.ndarray, allocator: IdAllocator) -> None:
+    claimed = np.sort(claimed)
+    if not np.array_equal(claimed, allocator.allocated()):
+        raise RuntimeError(f"{what}: the tree and the running requests claim {claimed.size} ids, "
+                           f"the allocator has {allocator.num_used} in use (an id held twice, "
+                           "leaked, or freed while held)")

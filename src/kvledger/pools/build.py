@@ -9,7 +9,8 @@ Every tensor's shape comes from the plan's specs and counts, never from a second
     draft pool     (T + P) × the MTP draft ledger, when speculating
 
 so allocated bytes equal ledger bytes by construction (`kvledger.pools.accounting` shows it).
-A scaled-down build re-plans capacity with SGLang's own caps — `--max-total-tokens`,
+A scaled-down build takes a plan re-planned on the planning side (`kvledger.scaling`) with
+SGLang's own caps — `--max-total-tokens`,
 `--max-mamba-cache-size`, `--max-running-requests` (the last two global, split over attention
 DP) — so the small pools are a real plan, not a shrunken copy. The "meta" device builds
 full-size pools that own no memory: shapes and bytes without allocating.
@@ -27,13 +28,11 @@ full-size pools that own no memory: shapes and bytes without allocating.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import torch
 
-from kvledger.capacity import plan_capacity
 from kvledger.deploy import StateDtype
-from kvledger.hicache import plan_host
 from kvledger.ledger import REQ_TO_TOKEN_EXTRA_TOKENS
 from kvledger.model.arch import AttnKind
 from kvledger.plan import Plan
@@ -47,8 +46,10 @@ from kvledger.pools.paged import PagedTokenAllocator
 from kvledger.pools.req_to_token import ReqToTokenPool
 from kvledger.pools.state import MambaPool
 from kvledger.resolve import CacheLayout
+from kvledger.scaling import ScaleDown, scale_plan
 from kvledger.specs import GqaRowSpec, LatentRowSpec, TailSpec
-from kvledger.units import align_up
+
+__all__ = ["DevicePools", "ScaleDown", "build_pools", "resolve_device", "scale_plan"]
 
 STATE_DTYPES = {
     StateDtype.FLOAT32: torch.float32,
@@ -56,64 +57,6 @@ STATE_DTYPES = {
     StateDtype.FLOAT16: torch.float16,
 }
 CONV_DTYPE = torch.bfloat16  # kvledger.resolve.CONV_ITEMSIZE: conv state follows the model dtype
-LAPTOP_TOKENS = 1024  # token slots per rank in a laptop build (rounded up to whole pages)
-LAPTOP_REQUESTS = 4  # running requests per rank in a laptop build (fewer when state binds)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ScaleDown:
-    """SGLang's capacity caps, applied on top of the plan's deployment; None keeps the plan's.
-
-    Semantics are the flags': `max_total_tokens` per rank, `max_mamba_cache_size` and
-    `max_running_requests` global (divided by attention DP).
-    """
-
-    max_total_tokens: int | None = None
-    max_mamba_cache_size: int | None = None
-    max_running_requests: int | None = None
-
-    @classmethod
-    def laptop(cls, plan: Plan) -> ScaleDown:
-        """1,024 tokens (whole pages), one request's state slots, ≤ 4 requests per rank.
-
-        Each cap applies only where the plan is larger.
-
-        Caps the user set in the deployment are kept as they are.
-        """
-        lay, cap = plan.layout, plan.capacity
-        dep, dp = lay.deployment, lay.deployment.attn_dp_size
-        slots = min(cap.state_slots, lay.slots_per_request) if lay.state is not None else None
-        return cls(
-            max_total_tokens=(
-                None if dep.max_total_tokens is not None
-                else min(cap.max_total_tokens, align_up(LAPTOP_TOKENS, lay.page_tokens))),
-            max_mamba_cache_size=(None if dep.max_mamba_cache_size is not None or slots is None
-                                  else slots * dp),
-            max_running_requests=(None if dep.max_running_requests is not None
-                                  else min(cap.max_running_requests, LAPTOP_REQUESTS) * dp),
-        )
-
-
-def scale_plan(plan: Plan, scale: ScaleDown) -> Plan:
-    """The same plan re-run with SGLang's capacity caps (ledgers do not depend on them)."""
-    caps = {name: getattr(scale, name) for name in
-            ("max_total_tokens", "max_mamba_cache_size", "max_running_requests")}
-    for name, value in caps.items():
-        if value is not None and value < 1:
-            raise ValueError(f"--{name.replace('_', '-')} {value}: expected a positive number")
-    dep = replace(plan.layout.deployment,
-                  **{name: value for name, value in caps.items() if value is not None})
-    layout = replace(plan.layout, deployment=dep)
-    capacity = plan_capacity(layout, plan.capacity.memory)
-    host = None
-    if plan.host is not None:
-        host = plan_host(layout, device_tokens=capacity.max_total_tokens,
-                         device_state_slots=capacity.state_slots,
-                         device_token_pool_bytes=capacity.token_pool_bytes,
-                         device_state_pool_bytes=capacity.state_pool_bytes)
-    return replace(plan, layout=layout, capacity=capacity, workload=None, host=host)
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DevicePools:
     """Everything one rank allocates on its device, and the plan it was built from."""
@@ -174,7 +117,8 @@ def _token_pool(lay: CacheLayout, has_indexer: tuple[bool, ...], slots: int,
 
 def build_pools(plan: Plan, device: torch.device | str = "cpu",
                 scale: ScaleDown | None = None) -> DevicePools:
-    """Allocate one rank's device pools for `plan` (re-planned with `scale` when given)."""
+    """Allocate one rank's device pools for `plan` (first re-planned by
+    `kvledger.scaling.scale_plan` with `scale`, when given)."""
     dev = resolve_device(device)
     if scale is not None:
         plan = scale_plan(plan, scale)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from kvledger.sim.host_port import HostStats
+from kvledger.cache.host_stats import HostStats
 from kvledger.sim.metrics import SimSummary
 
 SCHEMA = "kvledger.simulate/1"

@@ -6,7 +6,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from kvledger.sim.host_port import HostStats
+from kvledger.cache.host_stats import HostStats
 from kvledger.sim.metrics import SimSummary
 from kvledger.sim.series import Constraint
 from kvledger.units import GB, fmt_bytes

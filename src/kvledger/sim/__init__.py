@@ -1,0 +1,7 @@
+"""The simulator: a discrete-event replay of a workload through the cache facade in
+accounting mode (`kvledger.cache.accounting`).
+
+Files: replay (the clock and the scheduler), running (a request's schedule), config (step
+costs, budgets, cadence), metrics (counters and the summary), series (per-step rows),
+pages (page keys), workload / trace / generators / sources (what is replayed).
+"""

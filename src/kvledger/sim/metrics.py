@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kvledger.sim.host_port import HostStats
+from kvledger.cache.host_stats import HostStats
 from kvledger.sim.series import Constraint
 
 

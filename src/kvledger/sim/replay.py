@@ -8,9 +8,11 @@ request past its prefill decodes one token. A run of decode-only steps in which 
 change (no arrival could be admitted, no request finishes) is taken in one stride.
 
 Pools are sized from the plan, per rank: T / page token pages, K state slots, N requests.
-With attention DP, rank 0's round-robin share of the workload is replayed. With
---enable-hierarchical-cache, device eviction, backups and loadbacks go through the host tier
-(`kvledger.sim.host_tier`: SGLang's HiCache policies in accounting mode).
+With attention DP, rank 0's round-robin share of the workload is replayed. Every memory
+decision — admission, page reservation, chunked-prefill inserts, decode checkpoints, finish,
+release, eviction — is the cache facade's (`kvledger.cache.HybridCache` in accounting mode,
+the same code the reference engine runs in real bytes). With --enable-hierarchical-cache,
+device eviction, backups and loadbacks go through its host tier (SGLang's HiCache policies).
 
 Every request either finishes or is reported unfinished with the reason (it can never fit).
 """
@@ -25,18 +27,17 @@ from math import lcm
 
 import numpy as np
 
-from kvledger.deploy import MambaStrategy
+from kvledger.cache.accounting import accounting_cache
+from kvledger.cache.seq import Shortfall
 from kvledger.hicache import HostRules
 from kvledger.plan import Plan
 from kvledger.sim.config import SimConfig
-from kvledger.sim.device_cache import DeviceCache
-from kvledger.sim.host_port import HostTierFactory, NoHostTier
-from kvledger.sim.lifecycle import CheckpointMode, Lifecycle
 from kvledger.sim.metrics import Counters, RequestRecord, SimSummary, Unfinished
 from kvledger.sim.pages import PageKeyer
 from kvledger.sim.running import Running, kv_total_tokens
 from kvledger.sim.series import Constraint, TimeSeries, blocked_mask
 from kvledger.sim.workload import Workload, WorkloadError
+from kvledger.units import align_down
 
 Progress = Callable[[int, int], None]  # (requests done, requests total)
 
@@ -50,9 +51,6 @@ class SimResult:
 
 def _check_plan(plan: Plan, config: SimConfig) -> list[str]:
     lay = plan.layout
-    if not lay.model.is_hybrid:
-        raise WorkloadError(f"simulate: {lay.model.name} has no linear-attention layers; the "
-                            "simulator replays the hybrid (FULL + MAMBA) prefix cache")
     if lay.deployment.disable_radix_cache:
         raise WorkloadError("simulate: --disable-radix-cache leaves nothing to simulate")
     config.validate(lay.page_tokens)
@@ -74,7 +72,7 @@ def _check_plan(plan: Plan, config: SimConfig) -> list[str]:
 
 
 class Replay:
-    def __init__(self, plan: Plan, workload: Workload, config: SimConfig, host: HostTierFactory,
+    def __init__(self, plan: Plan, workload: Workload, config: SimConfig,
                  progress: Sequence[Progress]) -> None:
         self.notes = _check_plan(plan, config)
         lay, cap = plan.layout, plan.capacity
@@ -82,16 +80,11 @@ class Replay:
         attn_dp = lay.deployment.attn_dp_size
         self.workload = workload.share(0, attn_dp) if attn_dp > 1 else workload
         self.page = lay.page_tokens
-        grid = lcm(config.mamba_chunk_tokens, self.page)
-        self.cache = DeviceCache(num_pages=cap.max_total_tokens // self.page,
-                                 num_slots=cap.state_slots, grid_pages=grid // self.page, host=host)
-        self.host = self.cache.host
+        self.cache = accounting_cache(plan, mamba_chunk_tokens=config.mamba_chunk_tokens,
+                                      track_interval_tokens=config.mamba_track_interval_tokens,
+                                      host_policy=config.hicache_write_policy)
+        self.host = self.cache.tier
         self.counters = Counters()
-        mode = (CheckpointMode.TRACKED if lay.deployment.mamba_strategy is MambaStrategy.EXTRA_BUFFER
-                else CheckpointMode.EXACT)
-        self.life = Lifecycle(cache=self.cache, counters=self.counters, page_tokens=self.page,
-                              grid_tokens=grid, track_interval_tokens=config.mamba_track_interval_tokens,
-                              held_slots=lay.held_slots_per_request, mode=mode)
         self.max_running = cap.max_running_requests
         self.keyer = PageKeyer(self.page)
         self.series = TimeSeries()
@@ -110,17 +103,53 @@ class Replay:
         while self.pending and self.pending[0].arrival_ms <= self.now_ms:
             request = self.pending.popleft()
             self.counters.arrived += 1
-            if reason := self.life.never_fits(kv_total_tokens(request.prompt_tokens,
-                                                              request.output_tokens)):
+            if reason := self.cache.never_fits(kv_total_tokens(request.prompt_tokens,
+                                                               request.output_tokens)):
                 self.unfinished.append(Unfinished(rid=request.rid, reason=reason))
                 continue
             self.waiting.append(Running(request=request, seq_keys=self.keyer.keys(request)))
+
+    def _admit(self, run: Running) -> set[Constraint]:
+        """Admit `run` through the cache (an empty set) or name every ledger that is short."""
+        got = self.cache.admit(run.seq_keys, prompt_tokens=run.prompt_tokens,
+                               final_tokens=run.kv_total_tokens)
+        if isinstance(got, Shortfall):
+            return {c for c, short in ((Constraint.RUNNING, got.rows), (Constraint.TOKENS, got.pages),
+                                       (Constraint.STATE, got.slots)) if short}
+        run.seq = got
+        c = self.counters
+        c.admitted += 1
+        c.prompt_tokens += run.prompt_tokens
+        c.hit_tokens += got.hit_tokens
+        c.usable_hit_tokens += got.usable_hit_tokens
+        return set()
+
+    def _chunk(self, run: Running, budget_tokens: int) -> int:
+        """Run one prefill chunk of at most `budget_tokens`; return the tokens computed."""
+        seq, prompt = run.seq, run.prompt_tokens
+        start = seq.computed_tokens
+        end = min(prompt, start + budget_tokens)
+        if end < prompt:
+            end = align_down(end, self.page)  # SGLang cuts a chunk to whole pages
+            if end <= start:
+                return 0
+        num = end - start
+        self.cache.extend(seq, num)
+        # SGLang caches every prefill forward of a request that goes on running
+        # (cache_unfinished_req, "so others can match"); a finishing one is cached at release.
+        self.cache.commit(seq, run.seq_keys, num,
+                          cache_unfinished=end < prompt or run.output_tokens > 1)
+        self.counters.prefill_tokens += num
+        if end == prompt and run.output_tokens:
+            run.generated_tokens = 1  # the first token is sampled by the prefill pass
+            self.counters.decode_tokens += 1
+        return num
 
     def _prefill(self) -> tuple[int, set[Constraint], list[Running]]:
         budget = self.config.chunked_prefill_tokens
         computed, started = 0, []
         if self.chunked is not None:
-            done = self.life.prefill(self.chunked, budget)
+            done = self._chunk(self.chunked, budget)
             budget, computed = budget - done, computed + done
             if not self.chunked.in_prefill:
                 started.append(self.chunked)
@@ -128,14 +157,14 @@ class Replay:
         blocked: set[Constraint] = set()
         while self.waiting and budget > 0 and self.chunked is None:
             head = self.waiting[0]
-            blocked = self.life.try_admit(head, running_full=self.num_running >= self.max_running)
+            blocked = self._admit(head)
             if blocked:
                 break
             self.waiting.popleft()
             self.num_running += 1
             head.admitted_ms = self.now_ms
             self.counters.queue_ms += self.now_ms - head.request.arrival_ms
-            done = self.life.prefill(head, budget)
+            done = self._chunk(head, budget)
             budget, computed = budget - done, computed + done
             if head.in_prefill:
                 self.chunked = head
@@ -165,15 +194,18 @@ class Replay:
         elif not computed and not decoding:
             raise RuntimeError(f"simulation stalled at {self.now_ms:.1f} ms: nothing runs, "
                                f"{len(self.waiting)} waiting, blocked on {blocked}")
-        decode = self.life.decode
+        decode = self.cache.decode
         for run in decoding:
-            decode(run, steps)
+            decode(run.seq, steps)
+            run.generated_tokens += steps
         decoded = len(decoding) * steps
         self.counters.decode_tokens += decoded
         done = [r for r in decoding if r.generated_tokens >= r.output_tokens]
         done += [r for r in started if r.generated_tokens >= r.output_tokens]
+        release, c = self.cache.release, self.counters
         for run in done:
-            self.life.finish(run)
+            release(run.seq, run.seq_keys)
+            c.finished += 1
         if done:
             finished = {id(r) for r in done}
             self.num_running -= len(done)
@@ -186,29 +218,32 @@ class Replay:
             self.records.append(RequestRecord(
                 rid=run.request.rid, arrival_ms=run.request.arrival_ms,
                 admitted_ms=run.admitted_ms, finished_ms=self.now_ms,
-                prompt_tokens=run.prompt_tokens, hit_tokens=run.hit_tokens,
-                usable_hit_tokens=run.usable_hit_tokens))
-        c = self.counters
+                prompt_tokens=run.prompt_tokens, hit_tokens=run.seq.hit_tokens,
+                usable_hit_tokens=run.seq.usable_hit_tokens))
         c.steps += steps
         for constraint in blocked:
             c.blocked_ms[constraint] += elapsed
         self._record(steps, computed, decoded, blocked)
 
     def _record(self, steps: int, computed: int, decoded: int, blocked: set[Constraint]) -> None:
-        cache, tree, c, life = self.cache, self.cache.tree.sizes(), self.counters, self.life
-        own, held_slots = life.own_pages, life.held_slots_total
-        free_pages, free_slots = cache.pages.num_free, cache.slots.num_free
+        cache, c = self.cache, self.counters
+        tree = cache.tree.sizes()  # tree units are pages here
+        own, held_slots = cache.own_pages, cache.held_slots_total
+        pages, states = cache.rows.pages, cache.states
+        free_pages = pages.num_free
+        free_slots = 0 if states is None else states.num_free
         cache_slots = tree.mamba_evictable_slots + tree.mamba_protected_slots
-        c.peak_pages_used = max(c.peak_pages_used, cache.pages.capacity - free_pages)
+        c.peak_pages_used = max(c.peak_pages_used, pages.capacity - free_pages)
         c.peak_pages_pinned = max(c.peak_pages_pinned, own + tree.full_protected_tokens)
-        c.peak_slots_used = max(c.peak_slots_used, cache.slots.capacity - free_slots)
+        if states is not None:
+            c.peak_slots_used = max(c.peak_slots_used, states.capacity - free_slots)
         c.peak_slots_pinned = max(c.peak_slots_pinned, held_slots + tree.mamba_protected_slots)
         c.peak_running = max(c.peak_running, self.num_running)
         host = self.host.usage()
         self.series.append((
             self.now_ms, steps, self.num_running, len(self.waiting), computed, decoded, own,
             tree.full_protected_tokens, tree.full_evictable_tokens, free_pages,
-            life.reserved_pages, held_slots, cache_slots, free_slots, c.prompt_tokens,
+            cache.reserved_pages, held_slots, cache_slots, free_slots, c.prompt_tokens,
             c.hit_tokens, c.usable_hit_tokens, blocked_mask(blocked), *host,
         ))
 
@@ -216,21 +251,10 @@ class Replay:
 
     def check_integrity(self) -> None:
         running = self.decoding + ([self.chunked] if self.chunked else [])
-        if len(running) != self.num_running:
+        if len(running) != self.num_running or len(self.cache.running) != self.num_running:
             raise RuntimeError(f"{self.num_running} requests admitted and unfinished, "
-                               f"{len(running)} tracked")
-        own = [r.take_own() for r in running]
-        held_pages = np.concatenate(own) if own else np.zeros(0, dtype=np.int64)
-        held_slots = np.array([s for r in running for s in r.slots], dtype=np.int64)
-        self.cache.check_integrity(held_pages=held_pages, held_slots=held_slots)
-        if len(held_pages) != self.life.own_pages or len(held_slots) != self.life.held_slots_total:
-            raise RuntimeError("own-page or held-slot totals drifted from the requests'")
-        reserved = sum(r.reserved_pages for r in running)
-        if reserved != self.life.reserved_pages:
-            raise RuntimeError(f"reserved pages drifted: requests {reserved}, "
-                               f"ledger {self.life.reserved_pages}")
-        if self.cache.available_pages < self.life.reserved_pages:
-            raise RuntimeError("more pages promised than free and evictable")
+                               f"{len(running)} scheduled, {len(self.cache.running)} in the cache")
+        self.cache.check_integrity()
 
     def run(self) -> SimResult:
         start = time.perf_counter()
@@ -259,39 +283,31 @@ class Replay:
                          requests=tuple(self.records))
 
     def _summary(self, wall_s: float) -> SimSummary:
-        cap = self.plan.capacity
+        cap, cache, c = self.plan.capacity, self.cache, self.counters
         stats = self.host.stats()
+        st = cache.stats
+        c.checkpoints_saved, c.checkpoints_existing = st.checkpoints_saved, st.checkpoints_existing
+        c.checkpoints_skipped = st.checkpoints_skipped
         host_note = ("not available: no host tier in this run (--enable-hierarchical-cache "
                      "is off)" if stats is None else
                      f"{stats.policy}: host pools of {stats.capacity_pages:,} pages and "
                      f"{stats.capacity_slots:,} state slots, replayed in accounting mode "
                      "(indices only, no bytes moved)")
+        evicted = self.host.device_evictions()  # tree units: pages
         return SimSummary(
             workload=self.workload.name, num_requests=len(self.workload.requests),
-            page_tokens=self.page, token_pages=self.cache.pages.capacity,
-            state_slots=self.cache.slots.capacity, max_running_requests=self.max_running,
-            token_bytes=cap.token_bytes, slot_bytes=cap.slot_bytes, counters=self.counters,
-            unfinished=tuple(self.unfinished), evicted_pages=self.cache.evicted_pages,
-            evicted_slots=self.cache.evicted_slots, host=stats, host_note=host_note,
+            page_tokens=self.page, token_pages=cache.rows.pages.capacity,
+            state_slots=0 if cache.states is None else cache.states.capacity,
+            max_running_requests=self.max_running,
+            token_bytes=cap.token_bytes, slot_bytes=cap.slot_bytes, counters=c,
+            unfinished=tuple(self.unfinished), evicted_pages=evicted.full,
+            evicted_slots=evicted.states, host=stats, host_note=host_note,
             duration_ms=self.now_ms, wall_s=wall_s, notes=tuple(self.notes),
         )
 
 
-def host_tier_for(plan: Plan, config: SimConfig) -> HostTierFactory:
-    """The host tier the plan's deployment asks for: HiCache (loaded only then: it needs
-    torch) with the configured write policy, or none."""
-    if not plan.layout.deployment.enable_hierarchical_cache:
-        return NoHostTier
-    from kvledger.sim.host_tier import HiCacheTier
-
-    return HiCacheTier.factory(plan, config.hicache_write_policy)
-
-
 def simulate(plan: Plan, workload: Workload, config: SimConfig | None = None, *,
-             host: HostTierFactory | None = None,
              progress: Sequence[Progress] = ()) -> SimResult:
-    """Replay `workload` on one rank of `plan`; see the module docstring. `host` overrides
-    the host tier the plan asks for (`host_tier_for`)."""
-    config = config or SimConfig()
-    replay = Replay(plan, workload, config, host or host_tier_for(plan, config), progress)
-    return replay.run()
+    """Replay `workload` on one rank of `plan`; see the module docstring. The host tier is
+    the one the plan's deployment asks for, with the configured write policy."""
+    return Replay(plan, workload, config or SimConfig(), progress).run()
