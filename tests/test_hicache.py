@@ -141,7 +141,7 @@ def test_plan_json_and_view_show_both_host_views():
     plan = make_plan(deployment=Deployment(kv_cache_dtype=KVDtype.FP8_E4M3,
                                            enable_hierarchical_cache=True))
     doc = plan_json(plan)["host"]
-    assert [v["name"] for v in doc["views"]] == ["article (sglang-0.5.21)", "kvledger"]
+    assert [v["name"] for v in doc["views"]] == ["sglang-0.5.21", "kvledger"]
     assert doc["views"][1]["coverage"]["index keys"] == "host copy"
     assert doc["views"][0]["total_bytes"] == 189_056_679_936
     console = Console(width=200, record=True)
@@ -150,3 +150,13 @@ def test_plan_json_and_view_show_both_host_views():
     text = console.export_text()
     assert "15,561,408 × 1,452 = 22,595,164,416" in text and "stale after loadback" in text
     assert plan_json(make_plan(kv_cache_dtype="fp8_e4m3"))["host"] is None
+
+
+def test_host_views_are_labelled_with_the_rules_given():
+    # issue 15: the first column named the article's release whatever --rules said
+    plan = make_plan(rules="sglang-0.5.23", deployment=Deployment(
+        kv_cache_dtype=KVDtype.FP8_E4M3, enable_hierarchical_cache=True))
+    first, ours = plan.host.views
+    assert (first.rules.name, ours.rules.name) == ("sglang-0.5.23", "kvledger")
+    # 0.5.23: host row = device row and index keys on host, so both views agree
+    assert first.pools.total_bytes == ours.pools.total_bytes

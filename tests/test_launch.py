@@ -43,13 +43,14 @@ def test_pasted_multiline_command_lists_what_it_ignored():
         --model-path zai-org/GLM-5.3-Flash --trust-remote-code \\
         --tp-size 8 --dp-size=8 --enable-dp-attention   # DP attention
         --kv-cache-dtype fp8_e4m3 --host 0.0.0.0 --port 30000 \\
-        --served-model-name glm --some-new-flag a b
+        --served-model-name glm --enable-cache-report a b
     """
     parsed = parse_flags(pasted)
     assert parsed.deployment == parse_flags(ARTICLE).deployment
     assert parsed.ignored == ("--trust-remote-code", "--host", "--port", "--served-model-name",
-                              "--some-new-flag")
-    assert parsed.unrecognised == ("--some-new-flag",)
+                              "--enable-cache-report")
+    # a real SGLang flag (0.5.21 and 0.5.23 parsers) that kvledger's table does not list
+    assert parsed.unrecognised == ("--enable-cache-report",)
     assert parsed.notes == ("set aside before the launcher: SGLANG_VLM_CACHE_SIZE_MB=100",)
 
 
@@ -223,8 +224,12 @@ ERRORS = [
     (["--tp", "8", "--tp-size", "4"], "--tp-size 4: contradicts --tp 8 given earlier"),
     (["--nsa-decode-backend", "trtllm", "--dsa-decode-backend", "fa3"],
      "--dsa-decode-backend fa3: contradicts --nsa-decode-backend trtllm given earlier"),
-    (["--mem-frac", "0.8"], "--mem-frac: abbreviates --mem-fraction-static; SGLang may read it "
-     "so, kvledger wants the flag in full"),
+    # argparse (SGLang's parser, allow_abbrev): unknown and ambiguous flags exit 2
+    (["--tpp", "8"], "--tpp: unknown flag; did you mean --tp?"),
+    (["--some-new-flag", "a"], "--some-new-flag: unknown flag"),
+    (["--max", "8"], "--max: ambiguous flag, could be --max-ep-size, --max-loaded-loras, "
+     "--max-lora-chunk-size, --max-lora-rank, --max-loras-per-batch, --max-mamba-cache-size "
+     "(and 4 more)"),
     ("sglang serve glm extra --tp 2", "'extra': SGLang takes no positional arguments here; "
      "expected a --flag"),
     (["8"], "'8': not an SGLang launch; expected flags (--tp 8 …), 'python -m "
@@ -283,3 +288,13 @@ def test_order_spelling_and_equals_form_do_not_matter(order, picks, inline):
         context_length=131_072, enable_hierarchical_cache=True, hicache_ratio=2.0,
         speculative_algorithm=SpecAlgorithm.EAGLE, speculative_num_draft_tokens=4,
     )
+
+
+def test_unambiguous_prefixes_read_as_sglang_argparse_reads_them():
+    # SGLang's docs launch with --speculative-algo NEXTN; its argparse parser (allow_abbrev,
+    # prepare_server_args in server_args.py) reads any unique prefix as the flag.
+    parsed = parse_flags(["--mem-frac", "0.8", "--speculative-algo", "NEXTN", "--kv-cache-d",
+                          "fp8_e4m3"])
+    dep = parsed.deployment
+    assert dep.mem_fraction_static == 0.8 and dep.kv_cache_dtype is KVDtype.FP8_E4M3
+    assert dep.speculative_algorithm is not None and parsed.ignored == ()

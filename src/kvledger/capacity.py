@@ -172,7 +172,7 @@ def plan_capacity(lay: CacheLayout, memory: MemoryInput) -> CapacityPlan:
     if rest <= 0:
         raise CapacityError(
             f"nothing left for the KV cache: {fmt_gib(memory.available_bytes)} available − "
-            f"{fmt_gib(slack)} slack (--mem-fraction-static {memory.mem_fraction_static}) − "
+            f"{fmt_gib(slack)} slack (--mem-fraction-static {memory.mem_fraction_static:.6g}) − "
             f"{fmt_gib(mm)} multimodal reservation ≤ 0"
         )
     slot_bytes = state_ledger(lay).total_bytes

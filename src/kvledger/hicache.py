@@ -60,6 +60,12 @@ class HostObject(Enum):
     STATE = "linear-attention state"
     COMPRESS_TAIL = "compress tail"
 
+    def label(self, kv_row: object) -> str:
+        """The object as this model keeps it: GQA models hold K+V rows, not a latent."""
+        if self is HostObject.KV and isinstance(kv_row, GqaRowSpec):
+            return "GQA K+V"
+        return self.value
+
 
 class CopyStatus(Enum):
     COPIED = "host copy"
@@ -207,7 +213,9 @@ def plan_host(lay: CacheLayout, *, device_tokens: int, device_state_slots: int,
     if dep.hicache_size_gb is None and device_tokens * ratio >= inf:
         raise ValueError(f"--hicache-ratio {ratio:g}: {device_tokens:,} device tokens × "
                          f"{ratio:g} overflows; expected a host pool of a finite size")
-    for rules in (ARTICLE_HOST, OUR_HOST):
+    # The first view is the release --rules names (the article's by default), not always the
+    # article's: its column in the tables is labelled with that release.
+    for rules in (HostRules.from_rules(lay.rules), OUR_HOST):
         if dep.hicache_size_gb is not None:
             total = int(dep.hicache_size_gb * GB)
             raw_tokens, raw_slots = _split(lay, rules, total, device_token_pool_bytes,

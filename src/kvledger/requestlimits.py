@@ -33,6 +33,15 @@ class Limit(Enum):
     TOKENS = "tokens (T // 2)"
     STATE = "state slots"
 
+    @property
+    def code(self) -> str:
+        """The machine code JSON documents use (`state_slots`)."""
+        return LIMIT_CODES[self]
+
+
+LIMIT_CODES = {Limit.CONFIGURED: "max_running_requests", Limit.CONTEXT_HEURISTIC:
+               "context_heuristic", Limit.TOKENS: "tokens", Limit.STATE: "state_slots"}
+
 
 def request_limits(lay: CacheLayout, tokens: int, state_slots: int | None) -> dict[Limit, int]:
     """Every candidate for N (`KVCacheConfigurator.resolve_max_num_reqs`)."""

@@ -5,6 +5,8 @@ MiB = 2**20) are what SGLang logs. Every rendered number says which one it uses.
 
 >>> cdiv(132, 4), align_down(7_795_170, 64), fmt_bytes(147_619_840)
 (33, 7795136, '147,619,840 B (147.62 MB)')
+>>> fmt_bytes(1_421_190_000_000)  # one number format: thousands separators everywhere
+'1,421,190,000,000 B (1,421.19 GB)'
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ def fmt_bytes(n: int) -> str:
     """Exact bytes, then the largest decimal unit that keeps the number readable."""
     for unit, name in ((GB, "GB"), (MB, "MB"), (KB, "KB")):
         if abs(n) >= unit:
-            return f"{n:,} B ({n / unit:.2f} {name})"
+            return f"{n:,} B ({n / unit:,.2f} {name})"
     return f"{n:,} B"
 
 

@@ -132,7 +132,7 @@ def test_simulate_flags(args, message):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (("--tp", "2"), "No such option: --tp"),
+    (("--tp", "2"), "--tp: unknown flag"),  # the one CLI convention (issue 15)
     (("--workload", "branching", "extra"), "unexpected extra argument"),
 ])
 def test_verify_refuses_what_it_would_ignore(args, message):

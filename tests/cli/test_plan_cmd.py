@@ -26,7 +26,7 @@ def test_default_plan_shows_the_article_ledgers():
     # The article's deployment: scaled fp8, fp32 state, extra_buffer + overlap, attn_tp 1,
     # 64 requests per worker.
     doc = plan_json("--max-running-requests", "64")
-    assert doc["schema"] == "kvledger.plan/1"
+    assert doc["schema"] == "kvledger.plan/2"
     ledgers = doc["ledgers"]
     assert ledgers["per_token"]["total_bytes"] == 7_260
     assert ledgers["per_state_slot"]["total_bytes"] == 147_619_840
@@ -35,7 +35,7 @@ def test_default_plan_shows_the_article_ledgers():
     assert tail["component"].startswith("compress tail") and tail["total_bytes"] == 1_486_848
     cap = doc["capacity"]
     assert (cap["state_slots"], cap["max_running_requests"], cap["binding"]) == (
-        343, 64, "--max-running-requests")
+        343, 64, "max_running_requests")
 
 
 def test_table_output_names_the_binding_constraint():
@@ -62,8 +62,9 @@ def test_pasted_launch_command():
 def test_workload_check_reports_the_first_overflow():
     doc = plan_json("--requests", "64", "--context", "131072")
     work = doc["workload"]
-    assert not work["fits"] and work["first_overflow"] == "token KV"
-    token = next(r for r in work["rows"] if r["ledger"] == "token KV")
+    assert not work["fits"] and work["first_overflow"] == "tokens"
+    token = next(r for r in work["rows"] if r["ledger"] == "tokens")
+    assert token["label"] == "token KV"
     assert token["need_bytes"] == 64 * 131_072 * 7_260
 
 
@@ -101,10 +102,10 @@ def test_explain_derives_caps_from_their_flags():
 
 
 def test_models_and_gpus_list():
-    models = json.loads(invoke("models", "--json").stdout)
+    models = json.loads(invoke("models", "--json").stdout)["models"]
     assert {"name": "glm-5.3-flash", "family": "glm5_next"}.items() <= next(
         m for m in models if m["name"] == "glm-5.3-flash").items()
-    gpus = json.loads(invoke("gpus", "--json").stdout)
+    gpus = json.loads(invoke("gpus", "--json").stdout)["gpus"]
     assert {g["name"] for g in gpus} >= {"H100", "H200", "B200", "MI300X"}
 
 

@@ -39,7 +39,7 @@ def test_side_by_side_json_carries_both_plans():
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     assert doc["schema"] == "kvledger.engines/1"
-    assert doc["sglang"]["schema"] == "kvledger.plan/1"
+    assert doc["sglang"]["schema"] == "kvledger.plan/2"
     assert doc["vllm"]["deployment"]["tensor_parallel_size"] == 2
     quantities = [row["quantity"] for row in doc["rows"]]
     assert "bytes lost to padding or reservation" in quantities

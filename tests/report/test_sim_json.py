@@ -25,5 +25,6 @@ def test_json_mirrors_the_summary():
                            **dict.fromkeys(host_numbers)}
     assert "not available" in s.host_note
     assert doc["binding"] is None
-    assert set(doc["blocked_ms"]) == {"token pages (T)", "state slots (K)",
-                                      "running requests (N)", "prefill budget per step"}
+    # machine codes, not the tables' words (schema kvledger.simulate/2)
+    assert set(doc["blocked_ms"]) == {"token_pages", "state_slots", "running_requests",
+                                      "prefill_budget"}

@@ -7,6 +7,7 @@ from kvledger.cli import (  # noqa: F401  (registers commands)
     replay_cmd,
     report_cmd,
     sim_cmd,
+    sweep_cmd,
     verify_cmd,
 )
 from kvledger.cli.app import app

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from kvledger.cli.app import app, console, emit_json, err_console
+from kvledger.cli.app import HELP, KvCommand, app, console, emit_json, print_error
 from kvledger.cli.options import JsonOpt
 
 FileArg = Annotated[str, typer.Argument(help="The boot log, or - for standard input.")]
@@ -37,7 +37,7 @@ def _read(path: str) -> str:
         raise ValueError(f"{path}: not UTF-8 text (byte {exc.start})") from None
 
 
-@app.command("check-log", help="Reconcile an SGLang or vLLM boot log with kvledger's rules: "
+@app.command("check-log", cls=KvCommand, context_settings=HELP, help="Reconcile an SGLang or vLLM boot log with kvledger's rules: "
              "one row per logged number; exit 0 when all reconcile, 1 when one differs, 2 when "
              "the log cannot be read.")
 def check_log_cmd(file: FileArg, model: ModelOpt = None, rules: RulesOpt = None,
@@ -47,17 +47,19 @@ def check_log_cmd(file: FileArg, model: ModelOpt = None, rules: RulesOpt = None,
     try:
         result = check_log(_read(file), model=model, rules=rules, gpu=gpu)
     except (ValueError, OSError) as exc:
-        err_console.print(f"[red]error:[/] {exc}", soft_wrap=True, highlight=False)
+        print_error(str(exc))
         raise typer.Exit(2) from None
     if json:
-        emit_json({
-            "schema": "kvledger.check-log/1", "engine": result.engine.value,
+        from kvledger.report.envelope import envelope
+
+        emit_json(envelope("check-log", {
+            "engine": result.engine.value,
             "version": result.version, "rules": result.rules, "model": result.model,
             "rows": [{"line": r.line_no, "quantity": r.quantity, "logged": r.logged,
                       "kvledger": r.kvledger, "status": r.status.value, "reason": r.reason}
                      for r in result.rows],
             "derived": dict(result.derived), "binding": result.binding,
-            "notes": list(result.notes), "reconciles": not result.differs})
+            "reconciles": not result.differs}, notes=result.notes))
     else:
         title = (f"{result.engine.value} {result.version or '(version not logged)'} — "
                  f"{result.model}, rules {result.rules}")

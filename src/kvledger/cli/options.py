@@ -38,7 +38,10 @@ RequestsOpt = Annotated[int | None, typer.Option(
     "--context is given).")]
 ContextOpt = Annotated[int | None, typer.Option(
     "--context", help="Workload check: tokens per request (default: the context length).")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables (one "
+                                        "envelope for every command; see the README).")]
+CheckOpt = Annotated[bool, typer.Option(
+    "--check", help="Exit with status 1 when the workload (--requests/--context) does not fit.")]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +58,10 @@ class PlanInputs:
 
 
 def plan_from(inputs: PlanInputs, extra_args: list[str], *, requests: int | None = None,
-              context: int | None = None) -> tuple[Plan, tuple[str, ...]]:
+              context: int | None = None, check: bool = False) -> tuple[Plan, tuple[str, ...]]:
     """Build the plan from kvledger options plus SGLang flags / a pasted launch command."""
+    if check and requests is None and context is None:
+        raise ValueError("--check: needs a workload to check; give --requests and/or --context")
     parsed = parse_flags(extra_args)
     model = inputs.model
     for flag, ref in (("--model", model), ("--model-path", parsed.model_ref)):
@@ -73,3 +78,9 @@ def plan_from(inputs: PlanInputs, extra_args: list[str], *, requests: int | None
         requests=requests, context_tokens=context,
     )
     return plan, parsed.ignored
+
+
+def exit_if_unfit(plan: Plan, check: bool) -> None:
+    """With --check, a workload that does not fit is exit status 1 (after the output)."""
+    if check and plan.workload is not None and not plan.workload.fits:
+        raise typer.Exit(1)

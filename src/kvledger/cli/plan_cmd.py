@@ -8,7 +8,15 @@ from rich.table import Table
 from kvledger.cli.app import command, console, emit_json, user_errors
 from kvledger.cli.engines import EngineInputs, plans_for
 from kvledger.cli.groups import option_group
-from kvledger.cli.options import ContextOpt, JsonOpt, PlanInputs, RequestsOpt, plan_from
+from kvledger.cli.options import (
+    CheckOpt,
+    ContextOpt,
+    JsonOpt,
+    PlanInputs,
+    RequestsOpt,
+    exit_if_unfit,
+    plan_from,
+)
 from kvledger.launch import flags_help
 
 DEPLOY_HELP = (
@@ -28,7 +36,8 @@ VLLM_HELP = (
 @option_group(PlanInputs, "inputs")
 @option_group(EngineInputs, "engine")
 def plan(ctx: typer.Context, inputs: PlanInputs, engine: EngineInputs,
-         requests: RequestsOpt = None, context: ContextOpt = None, json: JsonOpt = False) -> None:
+         requests: RequestsOpt = None, context: ContextOpt = None, check: CheckOpt = False,
+         json: JsonOpt = False) -> None:
     from kvledger.report.plan_json import plan_json
     from kvledger.report.plan_view import render_plan
     from kvledger.report.side_by_side import render_side_by_side, side_by_side_json
@@ -36,6 +45,9 @@ def plan(ctx: typer.Context, inputs: PlanInputs, engine: EngineInputs,
     from kvledger.report.vllm_view import render_vllm_plan
 
     with user_errors():
+        if check and requests is None and context is None:
+            raise ValueError("--check: needs a workload to check; give --requests and/or "
+                             "--context")
         sglang, vllm, ignored = plans_for(inputs, engine, ctx.args, requests=requests,
                                           context=context)
     if sglang is not None and vllm is not None:
@@ -52,20 +64,36 @@ def plan(ctx: typer.Context, inputs: PlanInputs, engine: EngineInputs,
         emit_json(plan_json(sglang, ignored))
     else:
         render_plan(sglang, console, ignored)
+    if sglang is not None:
+        exit_if_unfit(sglang, check)
 
 
-@command(help="Each number of the plan as a derivation line. " + DEPLOY_HELP)
+@command(help="Each number of the plan as a derivation line, after the assumptions it rests "
+         "on. " + DEPLOY_HELP)
 @option_group(PlanInputs, "inputs")
-def explain(ctx: typer.Context, inputs: PlanInputs) -> None:
+def explain(ctx: typer.Context, inputs: PlanInputs, requests: RequestsOpt = None,
+            context: ContextOpt = None, json: JsonOpt = False) -> None:
+    from kvledger.report.envelope import envelope
     from kvledger.report.explain import explain as explain_lines
+    from kvledger.report.plan_json import plan_notes
 
     with user_errors():
-        result, _ = plan_from(inputs, ctx.args)
-    for line in explain_lines(result):
+        result, ignored = plan_from(inputs, ctx.args, requests=requests, context=context)
+    lines, notes = explain_lines(result), plan_notes(result)
+    if json:
+        emit_json(envelope("explain", {"model": result.model.name,
+                                       "rules": result.layout.rules.name, "lines": lines},
+                           ignored_flags=ignored, notes=notes))
+        return
+    for note in notes:
+        console.print(f"assumed: {note}", style="yellow", highlight=False)
+    for line in lines:
         console.print(line, highlight=False)
+    for flag in ignored:
+        console.print(f"ignored flag: {flag}", style="yellow", highlight=False)
 
 
-@command(help="Embedded models and their families.")
+@command(help="Embedded models and their families.", deployment=False)
 def models(json: JsonOpt = False) -> None:
     from kvledger.model.config import REPO_IDS, embedded_names, load_model
 
@@ -78,7 +106,9 @@ def models(json: JsonOpt = False) -> None:
                      "attention": arch.attn.value,
                      "linear": arch.state.kind.value if arch.state else None})
     if json:
-        emit_json(rows)
+        from kvledger.report.envelope import envelope
+
+        emit_json(envelope("models", {"models": rows}))
         return
     table = Table(title="Embedded models")
     for col in ("name", "repo_id", "family", "layers", "full", "linear"):
@@ -90,13 +120,16 @@ def models(json: JsonOpt = False) -> None:
     console.print(table)
 
 
-@command(help="The GPU catalogue used by --gpu.")
+@command(help="The GPU catalogue used by --gpu.", deployment=False)
 def gpus(json: JsonOpt = False) -> None:
     from kvledger.gpus import CATALOGUE
 
     if json:
-        emit_json([{"name": g.name, "memory_bytes": g.memory_bytes, "arch": g.arch.value}
-                   for g in CATALOGUE.values()])
+        from kvledger.report.envelope import envelope
+
+        emit_json(envelope("gpus", {"gpus": [
+            {"name": g.name, "memory_bytes": g.memory_bytes, "arch": g.arch.value}
+            for g in CATALOGUE.values()]}))
         return
     table = Table(title="GPU catalogue")
     for col in ("name", "memory bytes", "GiB", "arch"):

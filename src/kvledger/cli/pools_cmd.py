@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from kvledger.cli.app import command, console, emit_json, err_console, user_errors
+from kvledger.cli.app import command, console, emit_json, print_error, user_errors
 from kvledger.cli.groups import option_group
 from kvledger.cli.options import JsonOpt, PlanInputs, plan_from
 from kvledger.launch import flags_help
@@ -64,10 +64,14 @@ def _table(title: str, rows: tuple[PoolBytes, ...]) -> Table:
          epilog=flags_help())
 @option_group(PlanInputs, "inputs")
 def pools(ctx: typer.Context, inputs: PlanInputs, device: DeviceOpt = PoolDevice.CPU, full: FullOpt = False, json: JsonOpt = False) -> None:
-    from kvledger.pools.accounting import account
-    from kvledger.pools.build import ScaleDown, build_pools
+    from kvledger.extras import MEMORY
+    from kvledger.report.envelope import envelope
 
     with user_errors():
+        MEMORY.require("kvledger pools (device pools)")
+        from kvledger.pools.accounting import account
+        from kvledger.pools.build import ScaleDown, build_pools
+
         plan, ignored = plan_from(inputs, ctx.args)
         scaled = device is PoolDevice.CPU and not full
         if device is PoolDevice.CPU and full:
@@ -81,15 +85,15 @@ def pools(ctx: typer.Context, inputs: PlanInputs, device: DeviceOpt = PoolDevice
         full_rows = account(build_pools(plan, "meta")) if scaled else None
     ok = all(r.matches for r in rows) and all(r.matches for r in full_rows or ())
     if json:
-        emit_json({
+        emit_json(envelope("pools", {
             "model": plan.model.name, "rules": plan.layout.rules.name, "device": device.value,
             "scaled": scaled, "built": _counts(built.plan), "planned": _counts(plan),
             "pools": _rows_json(rows),
             "total": {"allocated_bytes": sum(r.allocated_bytes for r in rows),
                       "predicted_bytes": sum(r.predicted_bytes for r in rows)},
             "full_size": None if full_rows is None else _rows_json(full_rows),
-            "all_match": ok, "ignored": list(ignored),
-        })
+            "all_match": ok,
+        }, ignored_flags=ignored, notes=plan.notes))
     else:
         counts = _counts(built.plan)
         where = f"{device.value}, scaled down" if scaled else device.value
@@ -99,5 +103,5 @@ def pools(ctx: typer.Context, inputs: PlanInputs, device: DeviceOpt = PoolDevice
         if full_rows is not None:
             console.print(_table("full size (meta device, no memory)", full_rows))
     if not ok:
-        err_console.print("[red]error:[/] allocated bytes differ from the ledger")
+        print_error("allocated bytes differ from the ledger")
         raise typer.Exit(1)

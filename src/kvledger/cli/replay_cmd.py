@@ -147,7 +147,10 @@ def replay(ctx: typer.Context, inputs: PlanInputs,
     doc["trace"] = str(trace)
     doc["out"] = str(out) if out else None
     if json:
-        doc["notes"] = notes
-        emit_json(doc)
+        from kvledger.report.envelope import envelope
+
+        ignored = [n.removeprefix("ignored flag: ") for n in notes if n.startswith("ignored flag: ")]
+        emit_json(envelope("replay", doc, ignored_flags=ignored,
+                           notes=[n for n in notes if not n.startswith("ignored flag: ")]))
         return
     _render(doc, notes)

@@ -120,6 +120,10 @@ def run_simulation(plan: Plan, work: SimInputs, *, progress: bool) -> SimResult:
 
     work.check()
     config = work.config(plan)
+    if plan.layout.deployment.enable_hierarchical_cache:
+        from kvledger.extras import MEMORY
+
+        MEMORY.require("simulating the host tier (--enable-hierarchical-cache)")
     workload = load_workload(trace=work.trace, generator=work.workload,
                              num_requests=work.num_requests, seed=work.seed,
                              rate_per_s=work.rate, time_scale=work.time_scale)
@@ -155,10 +159,8 @@ def simulate(ctx: typer.Context, inputs: PlanInputs, sim: SimInputs,
         if csv is not None:
             result.series.write_csv(csv)
     if json:
-        doc = sim_json(result.summary)
-        doc["ignored_flags"] = list(ignored)
-        doc["csv"] = str(csv) if csv else None
-        emit_json(doc)
+        emit_json(sim_json(result.summary, ignored_flags=ignored, notes=plan.notes,
+                           csv=str(csv) if csv else None))
         return
     render_sim(result.summary, console)
     if csv is not None:

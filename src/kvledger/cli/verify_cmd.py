@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from kvledger.cli.app import app, console, emit_json, user_errors
+from kvledger.cli.app import command, console, emit_json, user_errors
 from kvledger.cli.options import JsonOpt
 
 if TYPE_CHECKING:
@@ -43,10 +43,16 @@ def _row(r: VerifyReport) -> dict:
 
 # No deployment flags: the reference engine's sizes are its own, so `verify --tp 2` is an
 # unknown option (exit 2), not an argument silently ignored.
-@app.command(help="Run reference-engine workloads twice — through the full cache system (prefix "
+@command(help="Run reference-engine workloads twice — through the full cache system (prefix "
          "tree, device pools, host tier) and cache-free — and check that every generated "
-         "token and logit is bit for bit the same. Exit status 1 if any output differs.")
+         "token and logit is bit for bit the same. Exit status 1 if any output differs.",
+         deployment=False)
 def verify(workload: VerifyWorkloadOpt = None, json: JsonOpt = False) -> None:
+    from kvledger.extras import MEMORY
+    from kvledger.report.envelope import envelope
+
+    with user_errors():
+        MEMORY.require("kvledger verify (the reference engine)")
     import torch
 
     from kvledger.engine.verify import verify as run_verify
@@ -57,7 +63,8 @@ def verify(workload: VerifyWorkloadOpt = None, json: JsonOpt = False) -> None:
         reports = [run_verify(name) for name in _names(workload)]
     matched = all(r.all_match for r in reports)
     if json:
-        emit_json({"all_match": matched, "workloads": [_row(r) for r in reports]})
+        emit_json(envelope("verify", {"all_match": matched,
+                                      "workloads": [_row(r) for r in reports]}))
     else:
         table = Table(title="Cached vs cache-free outputs, tiny GLM-5.3-shaped model",
                       caption="prompt, loadback and evicted in tokens; loadback tokens / states")

@@ -7,7 +7,7 @@ spelling of each flag is the one every release accepts; newer releases renamed s
 and keep the old spelling as a deprecated alias (--nsa-* → --dsa-*, --mamba-scheduler-strategy
 → --mamba-radix-cache-strategy). `--tp` and `--dp` are not declared aliases: SGLang's argparse
 parser accepts them as unambiguous abbreviations (allow_abbrev), and its own CI launches with
-`--tp 8`. No other abbreviation is accepted here (see `kvledger.launch.parse`).
+`--tp 8`. Other abbreviations are read as argparse reads them (`kvledger.launch.spellings`).
 
 Three kinds of flag:
 - FLAGS: change memory; each sets a Deployment field (`key` is the field) or feeds one
@@ -15,7 +15,8 @@ Three kinds of flag:
 - UNSUPPORTED: change memory in ways kvledger does not model; refused unless given their
   neutral value;
 - IGNORED: known and without effect on the cache ledgers (weights, networking, kernels).
-Anything else is ignored and reported as not recognised.
+Any other flag SGLang's parser registers is ignored and reported as not recognised; a flag
+SGLang does not know is an error.
 
 >>> BY_SPELLING["--tp"].key, BY_SPELLING["--kv-cache-dtype"].parse("bfloat16")
 ('tp_size', <KVDtype.BF16: 'bf16'>)
@@ -241,8 +242,9 @@ def flags_help() -> str:
     lines.append(_wrap("Refused unless given the neutral value (not modelled): " + ", ".join(
         u.spellings[0] + (f"={u.neutral}" if u.neutral else "") for u in UNSUPPORTED)))
     lines.append(_wrap("Ignored, no effect on the cache ledgers: " + ", ".join(sorted(IGNORED))))
-    lines.append(_wrap("Any other flag is ignored and reported as not recognised; "
-                       "abbreviations of the flags above are refused."))
+    lines.append(_wrap("Any other SGLang flag is ignored and reported as not recognised; a "
+                       "flag SGLang does not know is an error (exit 2). Unambiguous prefixes "
+                       "are read as the flag, as SGLang's argparse parser reads them."))
     return "\n".join(lines)
 
 

@@ -5,10 +5,12 @@ unambiguous abbreviation):
 1. `--flag value` and `--flag=value`; a switch takes no value. SGLang takes no positional words.
 2. A flag given twice (under any of its spellings) must agree with itself, or it is an error.
 3. UNSUPPORTED flags are refused unless given their neutral value (then listed as ignored).
-4. IGNORED flags, and flags the table does not know, are skipped with their values (the words
-   up to the next --flag) and listed in `ignored`; unknown ones also in `unrecognised`.
-5. An unknown word that abbreviates a known flag (`--mem-frac`) is refused, so a flag SGLang
-   would read is never dropped silently.
+4. IGNORED flags, and SGLang flags the table does not list, are skipped with their values (the
+   words up to the next --flag) and listed in `ignored`; the unlisted ones also in
+   `unrecognised`.
+5. A word is read as argparse reads it (`kvledger.launch.spellings`): an unambiguous prefix
+   of an SGLang flag is that flag (`--mem-frac` is --mem-fraction-static), an ambiguous one
+   or one SGLang does not know (`--tpp`) is an error, with a did-you-mean.
 6. Defaults SGLang derives from flags alone are applied and named in `notes`: the draft tokens
    of a speculative algorithm, and --max-running-requests 48 under speculative decoding.
 
@@ -28,12 +30,12 @@ from kvledger.launch.command import Launch, split_launch
 from kvledger.launch.flags import (
     BY_SPELLING,
     IGNORED,
-    KNOWN,
     UNSUPPORTED_BY_SPELLING,
     Flag,
     Unsupported,
 )
 from kvledger.launch.speculative import MAX_RUNNING_REQUESTS, speculation
+from kvledger.launch.spellings import SGLANG_SPELLINGS, read_flag
 
 # Fields whose flag maps straight onto them; the rest are derived from several flags.
 _DERIVED = {"dsa_backend", "speculative_algorithm", "speculative_num_draft_tokens"}
@@ -98,13 +100,6 @@ def _check_unsupported(rule: Unsupported, name: str, args: list[str]) -> None:
                               f"{name} {rule.neutral}")
 
 
-def _refuse_abbreviation(name: str) -> None:
-    longer = sorted(s for s in KNOWN if s.startswith(name))
-    if longer:
-        raise DeploymentError(f"{name}: abbreviates {', '.join(longer[:3])}; SGLang may read "
-                              "it so, kvledger wants the flag in full")
-
-
 def _dsa_backend(values: dict, notes: list[str]) -> tuple[DsaBackend | None, bool]:
     """The one backend that decides the fp8 row layout, and whether the flags settle it:
     calculate_mla_kv_cache_dim keeps raw rows when either side is trtllm."""
@@ -135,14 +130,14 @@ def parse_flags(argv: Sequence[str] | str) -> ParsedFlags:
     spelled: dict[str, str] = {}
     ignored: list[str] = []
     unrecognised: list[str] = []
-    for name, args in _groups(launch.flags):
+    for word, args in _groups(launch.flags):
+        name = read_flag(word, SGLANG_SPELLINGS)
         if name in BY_SPELLING:
             _take(BY_SPELLING[name], name, args, values, spelled)
             continue
         if name in UNSUPPORTED_BY_SPELLING:
             _check_unsupported(UNSUPPORTED_BY_SPELLING[name], name, args)
         elif name not in IGNORED:
-            _refuse_abbreviation(name)
             unrecognised.append(name)
         ignored.append(name)
 

@@ -4,12 +4,23 @@ given a workload, the simulation results. Figures are inline SVG; no script, no 
 
 from __future__ import annotations
 
+import shlex
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from html import escape
 
+from kvledger import __version__
 from kvledger.plan import Plan
 from kvledger.report.figures import draw_all
 from kvledger.report.figures.canvas import svg_text
-from kvledger.report.html_tables import capacity_table, ledger_table, sim_tables
+from kvledger.report.html_tables import (
+    capacity_table,
+    host_tables,
+    ledger_table,
+    sim_tables,
+    workload_table,
+)
+from kvledger.report.plan_json import plan_notes
 from kvledger.sim.replay import SimResult
 
 CSS = """
@@ -37,8 +48,23 @@ def _figures(plan: Plan, result: SimResult | None) -> tuple[list[str], list[str]
     return plan_parts, sim_parts
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Provenance:
+    """What wrote the page: the version, the command line and when (UTC, ISO 8601)."""
+
+    version: str = __version__
+    command_line: str = ""
+    written_at: str = ""
+
+    @classmethod
+    def now(cls, argv: list[str]) -> Provenance:
+        return cls(command_line=shlex.join(["kvledger", *argv]),
+                   written_at=datetime.now(UTC).isoformat(timespec="seconds"))
+
+
 def render_report(plan: Plan, result: SimResult | None = None,
-                  ignored: tuple[str, ...] = ()) -> str:
+                  ignored: tuple[str, ...] = (), provenance: Provenance | None = None) -> str:
+    """The whole page: every table `kvledger plan` prints, the figures, the simulation."""
     lay, dep, model = plan.layout, plan.layout.deployment, plan.model
     plan_figs, sim_figs = _figures(plan, result)
     ledgers = [plan.ledgers.token, plan.ledgers.draft_token, plan.ledgers.state,
@@ -47,14 +73,22 @@ def render_report(plan: Plan, result: SimResult | None = None,
             f"{model.num_linear_layers} linear; rules {lay.rules.name}; tp {dep.tp_size}, "
             f"dp {dep.dp_size}, attn_tp {dep.attn_tp_size}; KV {dep.kv_cache_dtype.value}, "
             f"page {lay.page_tokens}, context {lay.context_tokens:,}")
-    notes = [*plan.notes, *(f"ignored flag: {flag}" for flag in ignored)]
+    notes = [*plan_notes(plan), *(f"ignored flag: {flag}" for flag in ignored)]
+    made = provenance or Provenance()
+    stamp = (f"kvledger {made.version}" + (f"; written {made.written_at}" if made.written_at
+                                           else "")
+             + (f"; command: {made.command_line}" if made.command_line else ""))
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         f"<title>kvledger report: {escape(model.name)}</title><style>{CSS}</style></head><body>",
         f"<h1>kvledger report: {escape(model.name)}</h1>", f"<p>{escape(head)}</p>",
+        f'<p class="provenance"><code>{escape(stamp)}</code></p>',
         *(f'<p class="note">note: {escape(n)}</p>' for n in notes),
         "<h2>Ledgers</h2>", *(ledger_table(led) for led in ledgers if led is not None and led.rows),
         "<h2>Capacity</h2>", capacity_table(plan),
+        *([f'<h2 id="workload">Workload check</h2>{work}'] if (work := workload_table(plan))
+          else []),
+        *(["<h2>Host tier</h2>", *hosts] if (hosts := host_tables(plan)) else []),
         "<h2>Figures</h2>", *plan_figs,
     ]
     if result is not None:

@@ -13,6 +13,7 @@ from html import escape
 
 from kvledger.ledger import Ledger
 from kvledger.plan import Plan
+from kvledger.report.plan_view import slack_share
 from kvledger.sim.metrics import SimSummary
 from kvledger.sim.series import Constraint
 
@@ -42,8 +43,7 @@ def capacity_table(plan: Plan) -> str:
     cap, lay = plan.capacity, plan.layout
     rows: list[tuple[str, str, str]] = [
         ("memory", cap.memory.source, ""),
-        ("slack (1 − mem_fraction_static)", f"{cap.memory.mem_fraction_static:g}",
-         f"{cap.slack_bytes:,}"),
+        ("slack (1 − mem_fraction_static)", slack_share(plan), f"{cap.slack_bytes:,}"),
         ("multimodal reservation", "", f"{cap.mm_reservation_bytes:,}"),
         ("rest for the cache", "", f"{cap.rest_bytes:,}"),
     ]
@@ -103,5 +103,47 @@ def sim_tables(s: SimSummary) -> str:
         ("loadback bytes", f"{host.loadback_bytes:,} ({host.loadback_pages:,} pages, "
                            f"{host.loadback_slots:,} states)"),
         ("host evicted pages", f"{host.host_evicted_pages:,}"),
-        ("prompt tokens loaded back", f"{host.loadback_hit_tokens:,}")])
+        ("prompt tokens made usable by loadbacks (KV pages or a state)",
+         f"{host.loadback_hit_tokens:,}")])
     return "\n".join([hits, ledgers, table("Host tier (HiCache)", ("", ""), host_rows)])
+
+
+def workload_table(plan: Plan) -> str | None:
+    """The workload check (`--requests`/`--context`), as `kvledger plan` prints it."""
+    work = plan.workload
+    if work is None:
+        return None
+    verdict = ("fits" if work.fits
+               else f"does NOT fit: {work.first_overflow.ledger} overflows first")
+    rows = [(r.ledger, f"{r.need:,}", f"{r.capacity:,}",
+             f"{r.need_bytes:,}" if r.need_bytes else "", f"{r.max_requests:,}",
+             "yes" if r.fits else "NO") for r in work.rows]
+    return table(f"Workload: {work.requests:,} × {work.context_tokens:,} tokens "
+                 f"({work.requests_per_rank:,} per rank) — {verdict}",
+                 ("ledger", "need", "capacity", "need bytes", "max requests", "fits"), rows,
+                 "workload")
+
+
+def host_tables(plan: Plan) -> list[str]:
+    """The host tier's pools and coverage under each view (with --enable-hierarchical-cache)."""
+    host = plan.host
+    if host is None:
+        return []
+    views = host.views
+    names = dict.fromkeys(row.component for view in reversed(views) for row in view.pools.rows)
+    rows: list[tuple[str, ...]] = [
+        ("bytes per token", *(f"{v.per_token.total_bytes:,}" for v in views))]
+    for name in names:
+        cells = []
+        for view in views:
+            row = next((r for r in view.pools.rows if r.component == name), None)
+            cells.append("—" if row is None
+                         else f"{row.count:,} × {row.unit_bytes:,} = {row.total_bytes:,}")
+        rows.append((name, *cells))
+    rows.append(("total host bytes", *(f"{v.pools.total_bytes:,}" for v in views)))
+    header = ("host ledger", *(v.rules.name for v in views))
+    cover_rows = [(obj.label(plan.layout.kv_row), *(v.coverage[obj].value for v in views))
+                  for obj in dict.fromkeys(o for v in reversed(views) for o in v.coverage)]
+    return [table("Host tier (HiCache) per rank", header, rows, "host"),
+            table("What the host tier covers", ("device object", *header[1:]), cover_rows,
+                  "host")]

@@ -27,14 +27,26 @@ def ledger_table(ledger: Ledger, title: str) -> Table:
     return table
 
 
+def slack_share(plan: Plan) -> str:
+    """The slack's share as the row's label promises: `1 − 0.9 = 0.1`, not the fraction.
+
+    >>> from kvledger.plan import make_plan
+    >>> from kvledger.deploy import Deployment
+    >>> slack_share(make_plan(deployment=Deployment(tp_size=8, mem_fraction_static=0.9),
+    ...                       gpu="H200"))
+    '1 − 0.9 = 0.1'
+    """
+    fraction = plan.capacity.memory.mem_fraction_static
+    return f"1 − {fraction:g} = {1 - fraction:.6g}"
+
+
 def capacity_table(plan: Plan) -> Table:
     cap, lay = plan.capacity, plan.layout
     table = Table(title=f"Capacity per rank ({cap.memory.source})", title_justify="left")
     table.add_column("quantity")
     table.add_column("value", justify="right")
     table.add_column("bytes", justify="right")
-    table.add_row("slack (1 − mem_fraction_static)", f"{cap.memory.mem_fraction_static:g}",
-                  f"{cap.slack_bytes:,}")
+    table.add_row("slack (1 − mem_fraction_static)", slack_share(plan), f"{cap.slack_bytes:,}")
     table.add_row("multimodal reservation", "", f"{cap.mm_reservation_bytes:,}")
     table.add_row("rest for the cache", "", f"{cap.rest_bytes:,}")
     if cap.verify_bytes:
@@ -114,7 +126,7 @@ def host_tables(plan: Plan) -> list[Table]:
     for view in host.views:
         coverage.add_column(view.rules.name)
     for obj in dict.fromkeys(o for view in reversed(host.views) for o in view.coverage):
-        coverage.add_row(obj.value, *(v.coverage[obj].value for v in host.views))
+        coverage.add_row(obj.label(plan.layout.kv_row), *(v.coverage[obj].value for v in host.views))
     return [pools, coverage]
 
 

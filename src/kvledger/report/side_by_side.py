@@ -14,11 +14,12 @@ from rich.console import Console
 from rich.table import Table
 
 from kvledger.plan import Plan
+from kvledger.report.envelope import envelope, schema_name
 from kvledger.report.plan_json import plan_json
 from kvledger.report.vllm_json import vllm_plan_json
 from kvledger.vllm.plan import VllmPlan
 
-SCHEMA = "kvledger.engines/1"
+SCHEMA = schema_name("engines")
 
 
 def _sglang_lost(plan: Plan) -> int:
@@ -61,7 +62,9 @@ def render_side_by_side(sglang: Plan, vllm: VllmPlan, console: Console) -> None:
 
 
 def side_by_side_json(sglang: Plan, vllm: VllmPlan, ignored: tuple[str, ...] = ()) -> dict[str, Any]:
-    return {"schema": SCHEMA,
-            "rows": [{"quantity": q, "sglang": a, "vllm": b}
-                     for q, a, b in side_by_side_rows(sglang, vllm)],
-            "sglang": plan_json(sglang, ignored), "vllm": vllm_plan_json(vllm, ignored)}
+    notes = [*(f"sglang: {n}" for n in sglang.notes), *(f"vllm: {n}" for n in vllm.notes)]
+    return envelope("engines", {
+        "rows": [{"quantity": q, "sglang": a, "vllm": b}
+                 for q, a, b in side_by_side_rows(sglang, vllm)],
+        "sglang": plan_json(sglang, ignored), "vllm": vllm_plan_json(vllm, ignored)},
+        ignored_flags=ignored, notes=notes)

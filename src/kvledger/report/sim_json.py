@@ -1,8 +1,9 @@
 """The `kvledger simulate --json` document.
 
-Schema `kvledger.simulate/1` (keys never removed within a major version):
+Schema `kvledger.simulate/2`, inside the common envelope (`report.envelope`: schema,
+kvledger_version, ignored_flags, notes — the plan's assumptions, then the replay's):
 
-    schema, workload, requests{offered, finished, unfinished[{rid, reason}]},
+    workload, csv (the --csv path or null), requests{offered, finished, unfinished[{rid, reason}]},
     pools{page_tokens, token_pages, state_slots, max_running_requests, token_bytes, slot_bytes},
     tokens{prompt, hit, usable_hit, recomputed_shallow_state, prefill_computed, decoded},
     rates{token_hit, usable_hit},
@@ -12,10 +13,15 @@ Schema `kvledger.simulate/1` (keys never removed within a major version):
          loadback_hit_tokens, policy, capacity_pages, capacity_slots, capacity_bytes,
          page_bytes, slot_bytes, backup_pages, backup_slots, loadback_pages, loadback_slots,
          host_evicted_slots, peak_pages_used, peak_slots_used} (null when not available;
-         pages are the plan's pages, loadback_hit_tokens the prompt tokens admitted requests
-         took from host instead of recomputing),
-    blocked_ms{constraint: ms}, binding, peaks{pages_used, pages_pinned, slots_used,
-    slots_pinned, running}, time{simulated_ms, steps, queue_ms_mean, wall_s}, notes[]
+         pages are the plan's pages; loadback_hit_tokens are the prompt tokens that became
+         usable hits through a loadback: KV pages loaded back, or KV already on device made
+         usable by a state loaded back, so it can be non-zero with loadback_pages 0),
+    blocked_ms{code: ms}, binding (a code or null), peaks{pages_used, pages_pinned,
+    slots_used, slots_pinned, running}, time{simulated_ms, steps, queue_ms_mean, wall_s}
+
+Codes (`binding`, `blocked_ms` keys): token_pages, state_slots, running_requests,
+prefill_budget. Major 2: these were prose in version 1, and `notes`/`ignored_flags` moved into
+the envelope.
 """
 
 from __future__ import annotations
@@ -24,17 +30,35 @@ from dataclasses import fields
 from typing import Any
 
 from kvledger.cache.host_stats import HostStats
+from kvledger.report.envelope import envelope, schema_name
 from kvledger.sim.metrics import SimSummary
+from kvledger.sim.series import Constraint
 
-SCHEMA = "kvledger.simulate/1"
+SCHEMA = schema_name("simulate")
+CONSTRAINT_CODES = {Constraint.TOKENS: "token_pages", Constraint.STATE: "state_slots",
+                    Constraint.RUNNING: "running_requests",
+                    Constraint.PREFILL_BUDGET: "prefill_budget"}
 
 
-def sim_json(s: SimSummary) -> dict[str, Any]:
+def constraint_code(constraint: Constraint) -> str:
+    code = CONSTRAINT_CODES.get(constraint)
+    assert code is not None, f"{constraint} has no JSON code"
+    return code
+
+
+def sim_json(s: SimSummary, *, ignored_flags: tuple[str, ...] = (),
+             notes: tuple[str, ...] = (), csv: str | None = None) -> dict[str, Any]:
+    """The `kvledger simulate --json` document; `notes` are the plan's (the replay's follow)."""
+    return envelope("simulate", sim_body(s, csv=csv), ignored_flags=ignored_flags,
+                    notes=[*notes, *s.notes])
+
+
+def sim_body(s: SimSummary, *, csv: str | None = None) -> dict[str, Any]:
     c = s.counters
     host = s.host
     return {
-        "schema": SCHEMA,
         "workload": s.workload,
+        "csv": csv,
         "requests": {"offered": s.num_requests, "finished": c.finished,
                      "unfinished": [{"rid": u.rid, "reason": u.reason} for u in s.unfinished]},
         "pools": {"page_tokens": s.page_tokens, "token_pages": s.token_pages,
@@ -55,13 +79,12 @@ def sim_json(s: SimSummary) -> dict[str, Any]:
                  **{f.name: getattr(host, f.name) if host else None for f in fields(HostStats)},
                  "policy": host.policy.value if host else None,
                  "capacity_bytes": host.capacity_bytes if host else None},
-        "blocked_ms": {k.value: round(v, 3) for k, v in c.blocked_ms.items()},
-        "binding": s.binding.value if s.binding else None,
+        "blocked_ms": {constraint_code(k): round(v, 3) for k, v in c.blocked_ms.items()},
+        "binding": constraint_code(s.binding) if s.binding else None,
         "peaks": {"pages_used": c.peak_pages_used, "pages_pinned": c.peak_pages_pinned,
                   "slots_used": c.peak_slots_used, "slots_pinned": c.peak_slots_pinned,
                   "running": c.peak_running},
         "time": {"simulated_ms": round(s.duration_ms, 3), "steps": c.steps,
                  "queue_ms_mean": round(c.queue_ms / c.admitted, 3) if c.admitted else 0.0,
                  "wall_s": round(s.wall_s, 3)},
-        "notes": list(s.notes),
     }

@@ -92,7 +92,9 @@ def host_table(s: SimSummary, h: HostStats) -> Table:
     row("backed up (device → host)", h.backup_pages, h.backup_slots)
     row("loaded back (host → device)", h.loadback_pages, h.loadback_slots)
     row("evicted from host", h.host_evicted_pages, h.host_evicted_slots)
-    table.add_row("prompt tokens served from host (not recomputed)",
+    # Counts hits a loadback made usable: KV pages loaded back, or device KV given a state
+    # loaded back, so it can be non-zero while no page was loaded back.
+    table.add_row("prompt tokens made usable by loadbacks (KV pages or a state)",
                   f"{h.loadback_hit_tokens:,} tokens", "",
                   _pct(h.loadback_hit_tokens, s.counters.prompt_tokens) + " of prompt")
     return table

@@ -1,12 +1,13 @@
 """The `kvledger plan --engine vllm --json` document.
 
-Schema `kvledger.vllm-plan/1`: schema, engine "vllm", model{name, family}, rules, gpu,
+Schema `kvledger.vllm-plan/1`, inside the common envelope (`report.envelope`: schema,
+kvledger_version, ignored_flags, notes), then engine "vllm", model{name, family}, rules, gpu,
 deployment{every VllmDeployment field, defaults resolved}, layout{max_model_len,
 prefix_caching, mamba_cache_mode, attention_bytes_per_token, mamba_real_page_bytes,
 granule_tokens, block_tokens, page_bytes, mamba_padding_bytes, groups[{kind, num_layers}],
 bytes_per_block, indexer_page_bytes, indexer_layers, kpool_tail}, ledgers{memory, per_block, per_request, lost_per_request, lost_per_rank},
 capacity{available_bytes, num_blocks, blocks_per_request, max_concurrency, logged_tokens,
-attention_token_slots, max_num_seqs, binding, lost_bytes}, notes[], ignored_flags[].
+attention_token_slots, max_num_seqs, binding, lost_bytes}.
 """
 
 from __future__ import annotations
@@ -15,18 +16,19 @@ from dataclasses import fields
 from enum import Enum
 from typing import Any
 
+from kvledger.report.envelope import envelope, schema_name
 from kvledger.report.plan_json import ledger_json
 from kvledger.vllm.plan import VllmPlan
 
-SCHEMA = "kvledger.vllm-plan/1"
+SCHEMA = schema_name("vllm-plan")
 
 
 def vllm_plan_json(plan: VllmPlan, ignored_flags: tuple[str, ...] = ()) -> dict[str, Any]:
     lay, cap, led = plan.layout, plan.capacity, plan.ledgers
     dep = lay.deployment
     al = lay.alignment
-    return {
-        "schema": SCHEMA, "engine": "vllm",
+    return envelope("vllm-plan", {
+        "engine": "vllm",
         "model": {"name": plan.model.name, "family": plan.model.family.value},
         "rules": lay.rules.name, "gpu": plan.gpu.name if plan.gpu else None,
         "deployment": {f.name: (v.value if isinstance(v := getattr(dep, f.name), Enum) else v)
@@ -56,5 +58,4 @@ def vllm_plan_json(plan: VllmPlan, ignored_flags: tuple[str, ...] = ()) -> dict[
             "max_num_seqs": cap.max_num_seqs, "binding": cap.binding,
             "lost_bytes": plan.lost_bytes,
         },
-        "notes": list(plan.notes), "ignored_flags": list(ignored_flags),
-    }
+    }, ignored_flags=ignored_flags, notes=plan.notes)

@@ -290,7 +290,7 @@ class Replay:
         c.checkpoints_skipped = st.checkpoints_skipped
         host_note = ("not available: no host tier in this run (--enable-hierarchical-cache "
                      "is off)" if stats is None else
-                     f"{stats.policy}: host pools of {stats.capacity_pages:,} pages and "
+                     f"{stats.policy.value}: host pools of {stats.capacity_pages:,} pages and "
                      f"{stats.capacity_slots:,} state slots, replayed in accounting mode "
                      "(indices only, no bytes moved)")
         evicted = self.host.device_evictions()  # tree units: pages

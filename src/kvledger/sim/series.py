@@ -70,6 +70,16 @@ COLUMNS = (
 )
 
 
+def csv_cell(value: object) -> object:
+    """Floats as the clock means them (µs resolution), not their binary residue:
+    225.97699999999998 is written 225.977.
+
+    >>> csv_cell(225.97699999999998), csv_cell(3), csv_cell(0.1 + 0.2)
+    (225.977, 3, 0.3)
+    """
+    return round(value, 6) if isinstance(value, float) else value
+
+
 def blocked_mask(constraints: set[Constraint]) -> int:
     mask = 0
     for constraint in constraints:
@@ -104,4 +114,4 @@ class TimeSeries:
         with Path(path).open("w", newline="", encoding="utf-8") as handle:
             writer = csv.writer(handle)
             writer.writerow(COLUMNS)
-            writer.writerows(self._rows)
+            writer.writerows(tuple(map(csv_cell, row)) for row in self._rows)

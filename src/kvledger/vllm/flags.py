@@ -98,6 +98,10 @@ _IGNORED_SWITCHES = frozenset({
     "--enable-expert-parallel", "--async-scheduling", "--no-async-scheduling",
     "--disable-custom-all-reduce", "--enable-log-requests", "--enable-sleep-mode"})
 
+# Every spelling the table reads, refuses or knows as a no-op switch (for option reading).
+VLLM_SPELLINGS: frozenset[str] = frozenset(
+    {*_VALUE_FLAGS, *_SWITCHES, *_REFUSED, *_MODEL_FLAGS, *_IGNORED_SWITCHES, "--dtype"})
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ParsedVllm:

@@ -15,7 +15,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from kvledger.plan import Plan
-from kvledger.report.figures.canvas import save_figure
+from kvledger.report.figures.canvas import save_figure, stamp
 from kvledger.report.figures.hicache_cover import hicache_cover
 from kvledger.report.figures.index_page import index_page
 from kvledger.report.figures.layer_map import layer_map
@@ -63,10 +63,11 @@ def draw_all(plan: Plan, result: SimResult | None = None) -> list[Drawn]:
     drawn = []
     for spec in PLAN_FIGURES:
         out = spec.draw(plan)
-        drawn.append(Drawn(spec=spec, figure=None if isinstance(out, str) else out,
+        drawn.append(Drawn(spec=spec, figure=None if isinstance(out, str) else stamp(out, plan),
                            skipped=out if isinstance(out, str) else None))
     if result is not None:
-        drawn += [Drawn(spec=spec, figure=spec.draw(result), skipped=None) for spec in SIM_FIGURES]
+        drawn += [Drawn(spec=spec, figure=stamp(spec.draw(result), plan), skipped=None)
+                  for spec in SIM_FIGURES]
     return drawn
 
 

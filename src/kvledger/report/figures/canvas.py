@@ -8,9 +8,13 @@ SVG text stays text (`svg.fonttype none`) so a report can be searched and diffed
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matplotlib as mpl
 from matplotlib.figure import Figure
+
+if TYPE_CHECKING:
+    from kvledger.plan import Plan
 
 # One colour per thing the article distinguishes, used the same way in every figure.
 PALETTE = {
@@ -37,6 +41,24 @@ mpl.rcParams.update({
     "axes.spines.top": False,
     "axes.spines.right": False,
 })
+
+
+def deployment_line(plan: Plan) -> str:
+    """Model, rule set, deployment, GPU and memory in one line: every figure carries it."""
+    lay, dep = plan.layout, plan.layout.deployment
+    memory = plan.capacity.memory.source  # names the GPU when there is one
+    gpu = "" if plan.gpu else "no GPU named, "
+    return (f"{plan.model.name} · {lay.rules.name} · tp {dep.tp_size}, dp {dep.dp_size}, "
+            f"attn_tp {dep.attn_tp_size}, KV {dep.kv_cache_dtype.value}, page {lay.page_tokens}"
+            f" · {gpu}{memory}")
+
+
+def stamp(fig: Figure, plan: Plan) -> Figure:
+    """Add the deployment line to the figure's title (above any title it has)."""
+    own = fig.get_suptitle()
+    line = deployment_line(plan)
+    fig.suptitle(f"{own}\n{line}" if own else line, fontsize=10 if own else 8)
+    return fig
 
 
 def new_figure(width_in: float, height_in: float) -> Figure:

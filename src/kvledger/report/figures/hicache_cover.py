@@ -12,7 +12,7 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from kvledger.hicache import ARTICLE_HOST, OUR_HOST, CopyStatus, HostObject, host_token_ledger
+from kvledger.hicache import OUR_HOST, CopyStatus, HostObject, HostRules, host_token_ledger
 from kvledger.plan import Plan
 from kvledger.report.figures.canvas import PALETTE, gib, new_figure
 
@@ -46,7 +46,7 @@ def _device_bytes(plan: Plan) -> dict[HostObject, int]:
 def hicache_cover(plan: Plan) -> Figure:
     lay = plan.layout
     device = _device_bytes(plan)
-    views = (ARTICLE_HOST, OUR_HOST)
+    views = (HostRules.from_rules(lay.rules), OUR_HOST)  # as the plan's host tables
     fig = new_figure(10.0, 3.2)
     grid, bars = fig.subplots(1, 2, width_ratios=[1.5, 1])
     objects = [obj for obj in HostObject if obj in device]
@@ -54,7 +54,8 @@ def hicache_cover(plan: Plan) -> Figure:
         y = len(objects) - 1 - i
         nbytes = device[obj]
         size = gib(nbytes) if nbytes >= 2**30 else f"{nbytes / 2**20:,.2f} MiB"
-        grid.text(0.0, y + 0.5, f"{obj.value}\n{size} on device", va="center", fontsize=8)
+        grid.text(0.0, y + 0.5, f"{obj.label(lay.kv_row)}\n{size} on device", va="center",
+                  fontsize=8)
         for j, view in enumerate(views):
             status = view.status(obj, lay)
             colour = STATUS_COLOUR[status] if status else PALETTE["free"]
@@ -80,6 +81,6 @@ def hicache_cover(plan: Plan) -> Figure:
     bars.invert_yaxis()
     bars.set_xlim(0, max(values) * 1.35)
     bars.set_xlabel("bytes per cached token (all full layers)")
-    fig.suptitle(f"{plan.model.name}: what HiCache copies to host — the article's release vs "
-                 "corrected", fontsize=10)
+    fig.suptitle(f"{plan.model.name}: what HiCache copies to host — {lay.rules.name} vs "
+                 "kvledger's host tier", fontsize=10)
     return fig

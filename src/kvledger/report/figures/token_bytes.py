@@ -74,6 +74,8 @@ def token_bytes(plan: Plan) -> Figure:
     ax.set_xlabel("bytes per token on one rank (all full layers)")
     ax.set_xlim(0, max(r.total_bytes for _, r in variants) * 1.45)
     model = plan.model
+    # Only a model with a DSA indexer has index keys to hatch (Nemotron-H has none).
+    keys = "; hatched = index-key bytes actually written" if plan.layout.index_key else ""
     ax.set_title(f"{model.name}: bytes per token by KV dtype and row layout\n"
-                 f"{model.num_full_layers} full layers; hatched = index-key bytes actually written")
+                 f"{model.num_full_layers} full layers{keys}")
     return fig

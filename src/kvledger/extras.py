@@ -1,0 +1,51 @@
+"""Optional dependencies: which extra installs what, and one clear error when it is missing.
+
+The base install is the planner, the accounting-mode simulator, figures and the report. The
+memory system (device pools, the host tier, the reference engine, `kvledger verify`) holds
+real bytes in torch tensors and needs the `memory` extra.
+
+>>> MEMORY.install
+"pip install 'kvledger[memory]'"
+>>> MEMORY.require("nothing at all", module="kvledger_no_such_module")
+Traceback (most recent call last):
+...
+kvledger.extras.MissingExtra: nothing at all needs kvledger_no_such_module, which is not installed: pip install 'kvledger[memory]'
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+
+class MissingExtra(ImportError):
+    """A feature was asked for whose optional dependency is not installed."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Extra:
+    name: str  # the name in pyproject's [project.optional-dependencies]
+    module: str  # what it installs, as imported
+
+    @property
+    def install(self) -> str:
+        return f"pip install 'kvledger[{self.name}]'"
+
+    def available(self) -> bool:
+        try:
+            importlib.import_module(self.module)
+        except ImportError:
+            return False
+        return True
+
+    def require(self, feature: str, *, module: str | None = None) -> None:
+        """Raise MissingExtra naming the extra when `feature` cannot run here."""
+        module = module or self.module
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            raise MissingExtra(f"{feature} needs {module}, which is not installed: "
+                               f"{self.install}") from None
+
+
+MEMORY = Extra(name="memory", module="torch")

@@ -1,0 +1,98 @@
+"""The sweep grid: each axis a tuple of values, every combination one deployment point.
+
+Axes mirror SGLang's flags: `--gpu`, `--nodes` (of GPUS_PER_NODE GPUs; sets --tp-size when
+--tp is not swept), `--tp`, `--dp` (attention data parallelism: dp > 1 turns on
+--enable-dp-attention, as DP sizes are swept on one set of GPUs), `--kv-cache-dtype`,
+`--mamba-ssm-dtype`. A combination SGLang would refuse is not dropped: it becomes a point
+with the reason.
+
+>>> axes = Axes(tp=(8,), dp=parse_axis("--dp", "1,8", int))
+>>> [(p.deployment.tp_size, p.deployment.dp_size, p.deployment.enable_dp_attention)
+...  for p in axes.points()]
+[(8, 1, False), (8, 8, True)]
+>>> [p.skipped for p in Axes(tp=(8,), dp=(3,)).points()]
+['--dp-size 3: must divide --tp-size 8 (DP attention)']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from itertools import product
+from typing import TypeVar
+
+from kvledger.deploy import Deployment, KVDtype, StateDtype
+
+# An HGX/DGX node; --nodes N means N × 8 GPUs under one tensor-parallel group.
+GPUS_PER_NODE = 8
+
+T = TypeVar("T")
+
+
+def parse_axis(flag: str, text: str, parse: Callable[[str], T]) -> tuple[T, ...]:
+    """A comma list (`"1,2,8"`) parsed value by value; errors name the flag and the value."""
+    values = []
+    for word in (w.strip() for w in text.split(",")):
+        if not word:
+            raise ValueError(f"{flag} {text!r}: empty value in the comma list")
+        try:
+            values.append(parse(word))
+        except ValueError as exc:
+            raise ValueError(f"{flag} {word!r}: {exc}") from None
+    if len(set(values)) != len(values):
+        raise ValueError(f"{flag} {text!r}: a value is listed twice")
+    return tuple(values)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Point:
+    """One deployment of the grid, or why the grid's combination is not one."""
+
+    gpu: str | None
+    nodes: int
+    deployment: Deployment | None
+    skipped: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Axes:
+    gpus: tuple[str | None, ...] = (None,)
+    nodes: tuple[int | None, ...] = (None,)
+    tp: tuple[int | None, ...] = (None,)
+    dp: tuple[int, ...] = (1,)
+    kv_cache_dtype: tuple[KVDtype | None, ...] = (None,)
+    mamba_ssm_dtype: tuple[StateDtype | None, ...] = (None,)
+
+    def size(self) -> int:
+        return (len(self.gpus) * len(self.nodes) * len(self.tp) * len(self.dp)
+                * len(self.kv_cache_dtype) * len(self.mamba_ssm_dtype))
+
+    def points(self, base: Deployment | None = None) -> Iterator[Point]:
+        """Every combination over `base` (the other flags given), in axis order."""
+        base = base or Deployment()
+        for gpu, nodes, tp, dp, kv, ssm in product(self.gpus, self.nodes, self.tp, self.dp,
+                                                   self.kv_cache_dtype, self.mamba_ssm_dtype):
+            yield _point(base, gpu, nodes, tp, dp, kv, ssm)
+
+
+def _point(base: Deployment, gpu: str | None, nodes: int | None, tp: int | None, dp: int,
+           kv: KVDtype | None, ssm: StateDtype | None) -> Point:
+    if tp is None:
+        tp = nodes * GPUS_PER_NODE if nodes is not None else base.tp_size
+    if nodes is None:
+        nodes = -(-tp // GPUS_PER_NODE)
+    elif tp != nodes * GPUS_PER_NODE:
+        return Point(gpu=gpu, nodes=nodes, deployment=None,
+                     skipped=f"--tp-size {tp}: {nodes} node(s) hold {nodes * GPUS_PER_NODE} GPUs")
+    if dp > 1 and tp % dp:
+        return Point(gpu=gpu, nodes=nodes, deployment=None,
+                     skipped=f"--dp-size {dp}: must divide --tp-size {tp} (DP attention)")
+    fields = {"tp_size": tp, "dp_size": dp, "enable_dp_attention": dp > 1}
+    if kv is not None:
+        fields["kv_cache_dtype"] = kv
+    if ssm is not None:
+        fields["mamba_ssm_dtype"] = ssm
+    try:
+        return Point(gpu=gpu, nodes=nodes, deployment=replace(base, **fields))
+    except ValueError as exc:  # DeploymentError: the flag at fault
+        return Point(gpu=gpu, nodes=nodes, deployment=None, skipped=str(exc))

@@ -1,0 +1,33 @@
+"""The light install (issue 15): the base package needs no torch, the `memory` extra pins it,
+Python 3.11–3.13 are accepted, and every JSON schema is documented."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from kvledger.report.envelope import SCHEMAS, schema_name
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def test_the_base_install_has_no_torch_and_the_memory_extra_pins_it():
+    assert not [d for d in PROJECT["dependencies"] if d.startswith("torch")]
+    # exactly 2.13.0: a looser pin pulls a multi-GB CUDA build
+    assert PROJECT["optional-dependencies"]["memory"] == ["torch==2.13.0"]
+    assert {"test", "docs", "memory"} <= set(PROJECT["optional-dependencies"])
+
+
+def test_python_3_11_to_3_13_are_accepted():
+    # requires-python was ">=3.11,<3.12", refusing 3.12 and 3.13
+    assert PROJECT["requires-python"] == ">=3.11"
+
+
+def test_every_json_schema_is_documented():
+    docs = (ROOT / "docs" / "json.md").read_text()
+    modules = "".join(p.read_text() for p in (ROOT / "src" / "kvledger" / "report").glob("*.py"))
+    for command in SCHEMAS:
+        name = schema_name(command)
+        assert f"`{name}`" in docs or f"`{name}`" in modules, name
+    assert "::: kvledger.report.sim_json" in docs  # the simulate schema was undocumented
