@@ -46,7 +46,7 @@ True
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -57,6 +57,9 @@ from kvledger.pools.ids import IdAllocator, StateSlotAllocator
 from kvledger.pools.paged import PagedTokenAllocator
 from kvledger.tree import Node, RadixTree
 from kvledger.units import cdiv
+
+if TYPE_CHECKING:
+    from kvledger.cache.store_tier import StoreTier
 
 _FAILED_LOADBACKS = (LoadStatus.NO_ROOM, LoadStatus.FAILED)
 
@@ -94,7 +97,8 @@ class Rows(Protocol):
 class HybridCache:
     def __init__(self, *, rows: Rows, tree: RadixTree, states: StateSlotAllocator | None,
                  held_slots_per_request: int, mode: CheckpointMode,
-                 track_interval_tokens: int | None = None, host: HostTier | None = None) -> None:
+                 track_interval_tokens: int | None = None, host: HostTier | None = None,
+                 store: StoreTier | None = None) -> None:
         page, unit = rows.page_tokens, rows.unit_tokens
         if tree.page_size * unit != page:
             raise ValueError(f"tree page {tree.page_size} × {unit} tokens per key != page {page}")
@@ -107,6 +111,8 @@ class HybridCache:
                              f"{mode.value} holds {least}" + ("" if least == 0 else " or more"))
         if host is not None and not host.serves(tree, rows.allocator, states):
             raise ValueError("HybridCache: the host tier must share this tree and allocators")
+        if store is not None and (not rows.writes_rows or unit != 1 or states is None):
+            raise ValueError("HybridCache: the store tier needs real bytes, token keys and states")
         self.rows, self.tree, self.states, self.mode = rows, tree, states, mode
         self.page, self.unit = page, unit
         self.units_per_page = page // unit
@@ -123,6 +129,7 @@ class HybridCache:
         self.own_pages = 0  # pages running requests own (allocated, not the tree's)
         self.held_slots_total = 0  # state slots running requests hold
         self.running: dict[int, CacheSeq] = {}  # row -> seq
+        self.store = store  # the store tier below host (`kvledger.cache.store_tier`), if any
         self.stats = CacheStats()
 
     # ---- capacity ----------------------------------------------------------------------------
@@ -158,6 +165,8 @@ class HybridCache:
         if width is not None and final_tokens > width:
             raise ValueError(f"admit: {final_tokens} tokens exceed the request row width {width}")
         page, unit, tree = self.page, self.unit, self.tree
+        if self.store is not None:
+            self.store.prefetch(self, keys[: (prompt_tokens - 1) // page * page])
         match = tree.match_prefix(keys[: (prompt_tokens - 1) // page * page // unit])
         last, best = match.last_device_node, match.best_match_node
         device_tokens = match.device_hit_length * unit
@@ -206,6 +215,8 @@ class HybridCache:
             else:
                 seq.receipt = tree.lock(node)
             self.tier.on_hit(node)
+            if self.store is not None:
+                self.store.on_hit(node)
             if self.states is not None:
                 self.rows.copy_state(int(node.mamba.value), seq.slots[0])
         for guard in guards:
@@ -357,6 +368,8 @@ class HybridCache:
         values = rows.values(seq, length)
         result = tree.insert(keys[: length // self.unit], values, slot)
         self.tier.on_insert(result)
+        if self.store is not None:
+            self.store.on_insert(result.node)
         duplicates = result.duplicate_indices
         if len(duplicates):
             rows.free_values(duplicates)
@@ -392,15 +405,21 @@ class HybridCache:
         return None if got is None else got.tolist()
 
     def _evict(self, *, full_units: int = 0, mamba_slots: int = 0) -> None:
+        if self.store is not None:
+            self.store.before_evict()
         freed = self.tier.evict_device(full_tokens=full_units, mamba_slots=mamba_slots)
         self.stats.evicted_tokens += freed.num_full_tokens * self.unit
         self.stats.evicted_states += freed.num_mamba_slots
+        if self.store is not None:
+            self.store.after_evict(self.tree, freed.full_indices, freed.mamba_slots)
 
     def check_integrity(self) -> None:
         """Tree, rows and host tier consistent; every device page and state slot owned exactly
         once, by the tree or by one running request; reservations and totals add up."""
         seqs = list(self.running.values())
         self.tier.check_integrity([s.receipt for s in seqs if s.receipt is not None])
+        if self.store is not None:
+            self.store.check_integrity()
         self.rows.check_integrity()
         if self.states is not None:
             self.states.check_integrity()

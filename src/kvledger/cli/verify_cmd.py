@@ -78,6 +78,10 @@ def verify(workload: VerifyWorkloadOpt = None, json: JsonOpt = False) -> None:
                           "[green]match[/]" if r.all_match
                           else f"[red]differ: {list(r.mismatched)}[/]")
         console.print(table)
+        for r in reports:
+            if r.store_groups_written or r.store_restored_tokens:
+                console.print(f"{r.workload}: {r.store_restored_tokens:,} prompt tokens restored "
+                              f"from the store tier, {r.store_groups_written} groups written")
         console.print("[green]every output matched[/]" if matched
                       else "[red]some outputs differ[/]")
     if not matched:

@@ -12,6 +12,7 @@ the right bar, no tolerance.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -24,6 +25,7 @@ from kvledger.engine.loop import Engine, Generation
 from kvledger.engine.model import TinyModel
 from kvledger.engine.request import RequestCache
 from kvledger.engine.script import run_script
+from kvledger.engine.store_setup import store_spec
 from kvledger.engine.workloads import WORKLOADS, Workload
 
 
@@ -39,6 +41,8 @@ class VerifyReport:
     loadback_failures: int
     evicted_tokens: int
     branch_states: int
+    store_restored_tokens: int = 0  # tokens restored from the store tier (0 without one)
+    store_groups_written: int = 0  # object groups the store tier committed
     mismatched: tuple[int, ...]  # request ids whose tokens or logits differ
     cached_seconds: float
     fresh_seconds: float
@@ -68,18 +72,24 @@ def verify(workload: Workload | str,
     longest = max(script.request_tokens(workload.max_new_tokens))
     model = TinyModel(workload.config)
     sizes = replace(workload.sizes, max_context_tokens=max(longest, workload.sizes.max_context_tokens))
-    cache = prefix_cache(workload.config, sizes, host=workload.host,
-                         mamba_chunk_tokens=workload.mamba_chunk_tokens)
     fresh = FreshCache(workload.config, max_running_requests=workload.max_running_requests,
                        max_context_tokens=longest, page_tokens=sizes.page_tokens)
     runs = []
-    for request_cache in (cache, fresh):
-        engine = Engine(model, wrap(request_cache), chunk_tokens=workload.chunk_tokens,
-                        max_running_requests=workload.max_running_requests)
-        start = time.perf_counter()
-        outputs = run_script(engine, script, workload.max_new_tokens)
-        runs.append((outputs, engine.stats, time.perf_counter() - start))
-        request_cache.check_integrity()
+    with contextlib.ExitStack() as stack:
+        spec = (None if workload.store is None else
+                stack.enter_context(store_spec(workload.store, what=f"--workload {workload.name}")))
+        cache = prefix_cache(workload.config, sizes, host=workload.host,
+                             mamba_chunk_tokens=workload.mamba_chunk_tokens, store=spec)
+        for request_cache in (cache, fresh):
+            engine = Engine(model, wrap(request_cache), chunk_tokens=workload.chunk_tokens,
+                            max_running_requests=workload.max_running_requests)
+            start = time.perf_counter()
+            outputs = run_script(engine, script, workload.max_new_tokens)
+            runs.append((outputs, engine.stats, time.perf_counter() - start))
+            request_cache.check_integrity()
+        tier = cache.cache.store
+        if tier is not None:
+            tier.close()
     (cached_out, stats, cached_s), (fresh_out, _, fresh_s) = runs
     mismatched = tuple(a.rid for a, b in zip(cached_out, fresh_out, strict=True)
                        if not same_output(a, b))
@@ -90,5 +100,7 @@ def verify(workload: Workload | str,
         loadback_tokens=cs.loadback_tokens, loadback_states=cs.loadback_states,
         loadback_failures=cs.loadback_failures, evicted_tokens=cs.evicted_tokens,
         branch_states=cs.branch_states,
+        store_restored_tokens=0 if tier is None else tier.stats.restored_pages * sizes.page_tokens,
+        store_groups_written=0 if tier is None else tier.stats.groups_committed,
         mismatched=mismatched, cached_seconds=cached_s, fresh_seconds=fresh_s,
     )
