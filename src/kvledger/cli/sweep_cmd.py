@@ -35,8 +35,9 @@ KvOpt = Annotated[str | None, typer.Option(
 SsmOpt = Annotated[str | None, typer.Option(
     "--mamba-ssm-dtype", help="State dtypes (float32,bfloat16).")]
 EngineOpt = Annotated[str, typer.Option(
-    "--engine", help="Engines to sweep; sglang (vLLM deployments: `kvledger plan --engine "
-    "vllm`).")]
+    "--engine", help="Engines to sweep, comma-separated (sglang, vllm, sglang,vllm): one row "
+    "per deployment and engine. vLLM rows run the same GPUs with vLLM's flags (DP attention → "
+    "--data-parallel-size engines) and need --gpu.")]
 CsvOpt = Annotated[Path | None, typer.Option("--csv", help="Write the rows here.",
                                               dir_okay=False)]
 FigureOpt = Annotated[Path | None, typer.Option(
@@ -57,6 +58,31 @@ def _parser(spelling: str):
             raise ValueError(str(exc) or f"expected {flag.expects}") from None
 
     return parse
+
+
+def _engine(word: str) -> str:
+    if word not in ("sglang", "vllm"):
+        raise ValueError("expected sglang or vllm")
+    return word
+
+
+def _split_rules(rules: str, engines: tuple[str, ...]) -> tuple[str, str]:
+    """`--rules` names at most one rule set per engine (`sglang-0.5.23,vllm-0.33`)."""
+    from kvledger.rules import RULES as SGLANG_RULES
+    from kvledger.vllm.rules import DEFAULT_VLLM_RULES
+    from kvledger.vllm.rules import RULES as VLLM_RULES
+
+    chosen = {"sglang": DEFAULT_RULES, "vllm": DEFAULT_VLLM_RULES}
+    for word in (w.strip() for w in rules.split(",")):
+        engine = "sglang" if word in SGLANG_RULES else "vllm" if word in VLLM_RULES else None
+        if engine is None:
+            raise ValueError(f"--rules {word!r}: expected one of "
+                             f"{', '.join([*SGLANG_RULES, *VLLM_RULES])}")
+        if engine not in engines and word != DEFAULT_RULES:  # the default names no engine
+            raise ValueError(f"--rules {word}: a {engine} rule set, but --engine is "
+                             f"{','.join(engines)}")
+        chosen[engine] = word
+    return chosen["sglang"], chosen["vllm"]
 
 
 def _axes(gpu, nodes, tp, dp, kv, ssm):
@@ -86,12 +112,15 @@ def sweep(ctx: typer.Context, model: ModelOpt = None, rules: RulesOpt = DEFAULT_
           figure: FigureOpt = None, json: JsonOpt = False) -> None:
     from kvledger.report.sweep_json import sweep_json
     from kvledger.report.sweep_view import sweep_table, write_sweep_csv
+    from kvledger.sizing import parse_axis
     from kvledger.sizing import sweep as run_sweep
 
     with user_errors():
-        if engine != "sglang":
-            raise ValueError(f"--engine {engine!r}: sweep plans SGLang deployments; expected "
-                             "sglang (plan vLLM with `kvledger plan --engine vllm`)")
+        engines = parse_axis("--engine", engine, _engine)
+        sglang_rules, vllm_rules = _split_rules(rules, engines)
+        if "vllm" in engines and not gpu:
+            raise ValueError("--engine vllm: needs --gpu (vLLM sizes its block pool from the "
+                             "GPU's memory × --gpu-memory-utilization)")
         if gpu and available_gib is not None:
             raise ValueError("--gpu and --available-gib: give one, not both")
         if check and requests is None and context is None:
@@ -102,9 +131,10 @@ def sweep(ctx: typer.Context, model: ModelOpt = None, rules: RulesOpt = DEFAULT_
             raise ValueError(f"the grid has {axes.size():,} deployments; expected at most 10,000")
         parsed = parse_flags(ctx.args)
         name = model or parsed.model_ref or DEFAULT_MODEL
-        rows = run_sweep(name, axes, parsed.deployment, rules=rules,
+        rows = run_sweep(name, axes, parsed.deployment, rules=sglang_rules,
                          available_gib=available_gib, weights_gib=weights_gib,
-                         requests=requests, context_tokens=context)
+                         requests=requests, context_tokens=context, engines=engines,
+                         vllm_rules=vllm_rules)
         if csv is not None:
             write_sweep_csv(rows, csv)
         if figure is not None:
@@ -114,10 +144,10 @@ def sweep(ctx: typer.Context, model: ModelOpt = None, rules: RulesOpt = DEFAULT_
                       else "catalogue memory − weights" if gpu else "100 GiB after weights")
             figure.parent.mkdir(parents=True, exist_ok=True)
             sweep_figure(name, rows, memory).savefig(figure)
-    notes = tuple(dict.fromkeys(n for r in rows if r.plan for n in r.plan.notes))
+    notes = tuple(dict.fromkeys(n for r in rows for n in r.notes))
     if json:
         emit_json(sweep_json(name, rules, rows, requests=requests, context_tokens=context,
-                             ignored_flags=parsed.ignored, notes=notes))
+                             ignored_flags=parsed.ignored, notes=notes, engines=engines))
     else:
         console.print(sweep_table(f"{name}: {len(rows):,} deployments ({rules})", rows))
         for note in notes:

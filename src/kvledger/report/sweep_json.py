@@ -1,11 +1,16 @@
 """The `kvledger sweep`, `compare` and `recommend` `--json` documents (inside the envelope).
 
-Schema `kvledger.sweep/1`: model, rules, workload{requests, context_tokens}|null,
-rows[{gpu, nodes, tp_size, dp_size, enable_dp_attention, attn_tp_size, kv_cache_dtype,
-mamba_ssm_dtype, ok, error|null, totals{ranks, workers, running_requests, tokens,
-token_pool_bytes, state_pool_bytes, verify_bytes, side_bytes}|null, per_worker{state_slots,
-max_total_tokens, max_running_requests}|null, binding (a plan/2 limit code)|null,
-requests_per_gpu|null, fits|null}]. Dtypes are the resolved ones (`auto` resolved per GPU).
+Schema `kvledger.sweep/1`: model, rules, engines, workload{requests, context_tokens}|null,
+rows[{gpu, nodes, engine ("sglang"|"vllm"), tp_size, dp_size, enable_dp_attention,
+attn_tp_size, kv_cache_dtype, mamba_ssm_dtype, ok, error|null, totals{ranks, workers,
+running_requests, tokens, token_pool_bytes, state_pool_bytes, verify_bytes, side_bytes}|null,
+per_worker|null, binding|null, requests_per_gpu|null, fits|null}]. SGLang rows: dtypes
+resolved (`auto` resolved per GPU), per_worker{state_slots, max_total_tokens,
+max_running_requests}, binding a plan/2 limit code. vLLM rows (`kvledger.sizing.vllm_point`):
+the point's vLLM flags (tp_size = --tensor-parallel-size, dp_size = --data-parallel-size,
+dtypes as vLLM spells them), per_worker (per DP engine){num_gpu_blocks, blocks_per_request,
+max_concurrency, gpu_kv_cache_tokens, max_num_seqs, max_model_len}, binding `kv_blocks` or
+`max_num_seqs`, token_pool_bytes the one block pool (states included, state_pool_bytes 0).
 
 Schema `kvledger.compare/1`: a{model, rules, gpu, deployment}, b{…}, rows[{quantity, label,
 a, b, differs}], differences (the number of rows that differ).
@@ -24,9 +29,19 @@ from kvledger.report.envelope import envelope
 from kvledger.sizing import Difference, Recommendations, SweepRow
 
 
+def _vllm_point(row: SweepRow) -> dict[str, Any]:
+    dep = row.vllm_plan.layout.deployment
+    return {"gpu": row.gpu, "nodes": row.point.nodes, "engine": row.engine,
+            "tp_size": dep.tensor_parallel_size, "dp_size": dep.data_parallel_size,
+            "enable_dp_attention": False, "attn_tp_size": dep.tensor_parallel_size,
+            "kv_cache_dtype": dep.kv_cache_dtype, "mamba_ssm_dtype": dep.mamba_ssm_cache_dtype}
+
+
 def _point(row: SweepRow) -> dict[str, Any]:
+    if row.vllm_plan is not None:
+        return _vllm_point(row)
     dep = row.plan.layout.deployment if row.plan else row.point.deployment
-    point = {"gpu": row.gpu, "nodes": row.point.nodes}
+    point = {"gpu": row.gpu, "nodes": row.point.nodes, "engine": row.engine}
     if dep is None:
         return point | dict.fromkeys(("tp_size", "dp_size", "enable_dp_attention",
                                       "attn_tp_size", "kv_cache_dtype", "mamba_ssm_dtype"))
@@ -38,10 +53,21 @@ def _point(row: SweepRow) -> dict[str, Any]:
 
 def sweep_row_json(row: SweepRow) -> dict[str, Any]:
     doc = _point(row) | {"ok": row.ok, "error": row.error}
-    if row.plan is None:
+    if not row.ok:
         return doc | {"totals": None, "per_worker": None, "binding": None,
                       "requests_per_gpu": None, "fits": None}
-    cap, tot = row.plan.capacity, row.totals
+    tot = row.totals
+    if row.vllm_plan is not None:
+        vcap = row.vllm_plan.capacity
+        per_engine = {"num_gpu_blocks": vcap.num_blocks,
+                      "blocks_per_request": vcap.blocks_per_request,
+                      "max_concurrency": round(vcap.max_concurrency, 3),
+                      "gpu_kv_cache_tokens": vcap.logged_tokens, "max_num_seqs": vcap.max_num_seqs,
+                      "max_model_len": row.vllm_plan.layout.max_model_len}
+        return doc | {"totals": {name: getattr(tot, name) for name in tot.__dataclass_fields__},
+                      "per_worker": per_engine, "binding": row.binding,
+                      "requests_per_gpu": round(row.requests_per_gpu, 3), "fits": row.fits}
+    cap = row.plan.capacity
     return doc | {
         "totals": {name: getattr(tot, name) for name in tot.__dataclass_fields__},
         "per_worker": {"state_slots": cap.state_slots, "max_total_tokens": cap.max_total_tokens,
@@ -53,10 +79,12 @@ def sweep_row_json(row: SweepRow) -> dict[str, Any]:
 
 def sweep_json(model: str, rules: str, rows: list[SweepRow], *, requests: int | None,
                context_tokens: int | None, ignored_flags: tuple[str, ...] = (),
-               notes: tuple[str, ...] = ()) -> dict[str, Any]:
+               notes: tuple[str, ...] = (), engines: tuple[str, ...] = ("sglang",)
+               ) -> dict[str, Any]:
     workload = (None if requests is None and context_tokens is None
                 else {"requests": requests, "context_tokens": context_tokens})
-    return envelope("sweep", {"model": model, "rules": rules, "workload": workload,
+    return envelope("sweep", {"model": model, "rules": rules, "engines": list(engines),
+                              "workload": workload,
                               "rows": [sweep_row_json(r) for r in rows]},
                     ignored_flags=ignored_flags, notes=notes)
 

@@ -1,0 +1,99 @@
+"""`kvledger sweep --engine sglang,vllm`: one row per deployment and engine, for every model."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from kvledger.cli import app
+from kvledger.deploy import Deployment
+from kvledger.model.config import embedded_names
+from kvledger.sizing import Axes, sweep
+from kvledger.sizing.vllm_point import vllm_deployment
+from kvledger.vllm.deploy import VllmDeployment
+from kvledger.vllm.plan import make_vllm_plan
+
+runner = CliRunner()
+
+
+@pytest.mark.parametrize("model", embedded_names())
+def test_both_engines_every_model_plans_or_says_why(model):
+    result = runner.invoke(app, ["sweep", "--model", model, "--gpu", "H200", "--tp", "8",
+                                 "--dp", "1,4", "--engine", "sglang,vllm", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["engines"] == ["sglang", "vllm"]
+    assert [r["engine"] for r in doc["rows"]] == ["sglang", "vllm"] * 2
+    for row in doc["rows"]:
+        assert row["ok"] != bool(row["error"])  # a refusal is the row's reason, not a crash
+        if row["engine"] != "vllm" or not row["ok"]:
+            continue
+        # vLLM's own numbers: the plan of the same flags, DP engines × per-engine figures
+        plan = make_vllm_plan(model, VllmDeployment(tensor_parallel_size=row["tp_size"],
+                                                    data_parallel_size=row["dp_size"]),
+                              gpu="H200")
+        tot, eng = row["totals"], row["per_worker"]
+        assert row["tp_size"] * row["dp_size"] == tot["ranks"] == 8
+        assert eng["num_gpu_blocks"] == plan.capacity.num_blocks
+        assert tot["tokens"] == row["dp_size"] * plan.capacity.logged_tokens
+        assert tot["running_requests"] == row["dp_size"] * min(
+            plan.capacity.max_num_seqs, int(plan.capacity.num_blocks
+                                            / plan.capacity.blocks_per_request))
+        assert tot["token_pool_bytes"] == (plan.capacity.num_blocks
+                                           * plan.capacity.bytes_per_block * 8)
+        assert row["binding"] in ("kv_blocks", "max_num_seqs")
+
+
+def test_dp_attention_maps_to_vllm_data_parallel_on_the_same_gpus():
+    v = vllm_deployment(Deployment(tp_size=8, dp_size=8, enable_dp_attention=True), 65_536)
+    assert (v.tensor_parallel_size, v.data_parallel_size, v.max_model_len) == (1, 8, 65_536)
+    v = vllm_deployment(Deployment(tp_size=8))
+    assert (v.tensor_parallel_size, v.data_parallel_size) == (8, 1)
+
+
+def test_qwen3_next_on_four_h200s_vllm_concurrency_is_for_max_model_len_requests():
+    rows = sweep("qwen3-next-80b-a3b-instruct", Axes(gpus=("H200",), tp=(4,)),
+                 engines=("sglang", "vllm"))
+    sg, vl = rows
+    plan = vl.vllm_plan
+    # max_model_len is the config's 262,144: vLLM's "Maximum concurrency" is
+    # num_gpu_blocks / blocks per such request (get_max_concurrency_for_kv_cache_config)
+    assert plan.layout.max_model_len == 262_144
+    assert vl.totals.running_requests == int(plan.capacity.num_blocks
+                                             / plan.capacity.blocks_per_request)
+    assert vl.totals.running_requests < sg.totals.running_requests
+    assert vl.binding == "kv_blocks" and vl.totals.state_pool_bytes == 0
+
+
+def test_a_workload_sets_max_model_len_and_checks_requests():
+    rows = sweep("qwen3-next-80b-a3b-instruct", Axes(gpus=("H200",), tp=(4,)),
+                 engines=("vllm",), requests=64, context_tokens=32_768)
+    (row,) = rows
+    assert row.vllm_plan.layout.max_model_len == 32_768
+    assert row.fits == (row.totals.running_requests >= 64)
+
+
+def test_vllm_refusal_is_the_rows_reason():
+    # tp 1 × dp 4 holds Qwen3-Next's whole weights per rank: vLLM's budget refuses it
+    rows = sweep("qwen3-next-80b-a3b-instruct",
+                 Axes(gpus=("H200",), tp=(4,), dp=(4,)), engines=("vllm",))
+    assert not rows[0].ok and "do not fit in --gpu-memory-utilization" in rows[0].error
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--engine", "trtllm"], "--engine 'trtllm': expected sglang or vllm"),
+    (["--engine", "vllm"], "--engine vllm: needs --gpu"),
+    (["--engine", "sglang", "--rules", "vllm-0.33"], "a vllm rule set, but --engine is sglang"),
+])
+def test_engine_errors_name_the_flag(args, message):
+    result = runner.invoke(app, ["sweep", *args])
+    assert result.exit_code == 2 and message in result.output, result.output  # usage error
+
+
+def test_rules_pick_one_set_per_engine():
+    result = runner.invoke(app, ["sweep", "--gpu", "H200", "--tp", "8", "--engine",
+                                 "sglang,vllm", "--rules", "vllm-0.13", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["rows"][1]["ok"]
