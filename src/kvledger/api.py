@@ -104,10 +104,11 @@ def sweep(model: str = DEFAULT_MODEL, flags: Flags = (), *, gpu: object = None,
           kv_cache_dtype: object = None, mamba_ssm_dtype: object = None,
           available_gib: float | None = None, weights_gib: float | None = None,
           rules: str = DEFAULT_RULES, requests: int | None = None,
-          context: int | None = None) -> list[SweepRow]:
+          context: int | None = None, engine: object = "sglang") -> list[SweepRow]:
     """Plan every combination of the axes (each a value, a list or a comma string) over the
-    deployment `flags` give; one `SweepRow` per deployment, with `totals` over all its GPUs
-    (`row.totals.running_requests`, `.tokens`, `.token_pool_bytes`, …) or `error`.
+    deployment `flags` give; one `SweepRow` per deployment and engine (`engine="sglang,vllm"`:
+    vLLM rows need `gpu`), with `totals` over all its GPUs (`row.totals.running_requests`,
+    `.tokens`, `.token_pool_bytes`, …) or `error`.
     """
     from kvledger.deploy import KVDtype, StateDtype
     from kvledger.sizing import Axes
@@ -121,9 +122,12 @@ def sweep(model: str = DEFAULT_MODEL, flags: Flags = (), *, gpu: object = None,
                 mamba_ssm_dtype=tuple(None if s is None else StateDtype(s)
                                       for s in _axis(mamba_ssm_dtype)))
     parsed = parse_flags(flags)
+    engines = tuple(str(e) for e in _axis(engine))
+    if any(e not in ("sglang", "vllm") for e in engines):
+        raise ValueError(f"engine {engine!r}: expected sglang, vllm or both")
     return run(parsed.model_ref or model, axes, parsed.deployment, rules=rules,
                available_gib=available_gib, weights_gib=weights_gib, requests=requests,
-               context_tokens=context)
+               context_tokens=context, engines=engines)
 
 
 def compare(a: Plan, b: Plan) -> list[Difference]:

@@ -97,3 +97,44 @@ def test_rules_pick_one_set_per_engine():
                                  "sglang,vllm", "--rules", "vllm-0.13", "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["rows"][1]["ok"]
+
+
+@pytest.mark.parametrize("model", embedded_names())
+def test_recommend_prints_vllms_command_when_its_plan_fits(model):
+    from kvledger.model.config import REPO_IDS
+    from kvledger.sizing import recommend
+    from kvledger.sizing.vllm_point import vllm_totals
+    from kvledger.vllm.flags import parse_vllm_command
+
+    rec = recommend(model, requests=32, context_tokens=8_192, gpus=("H200",), top=3)
+    assert rec.fits, rec.failures
+    for r in rec.fits:
+        assert (r.vllm_command is None) != (r.vllm_why is None)
+        vdep = vllm_deployment(r.row.point.deployment, 8_192)
+        if r.vllm_command is None:
+            continue
+        parsed = parse_vllm_command(r.vllm_command)  # the command parses back to the layout
+        assert parsed.model_ref == REPO_IDS.get(model, model)
+        assert parsed.deployment == vdep
+        plan = make_vllm_plan(model, parsed.deployment, gpu="H200")
+        assert vllm_totals(plan).running_requests >= 32
+    result = runner.invoke(app, ["recommend", "--model", model, "--requests", "32",
+                                 "--context", "8192", "--gpu", "H200", "--top", "3", "--json"])
+    assert result.exit_code == 0, result.output
+    fits = json.loads(result.stdout)["fits"]
+    assert [f["vllm_command"] for f in fits] == [r.vllm_command for r in rec.fits]
+    assert [f["vllm_why"] for f in fits] == [r.vllm_why for r in rec.fits]
+
+
+def test_recommend_says_why_vllm_does_not_fit():
+    from kvledger.sizing import recommend
+
+    rec = recommend("qwen3-next-80b-a3b-instruct", requests=64, context_tokens=32_768,
+                    gpus=("H200",), top=3)
+    # #2 is SGLang's DP attention on 2 GPUs: in vLLM two tp-1 engines, each with all weights
+    assert rec.fits[1].row.point.deployment.enable_dp_attention
+    assert rec.fits[1].vllm_command is None
+    assert "148.40 GiB per rank do not fit" in rec.fits[1].vllm_why
+    assert rec.fits[0].vllm_command == (
+        "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --tensor-parallel-size 2 "
+        "--max-model-len 32768 --kv-cache-dtype fp8_e4m3")

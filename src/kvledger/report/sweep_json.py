@@ -17,7 +17,9 @@ a, b, differs}], differences (the number of rows that differ).
 
 Schema `kvledger.recommend/1`: model, requests, context_tokens, searched, fits[{gpu, nodes,
 tp_size, dp_size, enable_dp_attention, kv_cache_dtype, ranks, running_requests, tokens,
-headroom, command}], failures[{reason, layouts}].
+headroom, command, vllm_command|null, vllm_why|null}], failures[{reason, layouts}]
+(`vllm_command`: vLLM's `vllm serve …` for the same GPUs when its plan holds the workload;
+else `vllm_why`).
 """
 
 from __future__ import annotations
@@ -118,7 +120,8 @@ def recommend_json(model: str, rec: Recommendations, *,
                      "dp_size": dep.dp_size, "enable_dp_attention": dep.enable_dp_attention,
                      "kv_cache_dtype": dep.kv_cache_dtype.value, "ranks": tot.ranks,
                      "running_requests": tot.running_requests, "tokens": tot.tokens,
-                     "headroom": round(r.headroom, 3), "command": r.command})
+                     "headroom": round(r.headroom, 3), "command": r.command,
+                     "vllm_command": r.vllm_command, "vllm_why": r.vllm_why})
     return envelope("recommend", {
         "model": model, "requests": rec.requests, "context_tokens": rec.context_tokens,
         "searched": rec.searched, "fits": fits,

@@ -104,7 +104,12 @@ def render_recommendations(rec: Recommendations, console: Console) -> None:
                      f"{tot.tokens:,}", f"×{r.headroom:,.2f}")
     console.print(fits if rec.fits else Text("no layout in the search space fits", style="red"))
     for i, r in enumerate(rec.fits, 1):
-        console.print(f"#{i}: {r.command}", highlight=False, soft_wrap=True)
+        console.print(f"#{i} SGLang: {r.command}", highlight=False, soft_wrap=True)
+        if r.vllm_command:
+            console.print(f"#{i} vLLM:   {r.vllm_command}", highlight=False, soft_wrap=True)
+        else:
+            console.print(f"#{i} vLLM:   does not fit: {r.vllm_why}", highlight=False,
+                          soft_wrap=True, style="yellow")
     why = Table(title="Why the other layouts do not fit", title_justify="left")
     why.add_column("reason")
     why.add_column("layouts", justify="right")
