@@ -132,7 +132,7 @@ def sweep(model: str = DEFAULT_MODEL, flags: Flags = (), *, gpu: object = None,
 
 def compare(a: Plan, b: Plan) -> list[Difference]:
     """Every quantity of plan `a` beside plan `b`; `Difference.differs` marks a change."""
-    from kvledger.sizing import compare as run
+    from kvledger.sizing.compare import compare as run  # the function, not its module
 
     return run(a, b)
 
@@ -142,7 +142,7 @@ def recommend(model: str = DEFAULT_MODEL, *, requests: int, context: int,
               top: int = 5) -> Recommendations:
     """The `top` cheapest layouts (fewest GPUs, then most headroom) fitting `requests`
     concurrent requests of `context` tokens, each with its SGLang launch `command`."""
-    from kvledger.sizing import recommend as run
+    from kvledger.sizing.recommend import recommend as run
 
     gpus = None if gpu is None else tuple(g for g in _axis(gpu) if g)
     parsed = parse_flags(flags)

@@ -138,3 +138,46 @@ def test_recommend_says_why_vllm_does_not_fit():
     assert rec.fits[0].vllm_command == (
         "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --tensor-parallel-size 2 "
         "--max-model-len 32768 --kv-cache-dtype fp8_e4m3")
+
+
+@pytest.mark.parametrize("model", embedded_names())
+def test_compare_across_engines_every_model(model):
+    result = runner.invoke(app, ["compare", "--model", model, "--a", "--tp 8 --gpu H200",
+                                 "--b", "--tp 8 --gpu H200 --engine vllm", "--json"])
+    if result.exit_code != 0:  # vLLM refuses this layout: its reason, in the one error style
+        assert result.exit_code == 2 and result.output.startswith("error: "), result.output
+        with pytest.raises(ValueError):
+            make_vllm_plan(model, VllmDeployment(tensor_parallel_size=8), gpu="H200")
+        return
+    doc = json.loads(result.stdout)
+    rows = {r["quantity"]: r for r in doc["rows"]}
+    assert (doc["a"]["engine"], doc["b"]["engine"]) == ("sglang", "vllm")
+    assert rows["engine"]["differs"] and not rows["tp_size"]["differs"]
+    plan = make_vllm_plan(model, VllmDeployment(tensor_parallel_size=8), gpu="H200")
+    assert rows["num_gpu_blocks"]["b"] == plan.capacity.num_blocks
+    assert rows["num_gpu_blocks"]["a"] is None and rows["state_slots"]["b"] is None
+    assert rows["ranks"]["a"] == rows["ranks"]["b"] == 8
+
+
+def test_compare_a_pasted_vllm_command_against_sglang():
+    result = runner.invoke(app, [
+        "compare", "--model", "qwen3-next-80b-a3b-instruct", "--a", "--tp 4 --gpu H200",
+        "--b", "--engine vllm --gpu H200 vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct "
+               "--tensor-parallel-size 2 --data-parallel-size 2",
+        "--context", "32768", "--requests", "64", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = {r["quantity"]: r for r in json.loads(result.stdout)["rows"]}
+    assert rows["dp_size"]["b"] == 2 and rows["ranks"]["b"] == 4
+    assert rows["max_model_len"]["b"] == 32_768  # --context sets vLLM's max_model_len
+    plan = make_vllm_plan("qwen3-next-80b-a3b-instruct",
+                          VllmDeployment(tensor_parallel_size=2, data_parallel_size=2,
+                                         max_model_len=32_768), gpu="H200")
+    running = 2 * min(plan.capacity.max_num_seqs, int(plan.capacity.max_concurrency))
+    assert rows["running_requests"]["b"] == running
+    assert rows["workload_fits"]["b"] == (running >= 64)
+
+
+def test_compare_vllm_side_needs_a_gpu():
+    result = runner.invoke(app, ["compare", "--a", "--tp 8 --gpu H200",
+                                 "--b", "--tp 8 --engine vllm"])
+    assert result.exit_code == 2 and "the side needs --gpu" in result.output

@@ -43,8 +43,9 @@ CsvOpt = Annotated[Path | None, typer.Option("--csv", help="Write the rows here.
 FigureOpt = Annotated[Path | None, typer.Option(
     "--figure", help="Draw tokens and running requests per deployment here (.svg or .png).",
     dir_okay=False)]
-SIDE_HELP = ("SGLang flags of one deployment (or a pasted launch command), plus --gpu NAME; "
-             "flags given outside --a/--b apply to both.")
+SIDE_HELP = ("SGLang flags of one deployment (or a pasted launch command), plus --gpu NAME "
+             "and optionally --engine vllm (the same GPUs in vLLM's flags, or a pasted `vllm "
+             "serve …`); flags given outside --a/--b apply to both.")
 
 
 def _parser(spelling: str):
@@ -159,24 +160,67 @@ def sweep(ctx: typer.Context, model: ModelOpt = None, rules: RulesOpt = DEFAULT_
         raise typer.Exit(1)
 
 
+def _take(words: list[str], flag: str, expects: str) -> tuple[str | None, list[str]]:
+    """`flag VALUE` removed from `words` (a side's own option), and its value."""
+    if flag not in words:
+        return None, words
+    i = words.index(flag)
+    if i + 1 >= len(words):
+        raise ValueError(f"{flag}: expected {expects}")
+    return words[i + 1], words[:i] + words[i + 2:]
+
+
 def _side_plan(text: str, common: list[str], model: str | None, rules: str,
                available_gib: float | None, weights_gib: float | None,
                requests: int | None, context: int | None):
     from kvledger.launch.command import split_words
     from kvledger.plan import make_plan
 
-    words = split_words(text)
-    gpu = None
-    if "--gpu" in words:
-        i = words.index("--gpu")
-        if i + 1 >= len(words):
-            raise ValueError("--gpu: expected a GPU name")
-        gpu, words = words[i + 1], words[:i] + words[i + 2:]
+    gpu, words = _take(split_words(text), "--gpu", "a GPU name")
+    engine, words = _take(words, "--engine", "sglang or vllm")
+    if engine not in (None, "sglang", "vllm"):
+        raise ValueError(f"--engine {engine!r}: expected sglang or vllm (one per side)")
+    if engine == "vllm":
+        return _vllm_side(words, common, model, rules, gpu, available_gib, weights_gib,
+                          context)
     parsed = parse_flags([*common, *words])
     plan = make_plan(model or parsed.model_ref or DEFAULT_MODEL, parsed.deployment, rules=rules,
                      gpu=gpu, available_gib=None if gpu else available_gib,
                      weights_gib=weights_gib, requests=requests, context_tokens=context)
     return plan, parsed.ignored
+
+
+def _vllm_side(words: list[str], common: list[str], model: str | None, rules: str,
+               gpu: str | None, available_gib: float | None, weights_gib: float | None,
+               context: int | None):
+    """A side planned with vLLM's rules: a pasted `vllm serve …`, or SGLang flags on the same
+    GPUs in vLLM's flags (`kvledger.sizing.vllm_point`)."""
+    from kvledger.sizing.vllm_point import vllm_deployment
+    from kvledger.vllm.flags import is_vllm_command, parse_vllm_command
+    from kvledger.vllm.plan import make_vllm_plan
+    from kvledger.vllm.rules import DEFAULT_VLLM_RULES
+    from kvledger.vllm.rules import RULES as VLLM_RULES
+
+    if gpu is None:
+        raise ValueError("--engine vllm: the side needs --gpu (vLLM sizes its block pool from "
+                         "the GPU's memory × --gpu-memory-utilization)")
+    if available_gib is not None:
+        raise ValueError("--available-gib means a different figure to vLLM (its logged "
+                         "Available KV cache memory); a vLLM side needs --gpu")
+    vrules = rules if rules in VLLM_RULES else DEFAULT_VLLM_RULES
+    if is_vllm_command(words):
+        parsed = parse_vllm_command(words)
+        vdep = parsed.deployment
+        if context is not None:
+            from dataclasses import replace
+
+            vdep = replace(vdep, max_model_len=context)
+        name, ignored = model or parsed.model_ref or DEFAULT_MODEL, parsed.ignored
+    else:
+        parsed = parse_flags([*common, *words])
+        vdep = vllm_deployment(parsed.deployment, context)
+        name, ignored = model or parsed.model_ref or DEFAULT_MODEL, parsed.ignored
+    return make_vllm_plan(name, vdep, rules=vrules, gpu=gpu, weights_gib=weights_gib), ignored
 
 
 @command(help="Two deployments side by side, each quantity marked when they differ. "
@@ -190,14 +234,14 @@ def compare(ctx: typer.Context,
             json: JsonOpt = False) -> None:
     from kvledger.report.sweep_json import compare_json
     from kvledger.report.sweep_view import compare_table
-    from kvledger.sizing import compare as compare_plans
+    from kvledger.sizing.compare import compare as compare_plans  # the function, not its module
 
     with user_errors():
         plan_a, ignored_a = _side_plan(a, ctx.args, model, rules, available_gib, weights_gib,
                                        requests, context)
         plan_b, ignored_b = _side_plan(b, ctx.args, model, rules, available_gib, weights_gib,
                                        requests, context)
-    diffs = compare_plans(plan_a, plan_b)
+    diffs = compare_plans(plan_a, plan_b, requests=requests)
     ignored = tuple(dict.fromkeys((*ignored_a, *ignored_b)))
     if json:
         emit_json(compare_json(plan_a, plan_b, diffs, ignored_flags=ignored))
@@ -221,7 +265,7 @@ def recommend(ctx: typer.Context,
     from kvledger.report.sweep_json import recommend_json
     from kvledger.report.sweep_view import render_recommendations
     from kvledger.sizing import parse_axis
-    from kvledger.sizing import recommend as run_recommend
+    from kvledger.sizing.recommend import recommend as run_recommend
 
     with user_errors():
         if top < 1:

@@ -12,8 +12,10 @@ dtypes as vLLM spells them), per_worker (per DP engine){num_gpu_blocks, blocks_p
 max_concurrency, gpu_kv_cache_tokens, max_num_seqs, max_model_len}, binding `kv_blocks` or
 `max_num_seqs`, token_pool_bytes the one block pool (states included, state_pool_bytes 0).
 
-Schema `kvledger.compare/1`: a{model, rules, gpu, deployment}, b{…}, rows[{quantity, label,
-a, b, differs}], differences (the number of rows that differ).
+Schema `kvledger.compare/1`: a{model, engine, rules, gpu, deployment}, b{…}, rows[{quantity,
+label, a, b, differs}], differences (the number of rows that differ). A vLLM side's
+deployment is {tensor_parallel_size, data_parallel_size, max_model_len, kv_cache_dtype}; its
+rows are `kvledger.sizing.compare`'s (null where SGLang's quantity has no vLLM counterpart).
 
 Schema `kvledger.recommend/1`: model, requests, context_tokens, searched, fits[{gpu, nodes,
 tp_size, dp_size, enable_dp_attention, kv_cache_dtype, ranks, running_requests, tokens,
@@ -29,6 +31,7 @@ from typing import Any
 from kvledger.plan import Plan
 from kvledger.report.envelope import envelope
 from kvledger.sizing import Difference, Recommendations, SweepRow
+from kvledger.vllm.plan import VllmPlan
 
 
 def _vllm_point(row: SweepRow) -> dict[str, Any]:
@@ -91,16 +94,23 @@ def sweep_json(model: str, rules: str, rows: list[SweepRow], *, requests: int | 
                     ignored_flags=ignored_flags, notes=notes)
 
 
-def _side(plan: Plan) -> dict[str, Any]:
+def _side(plan: Plan | VllmPlan) -> dict[str, Any]:
     dep = plan.layout.deployment
-    return {"model": plan.model.name, "rules": plan.layout.rules.name,
+    if isinstance(plan, VllmPlan):
+        return {"model": plan.model.name, "engine": "vllm", "rules": plan.layout.rules.name,
+                "gpu": plan.gpu.name if plan.gpu else None,
+                "deployment": {"tensor_parallel_size": dep.tensor_parallel_size,
+                               "data_parallel_size": dep.data_parallel_size,
+                               "max_model_len": plan.layout.max_model_len,
+                               "kv_cache_dtype": dep.kv_cache_dtype}}
+    return {"model": plan.model.name, "engine": "sglang", "rules": plan.layout.rules.name,
             "gpu": plan.gpu.name if plan.gpu else None,
             "deployment": {"tp_size": dep.tp_size, "dp_size": dep.dp_size,
                            "enable_dp_attention": dep.enable_dp_attention,
                            "kv_cache_dtype": dep.kv_cache_dtype.value}}
 
 
-def compare_json(a: Plan, b: Plan, diffs: list[Difference], *,
+def compare_json(a: Plan | VllmPlan, b: Plan | VllmPlan, diffs: list[Difference], *,
                  ignored_flags: tuple[str, ...] = ()) -> dict[str, Any]:
     notes = [*(f"a: {n}" for n in a.notes), *(f"b: {n}" for n in b.notes)]
     return envelope("compare", {
