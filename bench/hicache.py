@@ -14,7 +14,7 @@ shuffled on both sides (`--placement scattered`, the worst case: one copy per pa
 Each timing is the best of `--repeats` runs, alternating ours and the baseline.
 
 Verification: `backup` and `loadback` time the raw pool copies, with no verification. The
-library controller verifies every loadback by default (BLAKE2b digests of the device bytes
+library controller verifies every loadback by default (XXH3-128 digests of the device bytes
 written, keyed by prefix: `kvledger.host.digests`); `loadback_verified` times a KV loadback
 plus that check, against the same baseline, so its cost is shown rather than hidden.
 

@@ -15,7 +15,9 @@ PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 def test_the_base_install_has_no_torch_and_the_memory_extra_pins_it():
     assert not [d for d in PROJECT["dependencies"] if d.startswith("torch")]
     # exactly 2.13.0: a looser pin pulls a multi-GB CUDA build
-    assert PROJECT["optional-dependencies"]["memory"] == ["torch==2.13.0"]
+    memory = PROJECT["optional-dependencies"]["memory"]
+    assert [d for d in memory if d.startswith("torch")] == ["torch==2.13.0"]
+    assert memory == ["torch==2.13.0", "xxhash>=3.4"]  # xxhash: the host tier's digests
     assert {"test", "docs", "memory"} <= set(PROJECT["optional-dependencies"])
 
 

@@ -25,27 +25,33 @@ class MissingExtra(ImportError):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Extra:
     name: str  # the name in pyproject's [project.optional-dependencies]
-    module: str  # what it installs, as imported
+    modules: tuple[str, ...]  # what it installs, as imported
 
     @property
     def install(self) -> str:
         return f"pip install 'kvledger[{self.name}]'"
 
+    def missing(self, modules: tuple[str, ...] | None = None) -> list[str]:
+        """The modules of this extra (or of `modules`) that do not import here."""
+        absent = []
+        for module in modules or self.modules:
+            try:
+                importlib.import_module(module)
+            except ImportError:
+                absent.append(module)
+        return absent
+
     def available(self) -> bool:
-        try:
-            importlib.import_module(self.module)
-        except ImportError:
-            return False
-        return True
+        return not self.missing()
 
     def require(self, feature: str, *, module: str | None = None) -> None:
         """Raise MissingExtra naming the extra when `feature` cannot run here."""
-        module = module or self.module
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            raise MissingExtra(f"{feature} needs {module}, which is not installed: "
-                               f"{self.install}") from None
+        absent = self.missing(None if module is None else (module,))
+        if absent:
+            raise MissingExtra(f"{feature} needs {' and '.join(absent)}, which "
+                               f"{'is' if len(absent) == 1 else 'are'} not installed: "
+                               f"{self.install}")
 
 
-MEMORY = Extra(name="memory", module="torch")
+# torch holds the real bytes; xxhash digests every host copy (host/digests.py).
+MEMORY = Extra(name="memory", modules=("torch", "xxhash"))

@@ -16,6 +16,7 @@ from kvledger.cache.token_rows import TokenRows
 from kvledger.engine.config import TinyConfig
 from kvledger.engine.memory import HostTier, PoolSizes, build_device_pools, build_host_tier
 from kvledger.host.policy import BackupPolicy
+from kvledger.pools.errors import IntegrityError
 from kvledger.tree import RadixTree
 
 MODES = {"real bytes": real_cache, "accounting": accounting_cache}
@@ -167,3 +168,26 @@ def test_admit_pins_the_host_copy_it_will_load_back():
     assert seq.usable_hit_tokens == PAGE
     assert (cache.stats.loadback_tokens, cache.stats.loadback_states) == (PAGE, 1)
     cache.check_integrity()
+
+
+@pytest.mark.parametrize("host", [None, HostTier(num_pages=8, num_state_slots=4)],
+                         ids=["device only", "host tier"])
+def test_every_device_lock_is_owned_by_a_running_request(host):
+    """The facade hands its running requests' receipts to the tier's check (the host
+    controller's `check_integrity(request_receipts=…)` when there is a host tier), so a lock
+    nobody owns, or a request's receipt unlocked behind its back, fails the check."""
+    cache = real_cache(host=host)
+    keys = Keys(cache)
+    prompt = np.arange(40)
+    run_request(cache, keys, prompt, new=2)
+    seq = cache.admit(keys(prompt), prompt_tokens=40, final_tokens=41)
+    assert seq.receipt is not None and seq.usable_hit_tokens == 32
+    cache.check_integrity()  # the request's lock is its own
+    stray = cache.tree.lock(seq.receipt.node)  # a lock no request or transfer owns
+    with pytest.raises(IntegrityError if host else RuntimeError, match="owner"):
+        cache.check_integrity()
+    cache.tree.unlock(stray)
+    cache.tree.unlock(seq.receipt)  # the request still claims it
+    with pytest.raises(IntegrityError if host else RuntimeError,
+                       match="no longer outstanding|receipts"):
+        cache.check_integrity()

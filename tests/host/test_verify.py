@@ -159,3 +159,75 @@ def test_an_intact_loadback_is_verified_and_loaded():
     digests = h.ctrl.transfers.digests
     assert (digests.verified_pages, digests.verified_states, digests.mismatches) == (2, 1, 0)
     h.ctrl.check_integrity()
+
+
+def _refuse_once(h, corrupt):
+    """The evicted tail, one host byte corrupted by `corrupt(tail_node)`, loaded back: FAILED."""
+    tokens, match = _evicted_tail(h)
+    tail = match.best_match_node
+    corrupt(tail)
+    used = h.ctrl.host.sizes()
+    _assert_refused(h, tokens, match, h.ctrl.loadback(match))
+    return tokens, tail, used
+
+
+def _flip_kv(h, tail):
+    page = int(tail.full.host_value[-1]) // PAGE
+    h.ctrl.host.kv.canonical[page, 0, 0, 0] ^= 0x01  # one bit of one plane's first row
+
+
+def test_a_host_page_that_failed_verification_is_dropped_with_its_node():
+    h = harness()
+    tokens, tail, used = _refuse_once(h, lambda tail: _flip_kv(h, tail))
+    # The tail was host-only: its 2 host pages and host state are freed, the node removed.
+    assert not tail.alive
+    after = h.ctrl.host.sizes()
+    assert used.kv_used_tokens - after.kv_used_tokens == 2 * PAGE
+    assert used.state_used_slots - after.state_used_slots == 1
+    traffic = h.ctrl.traffic
+    assert (traffic.host_evicted_tokens, traffic.host_evicted_state_slots) == (2 * PAGE, 1)
+    # The next request stops at the device hit instead of loading the bad copy again.
+    match = h.tree.match_prefix(tokens)
+    assert (match.device_hit_length, match.host_hit_length) == (8, 0)
+    assert h.ctrl.loadback(match).status is LoadStatus.DEVICE_HIT
+    assert h.ctrl.transfers.digests.mismatches == 1
+    h.ctrl.check_integrity()
+
+
+def test_a_host_state_that_failed_verification_is_dropped_alone():
+    h = harness()
+
+    def flip_state(tail):
+        h.ctrl.host.state.temporal[tail.mamba.host_value].view(-1)[0] ^= 0xFF
+
+    tokens, tail, used = _refuse_once(h, flip_state)
+    assert tail.alive and tail.mamba.host_value is None  # the KV's host copy was fine: kept
+    assert len(tail.full.host_value) == 2 * PAGE
+    after = h.ctrl.host.sizes()
+    assert (used.kv_used_tokens - after.kv_used_tokens,
+            used.state_used_slots - after.state_used_slots) == (0, 1)
+    assert h.tree.match_prefix(tokens).best_match_node is not tail  # no state there to use
+    h.ctrl.check_integrity()
+
+
+def test_a_refused_copy_another_transfer_reads_is_dropped_after_that_one():
+    h = harness(synchronous=False)
+    shared, tail_tokens = seq(0, 2), seq(500, 2)
+    for tokens in (shared, np.r_[shared, tail_tokens]):
+        h.insert(tokens)
+        h.ctrl.poll()  # write-through backups acknowledged
+    h.ctrl.evict_device(full_tokens=2 * PAGE)
+    match = h.tree.match_prefix(np.r_[shared, tail_tokens])
+    tail = match.best_match_node
+    _flip_kv(h, tail)
+    # Two requests load the same prefix back: both queued, both host-lock the tail.
+    first, second = h.ctrl.loadback(match), h.ctrl.loadback(match)
+    assert first.status is second.status is LoadStatus.QUEUED
+    assert h.ctrl.queue.poll(1) == 1  # the first is refused; the second still reads the copy
+    assert h.ctrl.transfers.digests.mismatches == 1
+    assert tail.alive and tail.full.host_value is not None  # not dropped under a lock
+    h.ctrl.check_integrity()
+    assert h.ctrl.poll() == 1  # the second is refused too, and now the copy goes
+    assert h.ctrl.transfers.digests.mismatches == 2 and not tail.alive
+    assert not h.ctrl.transfers.flights and not h.tree.receipts
+    h.ctrl.check_integrity()

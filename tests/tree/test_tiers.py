@@ -180,3 +180,38 @@ def test_lock_needs_a_value_on_that_tier():
         tree.lock(parent)
     assert path_nodes(tree, strip(0, 10)) == [parent]
     tree.check_integrity()
+
+
+def test_drop_host_takes_a_subtree_off_host_and_removes_host_only_nodes(backed_up):
+    tree, parent, child = backed_up
+    tree.evict(full_tokens=10)  # the child leaves the device (KV and state): host-only now
+    assert child.full.value is None and child.alive
+    dropped = tree.drop_host(parent, Component.FULL)
+    # Host KV of both (child first, leaves first), host states of both (slots 0 and 1).
+    assert sorted(dropped.full_indices.tolist()) == list(range(1000, 1020))
+    assert sorted(dropped.mamba_slots.tolist()) == [0, 1]
+    assert not child.alive  # no copy left on either tier
+    assert parent.alive and parent.full.host_value is None and parent.full.value is not None
+    assert tree.match_prefix(strip(0, 20)).host_hit_length == 0
+    tree.check_integrity()
+
+
+def test_drop_host_state_alone_keeps_the_kv(backed_up):
+    tree, _, child = backed_up
+    dropped = tree.drop_host(child, Component.MAMBA)
+    assert dropped.mamba_slots.tolist() == [1] and len(dropped.full_indices) == 0
+    assert child.mamba.host_value is None and child.full.host_value is not None
+    assert tree.drop_host(child, Component.MAMBA) is None  # nothing left to drop
+    tree.check_integrity()
+
+
+def test_drop_host_leaves_a_pinned_copy_alone(backed_up):
+    tree, parent, child = backed_up
+    receipt = tree.lock_host(child)  # a transfer reads the child's host copy
+    assert tree.drop_host(parent, Component.FULL) is None
+    assert tree.drop_host(child, Component.MAMBA) is None
+    assert parent.full.host_value is not None and child.mamba.host_value is not None
+    tree.unlock(receipt)
+    with pytest.raises(ValueError, match="drop_host: the root holds nothing to drop"):
+        tree.drop_host(tree.root, Component.FULL)
+    tree.check_integrity()

@@ -16,7 +16,10 @@ prefix the request already has. Device pages and the state slot are allocated fi
 evicting device LRU entries if short; when even that fails the request recomputes from its
 device hit (NO_ROOM). A failed transfer frees them (FAILED) and changes nothing. With
 verification on (`Transfers.digests`) the device bytes written are checked against what was
-backed up for each page's prefix before the acknowledgement; a mismatch is a FAILED loadback.
+backed up for each page's prefix before the acknowledgement; a mismatch is a FAILED loadback,
+and the host copy that failed is dropped once the locks are released (a state alone, or the
+node holding the page with its host-only subtree), so later matches stop at the device hit
+instead of loading the same bad copy and recomputing again.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import numpy as np
 
 from kvledger.host.moves import Moves
 from kvledger.host.results import LoadbackResult, LoadStatus
-from kvledger.host.transfer import Direction
+from kvledger.host.transfer import Direction, VerifyFault
 from kvledger.host.transfers import Flight, Transfers
 from kvledger.tree import Component, LockReceipt, MatchResult, Node
 from kvledger.tree.walk import EMPTY, concat, page_prefix_keys, path_spans
@@ -92,7 +95,11 @@ def loadback(transfers: Transfers, match: MatchResult, request_slot: int | None,
                 device.free_states(state_device)
             acked.append(ok)
 
-        flight = Flight(receipts=receipts, device_kv=pages, device_states=state_device)
+        def on_refused(fault: VerifyFault) -> None:
+            _drop_refused(transfers, missing, best, fault)
+
+        flight = Flight(receipts=receipts, device_kv=pages, device_states=state_device,
+                        on_refused=on_refused)
         submitted = True
         transfers.submit(Direction.LOADBACK, moves, flight, on_ack)
     finally:
@@ -127,6 +134,21 @@ def _restore(transfers: Transfers, best: Node, start: int, pages: np.ndarray,
             tree.restore_device_value(best, Component.MAMBA, slot)
         else:
             transfers.device.free_states(np.array([slot], dtype=np.int64))
+
+
+def _drop_refused(transfers: Transfers, missing: list, best: Node, fault: VerifyFault) -> None:
+    """Drop the host copy a failed check names: a state, or the node holding the page (its
+    host-only subtree with it). Left alone if gone meanwhile or pinned by another transfer."""
+    if fault.host_state is not None:
+        if best.alive and best.mamba.host_value == fault.host_state:
+            transfers.drop_host(best, Component.MAMBA)
+        return
+    page_tokens = transfers.tree.page_size
+    for node, _, _ in missing:
+        host = node.full.host_value
+        if node.alive and host is not None and fault.host_page in set(host // page_tokens):
+            transfers.drop_host(node, Component.FULL)
+            return
 
 
 def _copy_to_request(transfers: Transfers, node: Node, request_slot: int | None) -> None:

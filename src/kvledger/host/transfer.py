@@ -54,7 +54,14 @@ class TransferFault(RuntimeError):
 
 
 class VerifyFault(TransferFault):
-    """Bytes a loadback put on device are not the bytes backed up for that prefix."""
+    """Bytes a loadback put on device are not the bytes backed up for that prefix.
+
+    Names the host page (or host state slot) whose copy failed, so its owner can drop it."""
+
+    def __init__(self, message: str, *, host_page: int | None = None,
+                 host_state: int | None = None) -> None:
+        super().__init__(message)
+        self.host_page, self.host_state = host_page, host_state
 
 
 # Errors a copy can meet at run time (the transfer fails, the request recomputes); any

@@ -28,8 +28,8 @@ from kvledger.host.group import HostPoolGroup
 from kvledger.host.movers import Mover, TensorMover
 from kvledger.host.moves import Moves
 from kvledger.host.traffic import Traffic
-from kvledger.host.transfer import Direction, FaultHook, Transfer, TransferQueue
-from kvledger.tree import LockReceipt, RadixTree
+from kvledger.host.transfer import Direction, FaultHook, Transfer, TransferQueue, VerifyFault
+from kvledger.tree import Component, LockReceipt, Node, RadixTree, Tier
 from kvledger.tree.walk import EMPTY
 
 
@@ -62,6 +62,9 @@ class Flight:
     host_states: np.ndarray = field(default_factory=lambda: EMPTY)
     device_kv: np.ndarray = field(default_factory=lambda: EMPTY)  # device token slots
     device_states: np.ndarray = field(default_factory=lambda: EMPTY)
+    # Called once its locks are released when verification refused the transfer: the
+    # owner drops the host copy that failed, so later matches do not load it again.
+    on_refused: Callable[[VerifyFault], None] | None = None
 
 
 class Transfers:
@@ -77,10 +80,22 @@ class Transfers:
         self.inflight = InFlight()
         self.traffic = Traffic()
         self.flights: dict[int, Flight] = {}  # transfer id -> what it owns
+        self.refused: dict[int, VerifyFault] = {}  # transfer id -> its failed check, until acked
 
     @property
     def verifying(self) -> bool:
         return self.digests is not None
+
+    def drop_host(self, node: Node, component: Component) -> bool:
+        """Drop `node`'s host copy of `component` (FULL: and all below it), freeing the host
+        slots; False when a host lock pins it (another transfer reads it)."""
+        result = self.tree.drop_host(node, component)
+        if result is None:
+            return False
+        self.traffic.evicted(Tier.HOST, result)
+        self.host.free_kv(result.full_indices)
+        self.host.free_states(result.mamba_slots)
+        return True
 
     def release(self, receipts: list[LockReceipt]) -> None:
         """Unlock receipts taken before a transfer was submitted (a path that gave up)."""
@@ -106,6 +121,9 @@ class Transfers:
                 self.inflight.add_host(-num_host[0], -num_host[1])
                 self.inflight.add_device(-num_device[0], -num_device[1])
                 self.release(flight.receipts)
+                refused = self.refused.pop(transfer_id, None)
+            if refused is not None and flight.on_refused is not None:
+                flight.on_refused(refused)  # unlocked now: the bad copy can go
 
         return self.queue.submit(direction, payload=moves, on_ack=ack)
 
@@ -119,6 +137,10 @@ class Transfers:
             case Direction.LOADBACK:
                 self.mover.loadback(moves, checkpoint)
                 if self.digests is not None:
-                    self.digests.check_loadback(moves)  # before the acknowledgement
+                    try:
+                        self.digests.check_loadback(moves)  # before the acknowledgement
+                    except VerifyFault as fault:
+                        self.refused[transfer.transfer_id] = fault
+                        raise
         self.traffic.moved(transfer.direction, num_tokens=len(moves.kv_host),
                            num_state_slots=len(moves.state_host))

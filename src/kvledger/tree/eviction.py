@@ -112,3 +112,38 @@ def _prune(core: TreeCore, tier: Tier, node: Node, freed_full: list[np.ndarray])
         core._remove_node(node)
         node = parent
     return num_freed
+
+
+def drop(core: TreeCore, tier: Tier, node: Node, component: Component) -> EvictResult | None:
+    """Drop one copy found bad: ``node``'s state on ``tier`` (MAMBA), or ``node``'s KV there
+    and everything below it on ``tier`` (FULL: residency is root-connected, so nothing under
+    a dropped page can stay). Nodes left with no copy on either tier are removed. Returns
+    None, changing nothing, when a lock on ``tier`` pins any of it (a transfer in flight).
+
+    Not a recency decision: the caller names what to drop (a host copy that failed its
+    loadback check, so later matches do not load it again only to recompute)."""
+    if component is Component.MAMBA:
+        if node.mamba.values[tier] is None or node.mamba.locks[tier]:
+            return None
+        slot = core._mamba_off(tier, node)
+        return EvictResult(full_indices=EMPTY_INDICES, mamba_slots=np.array([slot], np.int64))
+    order: list[Node] = []  # pre-order; dropped in reverse (leaves first)
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.full.values[tier] is None:
+            continue
+        if n.full.locks[tier] or n.mamba.locks[tier]:
+            return None
+        order.append(n)
+        stack.extend(n.children.values())
+    freed_full: list[np.ndarray] = []
+    freed_mamba: list[int] = []
+    for n in reversed(order):
+        if n.mamba.values[tier] is not None:
+            freed_mamba.append(core._mamba_off(tier, n))
+        freed_full.append(core._full_off(tier, n))
+        if n.full.values[tier.other] is None and not n.children:
+            core._remove_node(n)
+    return EvictResult(full_indices=np.concatenate(freed_full) if freed_full else EMPTY_INDICES,
+                       mamba_slots=np.array(freed_mamba, dtype=np.int64))

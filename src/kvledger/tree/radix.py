@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from kvledger.tree.core import EMPTY_INDICES, TreeCore
-from kvledger.tree.eviction import evict, next_victim
+from kvledger.tree.eviction import drop, evict, next_victim
 from kvledger.tree.integrity import check_tree
 from kvledger.tree.node import TOKEN_BYTES, Component, Node, Tier
 from kvledger.tree.results import EvictResult, InsertResult, LockReceipt, MatchResult, TierSizes
@@ -283,6 +283,16 @@ class RadixTree(TreeCore):
         """Host counterpart of ``evict``; returns freed host indices."""
         full, mamba = _count(full_tokens, "full_tokens"), self._states(mamba_slots, "evict_host")
         return evict(self, Tier.HOST, full, mamba)
+
+    def drop_host(self, node: Node, component: Component) -> EvictResult | None:
+        """Drop ``node``'s host copy of ``component`` (FULL: with every host copy below it);
+        returns the freed host indices, or None when a host lock pins it (see
+        ``eviction.drop``)."""
+        self._require_live(node, "drop_host")
+        self._require_component(component, "drop_host")
+        if node.parent is None:
+            raise ValueError("drop_host: the root holds nothing to drop")
+        return drop(self, Tier.HOST, node, component)
 
     def _states(self, mamba_slots: object, action: str) -> int:
         count = _count(mamba_slots, "mamba_slots")
