@@ -104,9 +104,11 @@ def sweep(model: str = DEFAULT_MODEL, flags: Flags = (), *, gpu: object = None,
           kv_cache_dtype: object = None, mamba_ssm_dtype: object = None,
           available_gib: float | None = None, weights_gib: float | None = None,
           rules: str = DEFAULT_RULES, requests: int | None = None,
-          context: int | None = None, engine: object = "sglang") -> list[SweepRow]:
+          context: int | None = None, engine: object = "sglang",
+          replicas: object = 1) -> list[SweepRow]:
     """Plan every combination of the axes (each a value, a list or a comma string) over the
-    deployment `flags` give; one `SweepRow` per deployment and engine (`engine="sglang,vllm"`:
+    deployment `flags` give (`dp`: attention DP; `replicas`: --dp-size without it);
+    one `SweepRow` per deployment and engine (`engine="sglang,vllm"`:
     vLLM rows need `gpu`), with `totals` over all its GPUs (`row.totals.running_requests`,
     `.tokens`, `.token_pool_bytes`, …) or `error`.
     """
@@ -117,6 +119,7 @@ def sweep(model: str = DEFAULT_MODEL, flags: Flags = (), *, gpu: object = None,
     axes = Axes(gpus=_axis(gpu), nodes=tuple(None if n is None else int(n) for n in _axis(nodes)),
                 tp=tuple(None if t is None else int(t) for t in _axis(tp)),
                 dp=tuple(int(d) for d in _axis(dp)),
+                replicas=tuple(int(r) for r in _axis(replicas)),
                 kv_cache_dtype=tuple(None if k is None else KVDtype(k)
                                      for k in _axis(kv_cache_dtype)),
                 mamba_ssm_dtype=tuple(None if s is None else StateDtype(s)

@@ -181,3 +181,37 @@ def test_compare_vllm_side_needs_a_gpu():
     result = runner.invoke(app, ["compare", "--a", "--tp 8 --gpu H200",
                                  "--b", "--tp 8 --engine vllm"])
     assert result.exit_code == 2 and "the side needs --gpu" in result.output
+
+
+def test_replicas_without_dp_attention_multiply_one_copys_totals():
+    # SGLang --dp-size R alone: DataParallelController.launch_dp_schedulers launches one
+    # tp group per dp_rank (base_gpu_id += tp_size), each with its own pools: tp × R GPUs
+    from kvledger.plan import make_plan
+
+    rows = sweep("qwen3-next-80b-a3b-instruct", Axes(gpus=("H200",), tp=(4,), replicas=(1, 2)),
+                 engines=("sglang", "vllm"))
+    one, two = rows[0], rows[2]
+    assert two.point.deployment.dp_size == 2 and not two.point.deployment.enable_dp_attention
+    single = make_plan("qwen3-next-80b-a3b-instruct", two.point.deployment, gpu="H200")
+    assert single.capacity.totals.ranks == 4  # the plan counts one copy
+    assert (two.totals.ranks, two.totals.workers) == (8, 2)
+    assert two.totals.running_requests == 2 * one.totals.running_requests
+    assert two.totals.tokens == 2 * one.totals.tokens
+    assert two.totals.state_pool_bytes == 2 * one.totals.state_pool_bytes
+    # vLLM: --tensor-parallel-size 4 --data-parallel-size 2
+    vtwo = rows[3].vllm_plan.layout.deployment
+    assert (vtwo.tensor_parallel_size, vtwo.data_parallel_size) == (4, 2)
+    assert rows[3].totals.ranks == 8
+
+
+def test_replicas_and_dp_attention_together_are_refused_by_flag():
+    result = runner.invoke(app, ["sweep", "--gpu", "H200", "--tp", "8", "--dp", "2",
+                                 "--replicas", "2", "--json"])
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.stdout)["rows"]
+    assert not row["ok"] and "SGLang has one --dp-size" in row["error"]
+    result = runner.invoke(app, ["sweep", "--gpu", "H200", "--tp", "4", "--replicas", "1,2",
+                                 "--json"])
+    rows = json.loads(result.stdout)["rows"]
+    assert [(r["replicas"], r["totals"]["ranks"]) for r in rows] == [(1, 4), (2, 8)]
+    assert rows[1]["dp_size"] == 2 and rows[1]["enable_dp_attention"] is False

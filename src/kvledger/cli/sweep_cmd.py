@@ -30,6 +30,9 @@ NodesOpt = Annotated[str | None, typer.Option(
 TpOpt = Annotated[str | None, typer.Option("--tp", help="Tensor-parallel sizes (1,2,4,8).")]
 DpOpt = Annotated[str | None, typer.Option(
     "--dp", help="Attention-DP sizes (1,2,8); dp > 1 turns on --enable-dp-attention.")]
+ReplicasOpt = Annotated[str | None, typer.Option(
+    "--replicas", help="Data-parallel replicas without DP attention (1,2,4): SGLang's "
+    "--dp-size R alone, R copies of the tp group on tp × R GPUs; not with --dp > 1.")]
 KvOpt = Annotated[str | None, typer.Option(
     "--kv-cache-dtype", help="KV dtypes (auto,bf16,fp8_e4m3).")]
 SsmOpt = Annotated[str | None, typer.Option(
@@ -86,7 +89,7 @@ def _split_rules(rules: str, engines: tuple[str, ...]) -> tuple[str, str]:
     return chosen["sglang"], chosen["vllm"]
 
 
-def _axes(gpu, nodes, tp, dp, kv, ssm):
+def _axes(gpu, nodes, tp, dp, kv, ssm, replicas=None):
     from kvledger.sizing import Axes, parse_axis
 
     kv_parse, ssm_parse = _parser("--kv-cache-dtype"), _parser("--mamba-ssm-dtype")
@@ -96,18 +99,20 @@ def _axes(gpu, nodes, tp, dp, kv, ssm):
         nodes=parse_axis("--nodes", nodes, integer) if nodes else (None,),
         tp=parse_axis("--tp", tp, integer) if tp else (None,),
         dp=parse_axis("--dp", dp, integer) if dp else (1,),
+        replicas=parse_axis("--replicas", replicas, integer) if replicas else (1,),
         kv_cache_dtype=parse_axis("--kv-cache-dtype", kv, kv_parse) if kv else (None,),
         mamba_ssm_dtype=parse_axis("--mamba-ssm-dtype", ssm, ssm_parse) if ssm else (None,))
 
 
 @command(help="Plan a grid of deployments of one model (comma lists for --gpu, --nodes, --tp, "
-         "--dp, --kv-cache-dtype, --mamba-ssm-dtype): one row per deployment with "
+         "--dp, --replicas, --kv-cache-dtype, --mamba-ssm-dtype, --engine): one row per deployment "
+         "with "
          "deployment-wide totals (GPUs, running requests, tokens, HBM per pool, binding "
          "constraint, requests per GPU). Other SGLang flags apply to every row.")
 def sweep(ctx: typer.Context, model: ModelOpt = None, rules: RulesOpt = DEFAULT_RULES,
           gpu: GpusOpt = None, nodes: NodesOpt = None, tp: TpOpt = None, dp: DpOpt = None,
           kv_cache_dtype: KvOpt = None, mamba_ssm_dtype: SsmOpt = None,
-          engine: EngineOpt = "sglang", available_gib: AvailOpt = None,
+          replicas: ReplicasOpt = None, engine: EngineOpt = "sglang", available_gib: AvailOpt = None,
           weights_gib: WeightsOpt = None, requests: RequestsOpt = None,
           context: ContextOpt = None, check: CheckOpt = False, csv: CsvOpt = None,
           figure: FigureOpt = None, json: JsonOpt = False) -> None:
@@ -127,7 +132,7 @@ def sweep(ctx: typer.Context, model: ModelOpt = None, rules: RulesOpt = DEFAULT_
         if check and requests is None and context is None:
             raise ValueError("--check: needs a workload to check; give --requests and/or "
                              "--context")
-        axes = _axes(gpu, nodes, tp, dp, kv_cache_dtype, mamba_ssm_dtype)
+        axes = _axes(gpu, nodes, tp, dp, kv_cache_dtype, mamba_ssm_dtype, replicas)
         if axes.size() > 10_000:
             raise ValueError(f"the grid has {axes.size():,} deployments; expected at most 10,000")
         parsed = parse_flags(ctx.args)

@@ -2,6 +2,7 @@
 
 Schema `kvledger.sweep/1`: model, rules, engines, workload{requests, context_tokens}|null,
 rows[{gpu, nodes, engine ("sglang"|"vllm"), tp_size, dp_size, enable_dp_attention,
+replicas (SGLang: dp_size without DP attention, else 1; vLLM: data_parallel_size),
 attn_tp_size, kv_cache_dtype, mamba_ssm_dtype, ok, error|null, totals{ranks, workers,
 running_requests, tokens, token_pool_bytes, state_pool_bytes, verify_bytes, side_bytes}|null,
 per_worker|null, binding|null, requests_per_gpu|null, fits|null}]. SGLang rows: dtypes
@@ -38,7 +39,8 @@ def _vllm_point(row: SweepRow) -> dict[str, Any]:
     dep = row.vllm_plan.layout.deployment
     return {"gpu": row.gpu, "nodes": row.point.nodes, "engine": row.engine,
             "tp_size": dep.tensor_parallel_size, "dp_size": dep.data_parallel_size,
-            "enable_dp_attention": False, "attn_tp_size": dep.tensor_parallel_size,
+            "enable_dp_attention": False, "replicas": dep.data_parallel_size,
+            "attn_tp_size": dep.tensor_parallel_size,
             "kv_cache_dtype": dep.kv_cache_dtype, "mamba_ssm_dtype": dep.mamba_ssm_cache_dtype}
 
 
@@ -48,10 +50,11 @@ def _point(row: SweepRow) -> dict[str, Any]:
     dep = row.plan.layout.deployment if row.plan else row.point.deployment
     point = {"gpu": row.gpu, "nodes": row.point.nodes, "engine": row.engine}
     if dep is None:
-        return point | dict.fromkeys(("tp_size", "dp_size", "enable_dp_attention",
+        return point | dict.fromkeys(("tp_size", "dp_size", "enable_dp_attention", "replicas",
                                       "attn_tp_size", "kv_cache_dtype", "mamba_ssm_dtype"))
     return point | {"tp_size": dep.tp_size, "dp_size": dep.dp_size,
                     "enable_dp_attention": dep.enable_dp_attention,
+                    "replicas": 1 if dep.enable_dp_attention else dep.dp_size,
                     "attn_tp_size": dep.attn_tp_size, "kv_cache_dtype": dep.kv_cache_dtype.value,
                     "mamba_ssm_dtype": dep.mamba_ssm_dtype.value if dep.mamba_ssm_dtype else None}
 

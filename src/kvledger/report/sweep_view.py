@@ -13,16 +13,17 @@ from kvledger.report.sweep_json import sweep_row_json
 from kvledger.sizing import Difference, Recommendations, SweepRow
 from kvledger.units import fmt_gib
 
-COLUMNS = ("gpu", "nodes", "engine", "tp", "dp", "attn_tp", "kv", "state", "GPUs", "workers",
-           "running requests", "tokens", "token pools", "state pools", "side buffers",
+COLUMNS = ("gpu", "nodes", "engine", "tp", "dp", "replicas", "attn_tp", "kv", "state", "GPUs",
+           "workers", "running requests", "tokens", "token pools", "state pools", "side buffers",
            "binding", "requests / GPU", "fits")
 
 
 def _cells(row: SweepRow) -> list[str | Text]:
     doc = sweep_row_json(row)
     head = [doc["gpu"] or "—", f"{doc['nodes']}", doc["engine"], *(
-        "—" if doc[k] is None else f"{doc[k]}" for k in ("tp_size", "dp_size", "attn_tp_size",
-                                                         "kv_cache_dtype", "mamba_ssm_dtype"))]
+        "—" if doc[k] is None else f"{doc[k]}" for k in ("tp_size", "dp_size", "replicas",
+                                                         "attn_tp_size", "kv_cache_dtype",
+                                                         "mamba_ssm_dtype"))]
     if not row.ok:
         return [*head, Text(f"not planned: {row.error}", style="red"),
                 *[""] * (len(COLUMNS) - len(head) - 1)]

@@ -33,6 +33,18 @@ from kvledger.vllm.plan import VllmPlan, make_vllm_plan
 from kvledger.vllm.rules import DEFAULT_VLLM_RULES
 
 
+def sglang_totals(plan: Plan) -> DeploymentTotals:
+    """The plan's totals, times its replicas: SGLang's --dp-size R without
+    --enable-dp-attention runs R copies of the tp group, each its own scheduler and pools
+    (`DataParallelController.launch_dp_schedulers`, sglang/srt/managers/
+    data_parallel_controller.py: one `launch_tensor_parallel_group` per dp_rank, base_gpu_id
+    advanced by tp_size), so tp × R GPUs. `CapacityPlan.totals` counts one copy."""
+    tot, dep = plan.capacity.totals, plan.layout.deployment
+    reps = 1 if dep.enable_dp_attention else dep.dp_size
+    return DeploymentTotals(**{name: getattr(tot, name) * reps
+                               for name in tot.__dataclass_fields__})
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SweepRow:
     point: Point
@@ -51,7 +63,7 @@ class SweepRow:
         if self.vllm_plan is not None:
             return vllm_totals(self.vllm_plan)
         assert self.plan is not None, f"no plan: {self.error}"
-        return self.plan.capacity.totals
+        return sglang_totals(self.plan)
 
     @property
     def binding(self) -> str:

@@ -8,6 +8,8 @@ Mapping (the flags both engines share, `kvledger.vllm.translate`, plus the layou
   kvledger's vLLM planner does not model expert parallelism, so each DP rank holds the
   weights of a T/D-way tensor-parallel replica (`make_vllm_plan`'s estimate), which a note
   says;
+- SGLang `--tp T --dp R` without DP attention (R replicas, T × R GPUs) →
+  `--tensor-parallel-size T --data-parallel-size R`;
 - `--context C` (a workload) → `--max-model-len C`: vLLM sizes concurrency for requests of
   max_model_len tokens.
 
@@ -43,8 +45,11 @@ EP_NOTE = ("vLLM rows: --data-parallel-size ranks are independent engines; exper
 def vllm_deployment(dep: Deployment, context_tokens: int | None = None) -> VllmDeployment:
     """The vLLM flags for the SGLang point `dep` on the same GPUs (module doc)."""
     vdep = vllm_from_sglang(dep)
-    fields = {"tensor_parallel_size": dep.attn_tp_size * dep.attn_cp_size,
-              "data_parallel_size": dep.attn_dp_size}
+    if dep.enable_dp_attention:
+        fields = {"tensor_parallel_size": dep.attn_tp_size * dep.attn_cp_size,
+                  "data_parallel_size": dep.attn_dp_size}
+    else:  # replicas of the whole tp group
+        fields = {"tensor_parallel_size": dep.tp_size, "data_parallel_size": dep.dp_size}
     if context_tokens is not None:
         fields["max_model_len"] = context_tokens
     return replace(vdep, **fields)
