@@ -8,7 +8,10 @@
 - `accounting`: the accounting facade for one rank of a plan;
 - `tier`: the `HostTier` protocol and its null object `NoHostTier`;
 - `hicache_tier`: `HiCacheTier`, SGLang's HiCache controller as a `HostTier` (torch);
-- `host_stats`: what a host tier reports.
+- `host_stats`: what a host tier reports;
+- `store_tier`: the store tier below host (hooks into the facade) and `store_codec`: device
+  pages and state slots as object bytes;
+- `policies`: state admission and eviction policies (the engine's by default).
 """
 
 from __future__ import annotations

@@ -21,6 +21,11 @@ G = lcm(linear chunk, P), decode track interval I)::
     release  cache up to the last tracked point with that track slot (cache_finished_req);
              free the rest, unlock
 
+State policies (`kvledger.cache.policies`, the engine's by default): admission names each
+request's branch point at ``admit`` and is asked before every state enters the tree (each
+prefill forward's insert and the finish); eviction orders the tree's states
+(``tree.state_victims``). A declined checkpoint caches nothing; no policy changes a value.
+
 Capacity is check-then-commit. ``admit`` answers a `Shortfall` (nothing changed but tree
 recency) when request rows, pages (free + evictable − reserved) or state slots (free +
 evictable) are short, so a request waits instead of failing later; once admitted it never
@@ -46,10 +51,13 @@ True
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from kvledger.cache.policies import CheckpointEvent, StatePolicies
+from kvledger.cache.policies.choice import engine_policies
+from kvledger.cache.policies.ghost import prefix_hashes
 from kvledger.cache.seq import CacheSeq, CacheStats, CheckpointMode, Extension, Shortfall
 from kvledger.cache.tier import HostTier, NoHostTier
 from kvledger.host.results import LoadStatus
@@ -57,6 +65,9 @@ from kvledger.pools.ids import IdAllocator, StateSlotAllocator
 from kvledger.pools.paged import PagedTokenAllocator
 from kvledger.tree import Node, RadixTree
 from kvledger.units import cdiv
+
+if TYPE_CHECKING:
+    from kvledger.cache.store_tier import StoreTier
 
 _FAILED_LOADBACKS = (LoadStatus.NO_ROOM, LoadStatus.FAILED)
 
@@ -94,7 +105,9 @@ class Rows(Protocol):
 class HybridCache:
     def __init__(self, *, rows: Rows, tree: RadixTree, states: StateSlotAllocator | None,
                  held_slots_per_request: int, mode: CheckpointMode,
-                 track_interval_tokens: int | None = None, host: HostTier | None = None) -> None:
+                 track_interval_tokens: int | None = None, host: HostTier | None = None,
+                 store: StoreTier | None = None,
+                 policies: StatePolicies | None = None) -> None:
         page, unit = rows.page_tokens, rows.unit_tokens
         if tree.page_size * unit != page:
             raise ValueError(f"tree page {tree.page_size} × {unit} tokens per key != page {page}")
@@ -107,7 +120,12 @@ class HybridCache:
                              f"{mode.value} holds {least}" + ("" if least == 0 else " or more"))
         if host is not None and not host.serves(tree, rows.allocator, states):
             raise ValueError("HybridCache: the host tier must share this tree and allocators")
+        if store is not None and (not rows.writes_rows or unit != 1 or states is None):
+            raise ValueError("HybridCache: the store tier needs real bytes, token keys and states")
         self.rows, self.tree, self.states, self.mode = rows, tree, states, mode
+        # state admission and eviction (`kvledger.cache.policies`); default: the engine's
+        self.policies = policies or engine_policies()
+        tree.state_victims = self.policies.eviction
         self.page, self.unit = page, unit
         self.units_per_page = page // unit
         self.grid = tree.mamba_checkpoint_tokens * unit
@@ -123,6 +141,7 @@ class HybridCache:
         self.own_pages = 0  # pages running requests own (allocated, not the tree's)
         self.held_slots_total = 0  # state slots running requests hold
         self.running: dict[int, CacheSeq] = {}  # row -> seq
+        self.store = store  # the store tier below host (`kvledger.cache.store_tier`), if any
         self.stats = CacheStats()
 
     # ---- capacity ----------------------------------------------------------------------------
@@ -158,6 +177,8 @@ class HybridCache:
         if width is not None and final_tokens > width:
             raise ValueError(f"admit: {final_tokens} tokens exceed the request row width {width}")
         page, unit, tree = self.page, self.unit, self.tree
+        if self.store is not None:
+            self.store.prefetch(self, keys[: (prompt_tokens - 1) // page * page])
         match = tree.match_prefix(keys[: (prompt_tokens - 1) // page * page // unit])
         last, best = match.last_device_node, match.best_match_node
         device_tokens = match.device_hit_length * unit
@@ -206,6 +227,8 @@ class HybridCache:
             else:
                 seq.receipt = tree.lock(node)
             self.tier.on_hit(node)
+            if self.store is not None:
+                self.store.on_hit(node)
             if self.states is not None:
                 self.rows.copy_state(int(node.mamba.value), seq.slots[0])
         for guard in guards:
@@ -217,9 +240,8 @@ class HybridCache:
         need_pages -= (hit - device_tokens) // page  # loaded-back pages came from the tier
         seq.reserved_pages = need_pages
         self.reserved_pages += need_pages
-        branch = match.mamba_branching_seqlen
-        if self.tracked and branch is not None and branch * unit > hit:
-            seq.branch_tokens = branch * unit
+        if self.states is not None:
+            self._ticket(seq, keys, match.mamba_branching_seqlen, prompt_tokens, hit)
         seq.hit_tokens = match.full_kv_hit_length * unit
         seq.usable_hit_tokens = hit
         self.running[seq.row] = seq
@@ -229,6 +251,24 @@ class HybridCache:
         st.hit_tokens += seq.hit_tokens
         st.prefix_hit_tokens += hit
         return seq
+
+    def _ticket(self, seq: CacheSeq, keys: np.ndarray, branch: int | None, prompt_tokens: int,
+                hit: int) -> None:
+        """Ask state admission where this request saves a branch state (the tree's
+        `mamba_branching_seqlen` by default) and let eviction see what it reused."""
+        page, pol = self.page, self.policies
+        hashes = None
+        if pol.needs_hashes:  # one prefix hash per page, whatever the tree keys
+            hashes = prefix_hashes(keys)[self.units_per_page - 1::self.units_per_page]
+        prompt_pages = (prompt_tokens - 1) // page
+        ticket = pol.admission.ticket(
+            keys=keys, prompt_pages=prompt_pages, usable_pages=hit // page,
+            tree_branch_pages=None if branch is None else branch * self.unit // page,
+            grid_pages=self.grid // page, hashes=hashes)
+        seq.ticket = ticket
+        if self.tracked and ticket.branch_pages is not None and ticket.branch_pages * page > hit:
+            seq.branch_tokens = ticket.branch_pages * page
+        pol.eviction.observe(hashes, prompt_pages, hit // page)
 
     # ---- chunks and decode -------------------------------------------------------------------
 
@@ -329,11 +369,20 @@ class HybridCache:
             length, index = seq.last_track_tokens, seq.last_track_index
             if length is None:
                 return
-            seq.last_track_tokens = None
         else:
             length, index = seq.computed_tokens // self.page * self.page, 0
         if length <= seq.cached_tokens:
+            seq.last_track_tokens = None
             return
+        if seq.ticket is not None:
+            event = (CheckpointEvent.FINISH if finishing
+                     else CheckpointEvent.CHUNK_END if seq.computed_tokens < seq.prompt_tokens
+                     else CheckpointEvent.PREFILL_END)
+            if not self.policies.admission.admit(event, seq.ticket, length // self.page):
+                # declined: the tracked state stays the request's latest, for a later point
+                self.stats.checkpoints_declined += 1
+                return
+        seq.last_track_tokens = None
         slot = None
         if self.states is not None:
             if finishing:
@@ -357,6 +406,8 @@ class HybridCache:
         values = rows.values(seq, length)
         result = tree.insert(keys[: length // self.unit], values, slot)
         self.tier.on_insert(result)
+        if self.store is not None:
+            self.store.on_insert(result.node)
         duplicates = result.duplicate_indices
         if len(duplicates):
             rows.free_values(duplicates)
@@ -392,15 +443,21 @@ class HybridCache:
         return None if got is None else got.tolist()
 
     def _evict(self, *, full_units: int = 0, mamba_slots: int = 0) -> None:
+        if self.store is not None:
+            self.store.before_evict()
         freed = self.tier.evict_device(full_tokens=full_units, mamba_slots=mamba_slots)
         self.stats.evicted_tokens += freed.num_full_tokens * self.unit
         self.stats.evicted_states += freed.num_mamba_slots
+        if self.store is not None:
+            self.store.after_evict(self.tree, freed.full_indices, freed.mamba_slots)
 
     def check_integrity(self) -> None:
         """Tree, rows and host tier consistent; every device page and state slot owned exactly
         once, by the tree or by one running request; reservations and totals add up."""
         seqs = list(self.running.values())
         self.tier.check_integrity([s.receipt for s in seqs if s.receipt is not None])
+        if self.store is not None:
+            self.store.check_integrity()
         self.rows.check_integrity()
         if self.states is not None:
             self.states.check_integrity()

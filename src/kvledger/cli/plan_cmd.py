@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 from rich.table import Table
 
@@ -31,13 +33,23 @@ VLLM_HELP = (
 )
 
 
+L3SizeOpt = Annotated[float | None, typer.Option(
+    "--l3-size", help="GiB of a store tier below host (local dir, Redis or Mooncake Store): "
+    "shows objects and bytes per tree node per backend and the DRAM per instance.")]
+L3InstancesOpt = Annotated[int, typer.Option(
+    "--l3-instances", help="Engine instances sharing the store (Mooncake: each mounts a share).")]
+L3NodePagesOpt = Annotated[int, typer.Option(
+    "--l3-node-pages", help="Pages per tree node (one state object per node).")]
+
+
 @command(help="Ledgers and capacity plan for a model on a deployment. " + DEPLOY_HELP
          + VLLM_HELP, epilog=flags_help())
 @option_group(PlanInputs, "inputs")
 @option_group(EngineInputs, "engine")
 def plan(ctx: typer.Context, inputs: PlanInputs, engine: EngineInputs,
          requests: RequestsOpt = None, context: ContextOpt = None, check: CheckOpt = False,
-         json: JsonOpt = False) -> None:
+         json: JsonOpt = False, l3_size: L3SizeOpt = None, l3_instances: L3InstancesOpt = 1,
+         l3_node_pages: L3NodePagesOpt = 1) -> None:
     from kvledger.report.plan_json import plan_json
     from kvledger.report.plan_view import render_plan
     from kvledger.report.side_by_side import render_side_by_side, side_by_side_json
@@ -60,12 +72,36 @@ def plan(ctx: typer.Context, inputs: PlanInputs, engine: EngineInputs,
             emit_json(vllm_plan_json(vllm, ignored))
         else:
             render_vllm_plan(vllm, console, ignored)
-    elif json:
-        emit_json(plan_json(sglang, ignored))
     else:
-        render_plan(sglang, console, ignored)
+        with user_errors():
+            l3 = None if l3_size is None else _l3(sglang, l3_size, l3_instances, l3_node_pages)
+        if json:
+            doc = plan_json(sglang, ignored)
+            if l3 is not None:
+                from kvledger.report.l3_view import l3_json
+                doc["l3"] = l3_json(l3)
+            emit_json(doc)
+        else:
+            render_plan(sglang, console, ignored)
+            if l3 is not None:
+                from kvledger.report.l3_view import render_l3
+                render_l3(l3, console)
+
     if sglang is not None:
         exit_if_unfit(sglang, check)
+
+
+def _l3(result, size_gib: float, instances: int, node_pages: int):
+    from math import isfinite
+
+    from kvledger.l3plan import plan_l3
+    from kvledger.units import GiB
+
+    if not isfinite(size_gib) or size_gib <= 0 or size_gib > 2**40:
+        raise ValueError(f"--l3-size {size_gib}: expected a positive number of GiB")
+    return plan_l3(result.layout.page_tokens, token_bytes=result.ledgers.token.total_bytes,
+                   state_bytes=result.ledgers.state.total_bytes, l3_bytes=int(size_gib * GiB),
+                   instances=instances, node_pages=node_pages)
 
 
 @command(help="Each number of the plan as a derivation line, after the assumptions it rests "

@@ -18,8 +18,11 @@ torch.Size([80, 132])
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+from dataclasses import dataclass, field
 
+from kvledger.cache.store_codec import PageCodec
+from kvledger.cache.store_tier import PrefetchTimeout, StoreTier
 from kvledger.engine.config import CONV_DTYPE, TinyConfig
 from kvledger.host.controller import HiCacheController
 from kvledger.host.device import DeviceBytes, DeviceSide
@@ -36,6 +39,8 @@ from kvledger.pools.paged import PagedTokenAllocator
 from kvledger.pools.req_to_token import ReqToTokenPool
 from kvledger.pools.state import MambaPool
 from kvledger.specs import TailSpec
+from kvledger.store.backend import StoreBackend
+from kvledger.store.keys import Namespace
 from kvledger.tree import RadixTree
 
 
@@ -132,3 +137,22 @@ def build_host_tier(pools: TinyPools, tree: RadixTree, tier: HostTier) -> HiCach
     return HiCacheController(
         tree=tree, device=side, host=group, policy=tier.policy, synchronous=True,
         reproduce_missing_indexer_defect=tier.reproduce_missing_indexer_defect)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoreTierSpec:
+    """The store tier below host: a backend client and the write policy (the tiny model's
+    namespace is derived from its config, so two engines with one config share objects)."""
+
+    backend: StoreBackend
+    policy: BackupPolicy = BackupPolicy.WRITE_THROUGH
+    timeout: PrefetchTimeout = field(default_factory=PrefetchTimeout)
+    salt: str = ""  # the namespace's salt: instances share objects only with equal salts
+
+
+def build_store_tier(cfg: TinyConfig, pools: TinyPools, spec: StoreTierSpec) -> StoreTier:
+    codec = PageCodec.of(pools.kv, page_tokens=pools.token_allocator.page_tokens)
+    model = "tiny-" + hashlib.sha256(repr(cfg).encode()).hexdigest()[:12]
+    return StoreTier(backend=spec.backend, namespace=Namespace(model=model, layout=codec.layout,
+                                                               salt=spec.salt),
+                     codec=codec, policy=spec.policy, timeout=spec.timeout)

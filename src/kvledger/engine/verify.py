@@ -12,18 +12,21 @@ the right bar, no tolerance.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import torch
 
+from kvledger.cache.policies import StateAdmission, StateEviction, StatePolicies, build_policies
 from kvledger.engine.cached import prefix_cache
 from kvledger.engine.fresh import FreshCache
 from kvledger.engine.loop import Engine, Generation
 from kvledger.engine.model import TinyModel
 from kvledger.engine.request import RequestCache
 from kvledger.engine.script import run_script
+from kvledger.engine.store_setup import store_spec
 from kvledger.engine.workloads import WORKLOADS, Workload
 
 
@@ -39,6 +42,8 @@ class VerifyReport:
     loadback_failures: int
     evicted_tokens: int
     branch_states: int
+    store_restored_tokens: int = 0  # tokens restored from the store tier (0 without one)
+    store_groups_written: int = 0  # object groups the store tier committed
     mismatched: tuple[int, ...]  # request ids whose tokens or logits differ
     cached_seconds: float
     fresh_seconds: float
@@ -56,10 +61,27 @@ def same_output(a: Generation, b: Generation) -> bool:
     return a.token_ids == b.token_ids and torch.equal(a.logits, b.logits)
 
 
+def engine_policies_for(admission: StateAdmission, eviction: StateEviction, *,
+                        page_tokens: int, num_slots: int) -> StatePolicies:
+    """State policies over the tiny model's cache. Its state slots are all one size, so
+    FLOP-aware eviction ranks states by the FLOPs their prefix saves, stood in by its shape:
+    linear work per token plus causal attention pairs (the tiny model is attention-heavy)."""
+
+    def flops_of(pages: int) -> float:
+        tokens = pages * page_tokens
+        return float(tokens + tokens * (tokens + 1) // 2)
+
+    return build_policies(admission, eviction, flops_of=flops_of, slot_bytes=1, page_bytes=0,
+                          num_slots=num_slots)
+
+
 def verify(workload: Workload | str,
-           wrap: Callable[[RequestCache], RequestCache] = lambda cache: cache) -> VerifyReport:
+           wrap: Callable[[RequestCache], RequestCache] = lambda cache: cache, *,
+           admission: StateAdmission = StateAdmission.ENGINE,
+           eviction: StateEviction = StateEviction.LRU) -> VerifyReport:
     """Run ``workload`` twice and compare; ``wrap`` decorates both caches (tests use it to
-    check integrity after every call)."""
+    check integrity after every call); ``admission`` / ``eviction`` pick the cached run's
+    state policies (`kvledger.cache.policies`; every one must keep outputs identical)."""
     if isinstance(workload, str):
         if workload not in WORKLOADS:
             raise ValueError(f"--workload {workload!r}: expected one of {', '.join(WORKLOADS)}")
@@ -68,18 +90,27 @@ def verify(workload: Workload | str,
     longest = max(script.request_tokens(workload.max_new_tokens))
     model = TinyModel(workload.config)
     sizes = replace(workload.sizes, max_context_tokens=max(longest, workload.sizes.max_context_tokens))
-    cache = prefix_cache(workload.config, sizes, host=workload.host,
-                         mamba_chunk_tokens=workload.mamba_chunk_tokens)
+    policies = engine_policies_for(admission, eviction, page_tokens=sizes.page_tokens,
+                                   num_slots=sizes.num_state_slots)
     fresh = FreshCache(workload.config, max_running_requests=workload.max_running_requests,
                        max_context_tokens=longest, page_tokens=sizes.page_tokens)
     runs = []
-    for request_cache in (cache, fresh):
-        engine = Engine(model, wrap(request_cache), chunk_tokens=workload.chunk_tokens,
-                        max_running_requests=workload.max_running_requests)
-        start = time.perf_counter()
-        outputs = run_script(engine, script, workload.max_new_tokens)
-        runs.append((outputs, engine.stats, time.perf_counter() - start))
-        request_cache.check_integrity()
+    with contextlib.ExitStack() as stack:
+        spec = (None if workload.store is None else
+                stack.enter_context(store_spec(workload.store, what=f"--workload {workload.name}")))
+        cache = prefix_cache(workload.config, sizes, host=workload.host,
+                             mamba_chunk_tokens=workload.mamba_chunk_tokens, store=spec,
+                             policies=policies)
+        for request_cache in (cache, fresh):
+            engine = Engine(model, wrap(request_cache), chunk_tokens=workload.chunk_tokens,
+                            max_running_requests=workload.max_running_requests)
+            start = time.perf_counter()
+            outputs = run_script(engine, script, workload.max_new_tokens)
+            runs.append((outputs, engine.stats, time.perf_counter() - start))
+            request_cache.check_integrity()
+        tier = cache.cache.store
+        if tier is not None:
+            tier.close()
     (cached_out, stats, cached_s), (fresh_out, _, fresh_s) = runs
     mismatched = tuple(a.rid for a, b in zip(cached_out, fresh_out, strict=True)
                        if not same_output(a, b))
@@ -90,5 +121,7 @@ def verify(workload: Workload | str,
         loadback_tokens=cs.loadback_tokens, loadback_states=cs.loadback_states,
         loadback_failures=cs.loadback_failures, evicted_tokens=cs.evicted_tokens,
         branch_states=cs.branch_states,
+        store_restored_tokens=0 if tier is None else tier.stats.restored_pages * sizes.page_tokens,
+        store_groups_written=0 if tier is None else tier.stats.groups_committed,
         mismatched=mismatched, cached_seconds=cached_s, fresh_seconds=fresh_s,
     )

@@ -22,6 +22,7 @@ from kvledger.engine.memory import HostTier, PoolSizes
 from kvledger.engine.script import Script, Turn
 from kvledger.host.policy import BackupPolicy
 from kvledger.specs import RowLayout
+from kvledger.store.backend import BackendKind
 
 
 def _tokens(rng: np.random.Generator, n: int) -> tuple[int, ...]:
@@ -80,6 +81,7 @@ class Workload:
     max_running_requests: int = 4
     max_new_tokens: int = 4
     mamba_chunk_tokens: int | None = None  # None: states at every page end
+    store: BackendKind | None = None  # a store tier below host, on a server started for the run
     seed: int = 0
 
     def script(self) -> Script:
@@ -111,6 +113,13 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
                build=revisit, sizes=_HOSTED, max_running_requests=2,
                host=HostTier(num_pages=64, num_state_slots=32, policy=policy))
       for policy in BackupPolicy),
+    # Device (8 pages) and host (4 pages) both drop the first prompts before their revisit:
+    # the store tier (write-through) serves them, on a real server started for the run.
+    *(Workload(name=f"l3-{kind.value}",
+               about=f"revisits evicted from device and host, restored from {kind.value}",
+               build=revisit, sizes=_HOSTED, max_running_requests=2,
+               host=HostTier(num_pages=4, num_state_slots=4), store=kind)
+      for kind in BackendKind),
 )}
 
 # What `kvledger verify` runs when no workload is named: one of each memory path.

@@ -1,0 +1,14 @@
+"""The store tier's bytes side: a shared key-value store below host DRAM.
+
+Nothing here knows trees or pools (`kvledger.cache.store_tier` joins them):
+
+    keys.py          salted hash chain over page token ids; namespaces; object keys
+    backend.py       the batch interface (exists / get / put / delete), StoreUnavailable
+    local_dir.py     one file per object, no server
+    redis_store.py   Redis / Valkey
+    mooncake_store.py  Mooncake Store (TCP transport)
+    group.py         a node's pages + state as one group, committed by a manifest
+    transfer.py      whole-group writes, longest intact prefix reads
+    queue.py         the worker thread and its acknowledgements
+    servers.py       start Redis / a Mooncake master on free loopback ports
+"""

@@ -1,0 +1,135 @@
+"""Faults against real servers, each on its own server: every one ends in recomputation
+with bit-identical outputs, nothing wrong used and nothing leaked."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from kvledger.cache.store_tier import PrefetchTimeout
+from kvledger.engine.memory import StoreTierSpec
+from kvledger.store.backend import BackendKind
+from kvledger.store.keys import ObjectKind, object_key, page_keys
+from store.conftest import SERVED, launch
+from store.faulty import KillDuringGet, SlowGets
+from store.store_harness import assert_nothing_leaked, identical, run, script
+
+SERVED_IDS = [k.value for k in SERVED]
+
+
+@pytest.fixture(params=SERVED_IDS)
+def own_server(request):
+    kind = BackendKind(request.param)
+    server = launch(kind)
+    clients = []
+
+    def client():
+        clients.append(server.backend())
+        return clients[-1]
+    yield server, client
+    for c in clients:
+        c.close()
+    server.stop()
+
+
+def _populate(backend):
+    """Engine A writes every group of the revisit script; returns its store tier."""
+    _, cache = run(StoreTierSpec(backend=backend), script())
+    tier = cache.cache.store
+    assert tier.stats.groups_committed >= 4
+    return tier
+
+
+def _first_prompt_keys(tier):
+    prompt = script().waves[0][0].tokens
+    return page_keys(tier.namespace, prompt[:-1], page_tokens=16)
+
+
+def test_server_killed_mid_transfer(own_server):
+    server, client = own_server
+    _populate(client())
+    dying = KillDuringGet(client(), server, nth=1)
+    outs, cache = run(StoreTierSpec(backend=dying), script())
+    stats = cache.cache.store.stats
+    assert not server.alive
+    assert identical(outs)
+    # The first read after the kill fails (unavailable), or — on a loaded machine, while the
+    # Mooncake client gives up on its master — outlives the 2 s timeout; both recompute.
+    assert stats.unavailable + stats.timeouts >= 1 and stats.restored_pages == 0
+    assert stats.write_errors + stats.groups_refused == stats.groups_queued > 0
+    assert_nothing_leaked(cache)
+
+
+def test_timeout_recomputes(own_server):
+    _, client = own_server
+    _populate(client())
+    slow = SlowGets(client(), delay_s=0.3)
+    spec = StoreTierSpec(backend=slow, timeout=PrefetchTimeout(base_s=0.05, per_ki_token_s=0.0,
+                                                               max_s=0.05))
+    outs, cache = run(spec, script())
+    stats = cache.cache.store.stats
+    assert identical(outs)
+    assert stats.timeouts >= 1 and stats.restored_pages == 0
+    assert cache.cache.store.reads.abandoned == stats.timeouts
+    assert_nothing_leaked(cache)
+
+
+def _replace(backend, key: str, value: bytes) -> None:
+    if backend.kind is BackendKind.MOONCAKE:
+        time.sleep(0.2)  # past the test master's 50 ms lease, or remove is refused
+    assert backend.delete([key]) == [True]
+    assert backend.put([(key, value)]) == [True]
+
+
+def test_corrupted_page_is_a_miss(own_server):
+    _, client = own_server
+    raw = client()
+    tier = _populate(raw)
+    keys = _first_prompt_keys(tier)
+    victim = object_key(tier.namespace, keys[1], ObjectKind.KV)
+    good = raw.get([victim])[0]
+    bad = bytearray(good)
+    bad[len(bad) // 2] ^= 0x40  # one bit: same size, wrong CRC
+    _replace(raw, victim, bytes(bad))
+    outs, cache = run(StoreTierSpec(backend=client()), script())
+    stats = cache.cache.store.stats
+    assert identical(outs)
+    assert stats.broken_groups >= 1 or stats.misses >= 1
+    # The other three prompts still come from the store.
+    assert stats.restored_pages >= 3 * 3
+    assert_nothing_leaked(cache)
+
+
+def test_partial_group_is_a_miss(own_server):
+    _, client = own_server
+    raw = client()
+    tier = _populate(raw)
+    keys = _first_prompt_keys(tier)
+    state = object_key(tier.namespace, keys[-1], ObjectKind.STATE)
+    if raw.kind is BackendKind.MOONCAKE:
+        time.sleep(0.2)
+    assert raw.delete([state]) == [True]
+    outs, cache = run(StoreTierSpec(backend=client()), script())
+    stats = cache.cache.store.stats
+    assert identical(outs)
+    assert stats.broken_groups + stats.misses >= 1
+    assert_nothing_leaked(cache)
+
+
+def test_store_side_eviction_is_a_miss(clients):
+    """Redis with 1 MiB of memory evicts (allkeys-lru) while the engine writes: objects
+    vanish under committed manifests, and reads of them are misses."""
+    server = launch(BackendKind.REDIS, maxmemory_bytes=1 << 20)
+    try:
+        backend = server.backend()
+        sc = script("multi-turn")
+        run(StoreTierSpec(backend=backend), sc)
+        info = backend.client.info("stats")
+        assert info["evicted_keys"] > 0
+        outs, cache = run(StoreTierSpec(backend=backend), sc)
+        assert identical(outs, "multi-turn")
+        assert_nothing_leaked(cache)
+        backend.close()
+    finally:
+        server.stop()
