@@ -139,6 +139,7 @@ def test_recommend_says_why_the_others_fail():
                                         for r in rec.fits}) <= rec.searched
     table = invoke("recommend", "--requests", "512", "--context", "32768", "--gpu", "H200")
     assert "Why the other layouts do not fit" in table.stdout
-    assert "#1: python -m sglang.launch_server --model-path zai-org/GLM-5.3-Flash" in table.stdout
+    assert "#1 SGLang: python -m sglang.launch_server --model-path zai-org/GLM-5.3-Flash" in table.stdout
+    assert "#1 vLLM:   " in table.stdout
     none = invoke("recommend", "--requests", "100000", "--context", "1000000", "--gpu", "H100")
     assert none.exit_code == 1 and "no layout in the search space fits" in none.stdout
