@@ -34,15 +34,8 @@ from kvledger.vllm.rules import DEFAULT_VLLM_RULES
 
 
 def sglang_totals(plan: Plan) -> DeploymentTotals:
-    """The plan's totals, times its replicas: SGLang's --dp-size R without
-    --enable-dp-attention runs R copies of the tp group, each its own scheduler and pools
-    (`DataParallelController.launch_dp_schedulers`, sglang/srt/managers/
-    data_parallel_controller.py: one `launch_tensor_parallel_group` per dp_rank, base_gpu_id
-    advanced by tp_size), so tp × R GPUs. `CapacityPlan.totals` counts one copy."""
-    tot, dep = plan.capacity.totals, plan.layout.deployment
-    reps = 1 if dep.enable_dp_attention else dep.dp_size
-    return DeploymentTotals(**{name: getattr(tot, name) * reps
-                               for name in tot.__dataclass_fields__})
+    """The plan's deployment-wide totals (`CapacityPlan.totals`, replicas included)."""
+    return plan.capacity.totals
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
