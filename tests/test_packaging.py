@@ -33,3 +33,10 @@ def test_every_json_schema_is_documented():
         name = schema_name(command)
         assert f"`{name}`" in docs or f"`{name}`" in modules, name
     assert "::: kvledger.report.sim_json" in docs  # the simulate schema was undocumented
+
+
+def test_the_store_extra_carries_the_manifest_digest_library():
+    # kvledger.store stays torch-free and digests every object with XXH3-64 (store/group.py)
+    store = PROJECT["optional-dependencies"]["store"]
+    assert "xxhash>=3.4" in store
+    assert not [d for d in store if d.startswith("torch")]
