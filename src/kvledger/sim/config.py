@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kvledger.host.policy import BackupPolicy
+from kvledger.sim.l3 import L3Config
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,6 +57,7 @@ class SimConfig:
     # the host tier (--enable-hierarchical-cache)
     hicache_write_policy: BackupPolicy = BackupPolicy.WRITE_THROUGH
     step_cost: StepCost = field(default_factory=StepCost)
+    l3: L3Config | None = None  # the store tier below host (--l3-size), if any
 
     def validate(self, page_tokens: int) -> None:
         if self.chunked_prefill_tokens < page_tokens:

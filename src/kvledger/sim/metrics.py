@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kvledger.cache.host_stats import HostStats
+from kvledger.sim.l3 import StoreSummary
 from kvledger.sim.series import Constraint
 
 
@@ -102,6 +103,7 @@ class SimSummary:
     duration_ms: float
     wall_s: float
     notes: tuple[str, ...] = ()
+    store: StoreSummary | None = None  # None: no store tier (--l3-size) in this run
 
     @property
     def evicted_tokens(self) -> int:

@@ -32,6 +32,7 @@ from kvledger.cache.seq import Shortfall
 from kvledger.hicache import HostRules
 from kvledger.plan import Plan
 from kvledger.sim.config import SimConfig
+from kvledger.sim.l3 import SimStore
 from kvledger.sim.metrics import Counters, RequestRecord, SimSummary, Unfinished
 from kvledger.sim.pages import PageKeyer
 from kvledger.sim.running import Running, kv_total_tokens
@@ -96,6 +97,10 @@ class Replay:
         self.chunked: Running | None = None  # the one request whose prefill is cut in chunks
         self.num_running = 0  # admitted, not finished: chunked + decoding
         self.now_ms = 0.0
+        self.l3 = None if config.l3 is None else SimStore(
+            config.l3, page_tokens=self.page, token_bytes=cap.token_bytes,
+            state_bytes=cap.slot_bytes if self.cache.states is not None else 0)
+        self.store_wait_ms = 0.0  # store reads the next step waits for
 
     # ---- one step --------------------------------------------------------------------------
 
@@ -122,11 +127,21 @@ class Replay:
         c.prompt_tokens += run.prompt_tokens
         c.hit_tokens += got.hit_tokens
         c.usable_hit_tokens += got.usable_hit_tokens
+        if self.l3 is not None:
+            run.chain = self.l3.chain(run.seq_keys)
+            run.restore_tokens, ms = self.l3.restore(run.chain, hit_tokens=got.usable_hit_tokens,
+                                                     prompt_tokens=run.prompt_tokens)
+            self.store_wait_ms += ms
         return set()
 
     def _chunk(self, run: Running, budget_tokens: int) -> int:
         """Run one prefill chunk of at most `budget_tokens`; return the tokens computed."""
         seq, prompt = run.seq, run.prompt_tokens
+        if run.restore_tokens:  # read from the store: placed in its own pages, not computed
+            restored, run.restore_tokens = run.restore_tokens, 0
+            self.cache.extend(seq, restored)
+            self.cache.commit(seq, run.seq_keys, restored, cache_unfinished=True)
+            self.l3.cached(run.chain, seq.cached_tokens)
         start = seq.computed_tokens
         end = min(prompt, start + budget_tokens)
         if end < prompt:
@@ -139,6 +154,8 @@ class Replay:
         # (cache_unfinished_req, "so others can match"); a finishing one is cached at release.
         self.cache.commit(seq, run.seq_keys, num,
                           cache_unfinished=end < prompt or run.output_tokens > 1)
+        if self.l3 is not None:
+            self.l3.cached(run.chain, seq.cached_tokens)
         self.counters.prefill_tokens += num
         if end == prompt and run.output_tokens:
             run.generated_tokens = 1  # the first token is sampled by the prefill pass
@@ -205,6 +222,8 @@ class Replay:
         release, c = self.cache.release, self.counters
         for run in done:
             release(run.seq, run.seq_keys)
+            if self.l3 is not None:
+                self.l3.cached(run.chain, run.seq.cached_tokens)
             c.finished += 1
         if done:
             finished = {id(r) for r in done}
@@ -212,7 +231,8 @@ class Replay:
             decoding = [r for r in decoding if id(r) not in finished]
         decoding += [r for r in started if r.generated_tokens < r.output_tokens]
         self.decoding = decoding
-        elapsed = steps * step_ms
+        elapsed = steps * step_ms + self.store_wait_ms  # the admitting step waits its reads
+        self.store_wait_ms = 0.0
         self.now_ms += elapsed
         for run in done:
             self.records.append(RequestRecord(
@@ -303,6 +323,7 @@ class Replay:
             unfinished=tuple(self.unfinished), evicted_pages=evicted.full,
             evicted_slots=evicted.states, host=stats, host_note=host_note,
             duration_ms=self.now_ms, wall_s=wall_s, notes=tuple(self.notes),
+            store=None if self.l3 is None else self.l3.summary(),
         )
 
 
