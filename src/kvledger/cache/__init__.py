@@ -10,7 +10,8 @@
 - `hicache_tier`: `HiCacheTier`, SGLang's HiCache controller as a `HostTier` (torch);
 - `host_stats`: what a host tier reports;
 - `store_tier`: the store tier below host (hooks into the facade) and `store_codec`: device
-  pages and state slots as object bytes.
+  pages and state slots as object bytes;
+- `store_accounting`: the store tier in accounting mode (objects, bytes, LRU, transfer time).
 """
 
 from __future__ import annotations

@@ -23,6 +23,8 @@ from kvledger.limits import (
     check_number,
 )
 from kvledger.sim.config import SimConfig, StepCost
+from kvledger.sim.l3 import L3Config
+from kvledger.store.backend import BackendKind
 
 SIM_DEFAULTS, COST_DEFAULTS = SimConfig(), StepCost()  # flag defaults are the dataclasses' own
 
@@ -55,6 +57,13 @@ DecodeCostOpt = Annotated[float, typer.Option(
 WritePolicyOpt = Annotated[BackupPolicy | None, typer.Option(
     "--hicache-write-policy", help="Host tier write policy (SGLang's flag; default "
     f"{SIM_DEFAULTS.hicache_write_policy.value}); needs --enable-hierarchical-cache.")]
+L3SizeOpt = Annotated[float | None, typer.Option(
+    "--l3-size", help="GiB of a store tier below host, replayed in accounting mode: every "
+    "cached prefix written through, restored past the device/host hit.")]
+L3BackendOpt = Annotated[BackendKind | None, typer.Option(
+    "--l3-backend", help="Store backend whose object layout and default bandwidth/latency "
+    "the store tier uses (default mooncake); needs --l3-size.")]
+MAX_L3_GIB = float(1 << 20)  # 1 PiB
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +82,8 @@ class SimInputs:
     prefill_ms_per_token: PrefillCostOpt = COST_DEFAULTS.prefill_ms_per_token
     decode_ms_per_token: DecodeCostOpt = COST_DEFAULTS.decode_ms_per_token
     hicache_write_policy: WritePolicyOpt = None
+    l3_size: L3SizeOpt = None
+    l3_backend: L3BackendOpt = None
 
     def check(self) -> None:
         """Every value in range before any work starts (the CLI boundary; kvledger.limits)."""
@@ -90,6 +101,11 @@ class SimInputs:
         for flag, value in (("--prefill-ms-per-token", self.prefill_ms_per_token),
                             ("--decode-ms-per-token", self.decode_ms_per_token)):
             check_number(flag, value, low=0, high=MAX_STEP_MS)
+        if self.l3_size is not None:
+            check_number("--l3-size", self.l3_size, low=0, high=MAX_L3_GIB, low_open=True)
+        elif self.l3_backend is not None:
+            raise ValueError(f"--l3-backend {self.l3_backend.value}: has no effect without "
+                             "--l3-size")
 
     @property
     def asked(self) -> bool:
@@ -108,6 +124,9 @@ class SimInputs:
                                prefill_ms_per_token=self.prefill_ms_per_token,
                                decode_ms_per_token=self.decode_ms_per_token),
             hicache_write_policy=policy or SIM_DEFAULTS.hicache_write_policy,
+            l3=None if self.l3_size is None else L3Config(
+                capacity_bytes=int(self.l3_size * 2**30),
+                backend=self.l3_backend or BackendKind.MOONCAKE),
         )
 
 
