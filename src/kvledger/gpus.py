@@ -166,3 +166,65 @@ def get_gpu(name: str) -> GPU:
         raise GpuError(f"GPU {name!r} is not in the catalogue; choose one of "
                        f"{', '.join(CATALOGUE)} (or give --gpu-memory-gib)")
     return gpu
+
+
+# ---- compute and bandwidth, for the simulator's time model ---------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuPerf:
+    """Peak rates of one GPU from its vendor datasheet (dense, no sparsity).
+
+    `host_link_bytes_per_s` is one direction of the host↔device link: PCIe Gen5 x16 is
+    64 GB/s (32 GT/s × 16 lanes, 128b/130b), NVLink-C2C on Grace boards 450 GB/s (900 GB/s
+    both directions). These are ceilings; `kvledger.sim.timing` applies achieved fractions.
+    """
+
+    bf16_flops_per_s: float
+    fp8_flops_per_s: float
+    hbm_bytes_per_s: float
+    host_link_bytes_per_s: float
+    source: str
+
+    def flops_per_s(self, weight_bytes_per_param: float) -> float:
+        """Tensor-core peak for a checkpoint's weight width: fp8 GEMMs for 1-byte weights."""
+        return self.fp8_flops_per_s if weight_bytes_per_param <= 1.0 else self.bf16_flops_per_s
+
+
+TB = 1e12
+PCIE5_X16 = 64e9
+_PERF: dict[str, GpuPerf] = {
+    "H100": GpuPerf(bf16_flops_per_s=989.4 * TB, fp8_flops_per_s=1978.9 * TB,
+                    hbm_bytes_per_s=3.35 * TB, host_link_bytes_per_s=PCIE5_X16,
+                    source="NVIDIA H100 Tensor Core GPU datasheet, SXM column"),
+    "H200": GpuPerf(bf16_flops_per_s=989.4 * TB, fp8_flops_per_s=1978.9 * TB,
+                    hbm_bytes_per_s=4.8 * TB, host_link_bytes_per_s=PCIE5_X16,
+                    source="NVIDIA H200 Tensor Core GPU datasheet, SXM column"),
+    "H20": GpuPerf(bf16_flops_per_s=148 * TB, fp8_flops_per_s=296 * TB,
+                   hbm_bytes_per_s=4.0 * TB, host_link_bytes_per_s=PCIE5_X16,
+                   source="NVIDIA HGX H20 product brief"),
+    "B200": GpuPerf(bf16_flops_per_s=2250 * TB, fp8_flops_per_s=4500 * TB,
+                    hbm_bytes_per_s=8.0 * TB, host_link_bytes_per_s=PCIE5_X16,
+                    source="NVIDIA HGX B200 datasheet, per GPU (dense = half the sparse figure)"),
+    "GB200": GpuPerf(bf16_flops_per_s=2500 * TB, fp8_flops_per_s=5000 * TB,
+                     hbm_bytes_per_s=8.0 * TB, host_link_bytes_per_s=450e9,
+                     source="NVIDIA GB200 NVL72 datasheet, per GPU; NVLink-C2C to Grace"),
+    "MI300X": GpuPerf(bf16_flops_per_s=1307.4 * TB, fp8_flops_per_s=2614.9 * TB,
+                      hbm_bytes_per_s=5.3 * TB, host_link_bytes_per_s=PCIE5_X16,
+                      source="AMD Instinct MI300X datasheet"),
+    "MI355X": GpuPerf(bf16_flops_per_s=2516.6 * TB, fp8_flops_per_s=5033.2 * TB,
+                      hbm_bytes_per_s=8.0 * TB, host_link_bytes_per_s=PCIE5_X16,
+                      source="AMD Instinct MI355X datasheet"),
+}
+assert set(_PERF) <= set(CATALOGUE), "a perf entry names a GPU the catalogue lacks"
+
+
+def gpu_perf(gpu: GPU) -> GpuPerf:
+    """The GPU's peak rates; a GPU without datasheet figures on file is an error that says
+    how to time the simulation anyway (the linear step-cost flags)."""
+    perf = _PERF.get(gpu.name)
+    if perf is None:
+        raise GpuError(f"GPU {gpu.name}: no peak FLOP/s and HBM bandwidth on file (known: "
+                       f"{', '.join(_PERF)}); pass --step-overhead-ms, --prefill-ms-per-token "
+                       "and --decode-ms-per-token to time the simulation by hand")
+    return perf

@@ -40,7 +40,7 @@ def _fake_report(name: str, mismatched: tuple[int, ...] = ()):
 def test_the_default_table_and_a_mismatch_exit_status(monkeypatch):
     seen = []
 
-    def fake(name):
+    def fake(name, **policies):
         seen.append(name)
         return _fake_report(name, mismatched=(2,) if name == "tiny-pools" else ())
 
@@ -54,7 +54,8 @@ def test_the_default_table_and_a_mismatch_exit_status(monkeypatch):
 
 def test_all_runs_every_workload(monkeypatch):
     seen = []
-    monkeypatch.setattr(verify_module, "verify", lambda n: seen.append(n) or _fake_report(n))
+    monkeypatch.setattr(verify_module, "verify",
+                        lambda n, **policies: seen.append(n) or _fake_report(n))
     assert runner.invoke(app, ["verify", "--workload", "all", "--json"]).exit_code == 0
     assert seen == list(WORKLOADS)
 
@@ -69,3 +70,11 @@ def test_an_unknown_workload_is_named(bad):
 def test_the_report_is_plain_data():
     report = replace(_fake_report("x"), mismatched=(1, 4))
     assert not report.all_match and report.hit_rate == 32 / 90
+
+
+def test_verify_with_state_policies_names_them_and_matches():
+    result = runner.invoke(app, ["verify", "--workload", "branching", "--state-admission",
+                                 "ghost-branch", "--state-eviction", "flop-aware", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["all_match"] and doc["state_policies"] == "ghost-branch + flop-aware"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kvledger.sim.config import SimConfig
+from kvledger.sim.config import SimConfig, StepCost
 from kvledger.sim.l3 import L3Config
 from kvledger.sim.replay import simulate
 from kvledger.store.backend import BackendKind
@@ -13,6 +13,8 @@ from sim.sim_factories import request, small_plan, workload
 APART_MS = 1e7
 PAGE_B = 64 * 7260  # the token ledger's 7,260 B per token (fp8), one 64-token page
 STATE_B = 147_619_840  # the state ledger's slot
+# hand-set step costs: 0.02 ms per prefill token, so restored tokens save exactly that
+COST = StepCost(overhead_ms=12.0, prefill_ms_per_token=0.02, decode_ms_per_token=0.06)
 
 
 def _run(l3: L3Config | None):
@@ -21,7 +23,7 @@ def _run(l3: L3Config | None):
     w = workload(request(0, 0, {1: 1000}), request(1, APART_MS, {10: 1000}),
                  request(2, 2 * APART_MS, {11: 1000}), request(3, 3 * APART_MS, {1: 1000}))
     return simulate(small_plan(max_total_tokens=40 * 64), w,
-                    SimConfig(integrity_every_steps=1, l3=l3))
+                    SimConfig(integrity_every_steps=1, l3=l3, step_cost=COST))
 
 
 def test_an_evicted_prefix_is_restored_from_the_store_instead_of_recomputed():

@@ -163,8 +163,29 @@ class TreeMachine(RuleBasedStateMachine):
 
     @rule(full_tokens=amounts, mamba_slots=st.integers(0, 3))
     def evict(self, full_tokens: int, mamba_slots: int) -> None:
+        state_pages = self.device_state_node_pages()
         freed = self.tree.evict(full_tokens=full_tokens, mamba_slots=mamba_slots)
+        if full_tokens == 0 and self.tree_rules.keeps_stateless_kv:
+            # 0.5.21+ rules: a state eviction frees only the KV of the leaves whose state went
+            # (MambaComponent._evict_device_next_node -> evict_device_leaf); stateless
+            # parents keep theirs (_iteratively_delete_tombstone_ancestors).
+            slot_to_kv = {s: p for p, c in self.dev.items() for s in c}
+            lost = {slot_to_kv[s] for s in freed.full_indices.tolist()}
+            allowed = set().union(*(state_pages[s] for s in freed.mamba_slots.tolist()))
+            assert lost <= allowed, f"a state eviction freed stateless KV {lost - allowed}"
         self.follow(freed, full_tokens, mamba_slots, self.dev, self.dstate, Tier.DEVICE)
+
+    def device_state_node_pages(self) -> dict[int, set[tuple]]:
+        """Device state slot -> the page prefixes of the node holding it."""
+        out: dict[int, set[tuple]] = {}
+        stack = [(child, ()) for child in self.tree.root.children.values()]
+        while stack:
+            node, above = stack.pop()
+            tokens = above + tuple(node.tokens.tolist())
+            if node.mamba.value is not None:
+                out[node.mamba.value] = set(self.pages(list(tokens), len(above)))
+            stack.extend((child, tokens) for child in node.children.values())
+        return out
 
     @rule(full_tokens=amounts, mamba_slots=st.integers(0, 3))
     def evict_host(self, full_tokens: int, mamba_slots: int) -> None:

@@ -12,6 +12,7 @@
 - `store_tier`: the store tier below host (hooks into the facade) and `store_codec`: device
   pages and state slots as object bytes;
 - `store_accounting`: the store tier in accounting mode (objects, bytes, LRU, transfer time).
+- `policies`: state admission and eviction policies (the engine's by default).
 """
 
 from __future__ import annotations

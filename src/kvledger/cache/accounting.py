@@ -22,6 +22,7 @@ from math import lcm
 
 from kvledger.cache.hybrid import HybridCache
 from kvledger.cache.page_rows import PageRows
+from kvledger.cache.policies import StatePolicies
 from kvledger.cache.seq import CheckpointMode
 from kvledger.deploy import MambaStrategy
 from kvledger.host.policy import BackupPolicy
@@ -43,7 +44,8 @@ def checkpoint_mode(plan: Plan) -> CheckpointMode:
 
 def accounting_cache(plan: Plan, *, mamba_chunk_tokens: int = MAMBA_CHUNK_TOKENS,
                      track_interval_tokens: int | None = None,
-                     host_policy: BackupPolicy | None = None) -> HybridCache:
+                     host_policy: BackupPolicy | None = None,
+                     policies: StatePolicies | None = None) -> HybridCache:
     """`host_policy`: the host tier's write policy when the plan enables the host tier
     (--enable-hierarchical-cache); None then means write_through, SGLang's default."""
     lay, cap = plan.layout, plan.capacity
@@ -65,4 +67,5 @@ def accounting_cache(plan: Plan, *, mamba_chunk_tokens: int = MAMBA_CHUNK_TOKENS
                                     rows.allocator, states)
     return HybridCache(rows=rows, tree=tree, states=states,
                        held_slots_per_request=lay.held_slots_per_request, mode=mode,
-                       track_interval_tokens=track_interval_tokens, host=host)
+                       track_interval_tokens=track_interval_tokens, host=host,
+                       policies=policies)

@@ -21,6 +21,11 @@ G = lcm(linear chunk, P), decode track interval I)::
     release  cache up to the last tracked point with that track slot (cache_finished_req);
              free the rest, unlock
 
+State policies (`kvledger.cache.policies`, the engine's by default): admission names each
+request's branch point at ``admit`` and is asked before every state enters the tree (each
+prefill forward's insert and the finish); eviction orders the tree's states
+(``tree.state_victims``). A declined checkpoint caches nothing; no policy changes a value.
+
 Capacity is check-then-commit. ``admit`` answers a `Shortfall` (nothing changed but tree
 recency) when request rows, pages (free + evictable − reserved) or state slots (free +
 evictable) are short, so a request waits instead of failing later; once admitted it never
@@ -50,6 +55,9 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from kvledger.cache.policies import CheckpointEvent, StatePolicies
+from kvledger.cache.policies.choice import engine_policies
+from kvledger.cache.policies.ghost import prefix_hashes
 from kvledger.cache.seq import CacheSeq, CacheStats, CheckpointMode, Extension, Shortfall
 from kvledger.cache.tier import HostTier, NoHostTier
 from kvledger.host.results import LoadStatus
@@ -98,7 +106,8 @@ class HybridCache:
     def __init__(self, *, rows: Rows, tree: RadixTree, states: StateSlotAllocator | None,
                  held_slots_per_request: int, mode: CheckpointMode,
                  track_interval_tokens: int | None = None, host: HostTier | None = None,
-                 store: StoreTier | None = None) -> None:
+                 store: StoreTier | None = None,
+                 policies: StatePolicies | None = None) -> None:
         page, unit = rows.page_tokens, rows.unit_tokens
         if tree.page_size * unit != page:
             raise ValueError(f"tree page {tree.page_size} × {unit} tokens per key != page {page}")
@@ -114,6 +123,9 @@ class HybridCache:
         if store is not None and (not rows.writes_rows or unit != 1 or states is None):
             raise ValueError("HybridCache: the store tier needs real bytes, token keys and states")
         self.rows, self.tree, self.states, self.mode = rows, tree, states, mode
+        # state admission and eviction (`kvledger.cache.policies`); default: the engine's
+        self.policies = policies or engine_policies()
+        tree.state_victims = self.policies.eviction
         self.page, self.unit = page, unit
         self.units_per_page = page // unit
         self.grid = tree.mamba_checkpoint_tokens * unit
@@ -228,9 +240,8 @@ class HybridCache:
         need_pages -= (hit - device_tokens) // page  # loaded-back pages came from the tier
         seq.reserved_pages = need_pages
         self.reserved_pages += need_pages
-        branch = match.mamba_branching_seqlen
-        if self.tracked and branch is not None and branch * unit > hit:
-            seq.branch_tokens = branch * unit
+        if self.states is not None:
+            self._ticket(seq, keys, match.mamba_branching_seqlen, prompt_tokens, hit)
         seq.hit_tokens = match.full_kv_hit_length * unit
         seq.usable_hit_tokens = hit
         self.running[seq.row] = seq
@@ -240,6 +251,24 @@ class HybridCache:
         st.hit_tokens += seq.hit_tokens
         st.prefix_hit_tokens += hit
         return seq
+
+    def _ticket(self, seq: CacheSeq, keys: np.ndarray, branch: int | None, prompt_tokens: int,
+                hit: int) -> None:
+        """Ask state admission where this request saves a branch state (the tree's
+        `mamba_branching_seqlen` by default) and let eviction see what it reused."""
+        page, pol = self.page, self.policies
+        hashes = None
+        if pol.needs_hashes:  # one prefix hash per page, whatever the tree keys
+            hashes = prefix_hashes(keys)[self.units_per_page - 1::self.units_per_page]
+        prompt_pages = (prompt_tokens - 1) // page
+        ticket = pol.admission.ticket(
+            keys=keys, prompt_pages=prompt_pages, usable_pages=hit // page,
+            tree_branch_pages=None if branch is None else branch * self.unit // page,
+            grid_pages=self.grid // page, hashes=hashes)
+        seq.ticket = ticket
+        if self.tracked and ticket.branch_pages is not None and ticket.branch_pages * page > hit:
+            seq.branch_tokens = ticket.branch_pages * page
+        pol.eviction.observe(hashes, prompt_pages, hit // page)
 
     # ---- chunks and decode -------------------------------------------------------------------
 
@@ -340,11 +369,20 @@ class HybridCache:
             length, index = seq.last_track_tokens, seq.last_track_index
             if length is None:
                 return
-            seq.last_track_tokens = None
         else:
             length, index = seq.computed_tokens // self.page * self.page, 0
         if length <= seq.cached_tokens:
+            seq.last_track_tokens = None
             return
+        if seq.ticket is not None:
+            event = (CheckpointEvent.FINISH if finishing
+                     else CheckpointEvent.CHUNK_END if seq.computed_tokens < seq.prompt_tokens
+                     else CheckpointEvent.PREFILL_END)
+            if not self.policies.admission.admit(event, seq.ticket, length // self.page):
+                # declined: the tracked state stays the request's latest, for a later point
+                self.stats.checkpoints_declined += 1
+                return
+        seq.last_track_tokens = None
         slot = None
         if self.states is not None:
             if finishing:

@@ -41,7 +41,8 @@ class CacheSeq:
 
     __slots__ = (
         "row", "prompt_tokens", "final_tokens", "slots", "next_track", "last_track_tokens",
-        "last_track_index", "last_track_branch", "branch_tokens", "computed_tokens", "allocated_tokens",
+        "last_track_index", "last_track_branch", "branch_tokens", "ticket", "computed_tokens",
+        "allocated_tokens",
         "cached_tokens", "held_pages", "receipt", "reserved_pages", "tree_ids", "own",
         "num_own", "hit_tokens", "usable_hit_tokens",
     )
@@ -56,6 +57,7 @@ class CacheSeq:
         self.last_track_index = 1
         self.last_track_branch = False  # that state is the branching point's
         self.branch_tokens: int | None = None  # mamba_branching_seqlen still to save
+        self.ticket = None  # what state admission decided at admission (policies.Ticket)
         self.computed_tokens = 0  # positions with KV and state (the next chunk starts here)
         self.allocated_tokens = 0  # positions with a token slot (computed, or in flight)
         self.cached_tokens = 0  # page-aligned prefix owned by the tree, locked by `receipt`
@@ -107,4 +109,5 @@ class CacheStats:
     checkpoints_saved: int = 0  # states the tree took from requests
     checkpoints_existing: int = 0  # the tree already had that state; the slot went back
     checkpoints_skipped: int = 0  # no slot for the copy: the prefix stays uncached
+    checkpoints_declined: int = 0  # the state admission policy chose not to cache there
     branch_states: int = 0  # of the saved, states at mamba_branching_seqlen

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from kvledger.cache.policies.choice import StateAdmission, StateEviction
 from kvledger.cli.app import command, console, emit_json, err_console, user_errors
 from kvledger.cli.groups import option_group
 from kvledger.cli.options import JsonOpt, PlanInputs, plan_from
@@ -22,11 +23,13 @@ from kvledger.limits import (
     check_int,
     check_number,
 )
-from kvledger.sim.config import SimConfig, StepCost
+from kvledger.sim.config import DEFAULT_TIME_GPU, SimConfig, StepCost
 from kvledger.sim.l3 import L3Config
+from kvledger.sim.timing import Efficiency
 from kvledger.store.backend import BackendKind
 
 SIM_DEFAULTS, COST_DEFAULTS = SimConfig(), StepCost()  # flag defaults are the dataclasses' own
+EFF_DEFAULTS = Efficiency()
 
 if TYPE_CHECKING:
     from kvledger.plan import Plan
@@ -48,12 +51,32 @@ ChunkOpt = Annotated[int, typer.Option(
     "--chunked-prefill-size", help="Prefill tokens per step (SGLang's flag of that name).")]
 TrackOpt = Annotated[int, typer.Option(
     "--mamba-track-interval", help="Decode tokens between state checkpoints (SGLang's flag).")]
-OverheadOpt = Annotated[float, typer.Option(
-    "--step-overhead-ms", help="Step-time model: fixed cost of one forward pass (ms).")]
-PrefillCostOpt = Annotated[float, typer.Option(
-    "--prefill-ms-per-token", help="Step-time model: cost per prefill token (ms).")]
-DecodeCostOpt = Annotated[float, typer.Option(
-    "--decode-ms-per-token", help="Step-time model: cost per decoded token (ms).")]
+OverheadOpt = Annotated[float | None, typer.Option(
+    "--step-overhead-ms", help="Linear step-time model instead of the roofline: fixed cost "
+    f"of one forward pass (ms, default {COST_DEFAULTS.overhead_ms:g}).")]
+PrefillCostOpt = Annotated[float | None, typer.Option(
+    "--prefill-ms-per-token", help="Linear step-time model: cost per prefill token (ms, "
+    f"default {COST_DEFAULTS.prefill_ms_per_token:g}).")]
+DecodeCostOpt = Annotated[float | None, typer.Option(
+    "--decode-ms-per-token", help="Linear step-time model: cost per decoded token (ms, "
+    f"default {COST_DEFAULTS.decode_ms_per_token:g}).")]
+AdmissionOpt = Annotated[StateAdmission, typer.Option(
+    "--state-admission", help="Which linear-attention states enter the prefix cache: engine "
+    "(SGLang's: every chunk end and finish), marconi (branch points + last decoded token), "
+    "reuse-filtered (only prefixes seen before), ghost-branch (branch points found in a "
+    "ghost table; finish states while they are reused). All lossless.")]
+EvictionOpt = Annotated[StateEviction, typer.Option(
+    "--state-eviction", help="Which cached state leaves first: lru (SGLang's), flop-aware "
+    "(FLOPs saved per byte blended with recency, the blend tuned online), keep-junctions.")]
+TimeGpuOpt = Annotated[str | None, typer.Option(
+    "--time-gpu", help="GPU whose peak FLOP/s, HBM and host-link bandwidth time the steps "
+    f"(default: --gpu, else {DEFAULT_TIME_GPU}).")]
+FlopsEffOpt = Annotated[float, typer.Option(
+    "--flops-efficiency", help="Roofline: fraction of peak FLOP/s the kernels reach.")]
+HbmEffOpt = Annotated[float, typer.Option(
+    "--hbm-efficiency", help="Roofline: fraction of peak HBM bandwidth the kernels reach.")]
+RooflineOverheadOpt = Annotated[float, typer.Option(
+    "--roofline-overhead-ms", help="Roofline: fixed cost of one step (ms).")]
 WritePolicyOpt = Annotated[BackupPolicy | None, typer.Option(
     "--hicache-write-policy", help="Host tier write policy (SGLang's flag; default "
     f"{SIM_DEFAULTS.hicache_write_policy.value}); needs --enable-hierarchical-cache.")]
@@ -78,9 +101,15 @@ class SimInputs:
     time_scale: ScaleOpt = 1.0
     chunked_prefill_size: ChunkOpt = SIM_DEFAULTS.chunked_prefill_tokens
     mamba_track_interval: TrackOpt = SIM_DEFAULTS.mamba_track_interval_tokens
-    step_overhead_ms: OverheadOpt = COST_DEFAULTS.overhead_ms
-    prefill_ms_per_token: PrefillCostOpt = COST_DEFAULTS.prefill_ms_per_token
-    decode_ms_per_token: DecodeCostOpt = COST_DEFAULTS.decode_ms_per_token
+    step_overhead_ms: OverheadOpt = None
+    prefill_ms_per_token: PrefillCostOpt = None
+    decode_ms_per_token: DecodeCostOpt = None
+    state_admission: AdmissionOpt = SIM_DEFAULTS.state_admission
+    state_eviction: EvictionOpt = SIM_DEFAULTS.state_eviction
+    time_gpu: TimeGpuOpt = None
+    flops_efficiency: FlopsEffOpt = EFF_DEFAULTS.flops
+    hbm_efficiency: HbmEffOpt = EFF_DEFAULTS.hbm
+    roofline_overhead_ms: RooflineOverheadOpt = EFF_DEFAULTS.overhead_ms
     hicache_write_policy: WritePolicyOpt = None
     l3_size: L3SizeOpt = None
     l3_backend: L3BackendOpt = None
@@ -96,11 +125,18 @@ class SimInputs:
         check_number("--time-scale", self.time_scale, low=0, high=MAX_TIME_SCALE, low_open=True)
         check_int("--chunked-prefill-size", self.chunked_prefill_size, low=1, high=MAX_COUNT)
         check_int("--mamba-track-interval", self.mamba_track_interval, low=1, high=MAX_COUNT)
-        check_number("--step-overhead-ms", self.step_overhead_ms, low=0, high=MAX_STEP_MS,
-                     low_open=True)
+        if self.step_overhead_ms is not None:
+            check_number("--step-overhead-ms", self.step_overhead_ms, low=0, high=MAX_STEP_MS,
+                         low_open=True)
         for flag, value in (("--prefill-ms-per-token", self.prefill_ms_per_token),
                             ("--decode-ms-per-token", self.decode_ms_per_token)):
-            check_number(flag, value, low=0, high=MAX_STEP_MS)
+            if value is not None:
+                check_number(flag, value, low=0, high=MAX_STEP_MS)
+        for flag, value in (("--flops-efficiency", self.flops_efficiency),
+                            ("--hbm-efficiency", self.hbm_efficiency)):
+            check_number(flag, value, low=0, high=1, low_open=True)
+        check_number("--roofline-overhead-ms", self.roofline_overhead_ms, low=0,
+                     high=MAX_STEP_MS)
         if self.l3_size is not None:
             check_number("--l3-size", self.l3_size, low=0, high=MAX_L3_GIB, low_open=True)
         elif self.l3_backend is not None:
@@ -117,12 +153,26 @@ class SimInputs:
         if policy is not None and not plan.layout.deployment.enable_hierarchical_cache:
             raise ValueError(f"--hicache-write-policy {policy.value}: has no effect without "
                              "--enable-hierarchical-cache")
+        linear = (self.step_overhead_ms, self.prefill_ms_per_token, self.decode_ms_per_token)
+        cost = None
+        if any(v is not None for v in linear):
+            overhead, prefill, decode = (COST_DEFAULTS.overhead_ms if self.step_overhead_ms is None
+                                         else self.step_overhead_ms,
+                                         COST_DEFAULTS.prefill_ms_per_token
+                                         if self.prefill_ms_per_token is None
+                                         else self.prefill_ms_per_token,
+                                         COST_DEFAULTS.decode_ms_per_token
+                                         if self.decode_ms_per_token is None
+                                         else self.decode_ms_per_token)
+            cost = StepCost(overhead_ms=overhead, prefill_ms_per_token=prefill,
+                            decode_ms_per_token=decode)
         return SimConfig(
             chunked_prefill_tokens=self.chunked_prefill_size,
             mamba_track_interval_tokens=self.mamba_track_interval,
-            step_cost=StepCost(overhead_ms=self.step_overhead_ms,
-                               prefill_ms_per_token=self.prefill_ms_per_token,
-                               decode_ms_per_token=self.decode_ms_per_token),
+            step_cost=cost, time_gpu=self.time_gpu, state_admission=self.state_admission,
+            state_eviction=self.state_eviction,
+            efficiency=Efficiency(flops=self.flops_efficiency, hbm=self.hbm_efficiency,
+                                  overhead_ms=self.roofline_overhead_ms),
             hicache_write_policy=policy or SIM_DEFAULTS.hicache_write_policy,
             l3=None if self.l3_size is None else L3Config(
                 capacity_bytes=int(self.l3_size * 2**30),
@@ -168,12 +218,28 @@ def simulate(ctx: typer.Context, inputs: PlanInputs, sim: SimInputs,
                  "--csv", help="Write the per-step time series here.", dir_okay=False)] = None,
              no_progress: Annotated[bool, typer.Option(
                  "--no-progress", help="No progress bar on stderr.")] = False,
+             compare: Annotated[bool, typer.Option(
+                 "--compare", help="Replay the state policies side by side (engine, "
+                 "FLOP-aware, Marconi, reuse-filtered, ghost-branch) on this trace and memory, "
+                 "plus the FULL-only ceiling; --state-admission/--state-eviction are ignored."
+             )] = False,
+             figure_dir: Annotated[Path | None, typer.Option(
+                 "--figure-dir", help="With --compare: write policies.svg and .png here.",
+                 file_okay=False)] = None,
              json: JsonOpt = False) -> None:
     from kvledger.report.sim_json import sim_json
     from kvledger.report.sim_view import render_sim
 
     with user_errors():
         plan, ignored = plan_from(inputs, ctx.args)
+        if figure_dir is not None and not compare:
+            raise ValueError("--figure-dir: needs --compare")
+        if compare:
+            from kvledger.cli.sim_compare import run_compare
+
+            run_compare(plan, sim, figure_dir=figure_dir, json=json,
+                        progress=not no_progress, ignored=list(ignored))
+            return
         result = run_simulation(plan, sim, progress=not no_progress)
         if csv is not None:
             result.series.write_csv(csv)

@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
+from kvledger.cache.policies.choice import StateAdmission, StateEviction
 from kvledger.cli.app import command, console, emit_json, user_errors
 from kvledger.cli.options import JsonOpt
+from kvledger.cli.sim_cmd import AdmissionOpt, EvictionOpt
 
 if TYPE_CHECKING:
     from kvledger.engine.verify import VerifyReport
@@ -47,7 +49,9 @@ def _row(r: VerifyReport) -> dict:
          "tree, device pools, host tier) and cache-free — and check that every generated "
          "token and logit is bit for bit the same. Exit status 1 if any output differs.",
          deployment=False)
-def verify(workload: VerifyWorkloadOpt = None, json: JsonOpt = False) -> None:
+def verify(workload: VerifyWorkloadOpt = None,
+           state_admission: AdmissionOpt = StateAdmission.ENGINE,
+           state_eviction: EvictionOpt = StateEviction.LRU, json: JsonOpt = False) -> None:
     from kvledger.extras import MEMORY
     from kvledger.report.envelope import envelope
 
@@ -60,13 +64,16 @@ def verify(workload: VerifyWorkloadOpt = None, json: JsonOpt = False) -> None:
     # Hundreds of tiny ops per token: a second thread only adds synchronisation.
     torch.set_num_threads(1)
     with user_errors():
-        reports = [run_verify(name) for name in _names(workload)]
+        reports = [run_verify(name, admission=state_admission, eviction=state_eviction)
+                   for name in _names(workload)]
     matched = all(r.all_match for r in reports)
     if json:
-        emit_json(envelope("verify", {"all_match": matched,
-                                      "workloads": [_row(r) for r in reports]}))
+        emit_json(envelope("verify", {
+            "all_match": matched, "workloads": [_row(r) for r in reports],
+            "state_policies": f"{state_admission.value} + {state_eviction.value}"}))
     else:
-        table = Table(title="Cached vs cache-free outputs, tiny GLM-5.3-shaped model",
+        table = Table(title="Cached vs cache-free outputs, tiny GLM-5.3-shaped model (state "
+                      f"policies {state_admission.value} + {state_eviction.value})",
                       caption="prompt, loadback and evicted in tokens; loadback tokens / states")
         table.add_column("workload", no_wrap=True)
         for col in ("requests", "prompt", "hit rate", "loadback", "evicted"):

@@ -14,6 +14,7 @@ import torch
 
 from kvledger.cache import CacheSeq, CheckpointMode, HybridCache, Shortfall
 from kvledger.cache.hicache_tier import HiCacheTier
+from kvledger.cache.policies import StatePolicies
 from kvledger.cache.token_rows import TokenRows
 from kvledger.deploy import Deployment, MambaStrategy
 from kvledger.engine.batch import SeqChunk
@@ -80,18 +81,20 @@ class PrefixCache:
 
 
 def real_bytes_cache(pools, tree: RadixTree, host: HostTier | None = None,
-                     store=None) -> HybridCache:
+                     store=None, policies: StatePolicies | None = None) -> HybridCache:
     """The facade over the tiny model's pools (and host and store tiers, if asked for)."""
     tier = None if host is None else HiCacheTier(build_host_tier(pools, tree, host), unit_tokens=1)
     _, held = state_slots_per_request(ENGINE_DEPLOYMENT)
     return HybridCache(rows=TokenRows(pools.kv, pools.token_allocator), tree=tree,
                        states=pools.state_allocator, held_slots_per_request=held,
-                       mode=CheckpointMode.TRACKED, host=tier, store=store)
+                       mode=CheckpointMode.TRACKED, host=tier, store=store,
+                       policies=policies)
 
 
 def prefix_cache(cfg: TinyConfig, sizes: PoolSizes, *, host: HostTier | None = None,
                  mamba_chunk_tokens: int | None = None,
-                 store: StoreTierSpec | None = None) -> PrefixCache:
+                 store: StoreTierSpec | None = None,
+                 policies: StatePolicies | None = None) -> PrefixCache:
     """Device pools, a radix tree, the host and store tiers if asked for, and the facade.
 
     ``mamba_chunk_tokens`` defaults to the page, so states can be saved at every page end
@@ -101,4 +104,4 @@ def prefix_cache(cfg: TinyConfig, sizes: PoolSizes, *, host: HostTier | None = N
     tree = RadixTree(page_size=sizes.page_tokens,
                      mamba_chunk_tokens=mamba_chunk_tokens or sizes.page_tokens)
     tier = None if store is None else build_store_tier(cfg, pools, store)
-    return PrefixCache(real_bytes_cache(pools, tree, host, tier))
+    return PrefixCache(real_bytes_cache(pools, tree, host, tier, policies))

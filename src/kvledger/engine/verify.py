@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from kvledger.cache.policies import StateAdmission, StateEviction, StatePolicies, build_policies
 from kvledger.engine.cached import prefix_cache
 from kvledger.engine.fresh import FreshCache
 from kvledger.engine.loop import Engine, Generation
@@ -60,10 +61,27 @@ def same_output(a: Generation, b: Generation) -> bool:
     return a.token_ids == b.token_ids and torch.equal(a.logits, b.logits)
 
 
+def engine_policies_for(admission: StateAdmission, eviction: StateEviction, *,
+                        page_tokens: int, num_slots: int) -> StatePolicies:
+    """State policies over the tiny model's cache. Its state slots are all one size, so
+    FLOP-aware eviction ranks states by the FLOPs their prefix saves, stood in by its shape:
+    linear work per token plus causal attention pairs (the tiny model is attention-heavy)."""
+
+    def flops_of(pages: int) -> float:
+        tokens = pages * page_tokens
+        return float(tokens + tokens * (tokens + 1) // 2)
+
+    return build_policies(admission, eviction, flops_of=flops_of, slot_bytes=1, page_bytes=0,
+                          num_slots=num_slots)
+
+
 def verify(workload: Workload | str,
-           wrap: Callable[[RequestCache], RequestCache] = lambda cache: cache) -> VerifyReport:
+           wrap: Callable[[RequestCache], RequestCache] = lambda cache: cache, *,
+           admission: StateAdmission = StateAdmission.ENGINE,
+           eviction: StateEviction = StateEviction.LRU) -> VerifyReport:
     """Run ``workload`` twice and compare; ``wrap`` decorates both caches (tests use it to
-    check integrity after every call)."""
+    check integrity after every call); ``admission`` / ``eviction`` pick the cached run's
+    state policies (`kvledger.cache.policies`; every one must keep outputs identical)."""
     if isinstance(workload, str):
         if workload not in WORKLOADS:
             raise ValueError(f"--workload {workload!r}: expected one of {', '.join(WORKLOADS)}")
@@ -72,6 +90,8 @@ def verify(workload: Workload | str,
     longest = max(script.request_tokens(workload.max_new_tokens))
     model = TinyModel(workload.config)
     sizes = replace(workload.sizes, max_context_tokens=max(longest, workload.sizes.max_context_tokens))
+    policies = engine_policies_for(admission, eviction, page_tokens=sizes.page_tokens,
+                                   num_slots=sizes.num_state_slots)
     fresh = FreshCache(workload.config, max_running_requests=workload.max_running_requests,
                        max_context_tokens=longest, page_tokens=sizes.page_tokens)
     runs = []
@@ -79,7 +99,8 @@ def verify(workload: Workload | str,
         spec = (None if workload.store is None else
                 stack.enter_context(store_spec(workload.store, what=f"--workload {workload.name}")))
         cache = prefix_cache(workload.config, sizes, host=workload.host,
-                             mamba_chunk_tokens=workload.mamba_chunk_tokens, store=spec)
+                             mamba_chunk_tokens=workload.mamba_chunk_tokens, store=spec,
+                             policies=policies)
         for request_cache in (cache, fresh):
             engine = Engine(model, wrap(request_cache), chunk_tokens=workload.chunk_tokens,
                             max_running_requests=workload.max_running_requests)

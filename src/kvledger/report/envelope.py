@@ -36,7 +36,8 @@ SCHEMAS: dict[str, int] = {
     "models": 1,
     "gpus": 1,
     "pools": 2,  # 2: `ignored` became the envelope's `ignored_flags`
-    "simulate": 2,  # 2: binding/blocked_ms keys are machine codes; host tokens renamed
+    "simulate": 2,
+    "simulate-compare": 1,  # simulate --compare: rows per state policy, then the ceiling  # 2: binding/blocked_ms keys are machine codes; host tokens renamed
     "verify": 1,
     "check-log": 1,
     "replay": 1,

@@ -7,7 +7,7 @@ kvledger_version, ignored_flags, notes — the plan's assumptions, then the repl
     pools{page_tokens, token_pages, state_slots, max_running_requests, token_bytes, slot_bytes},
     tokens{prompt, hit, usable_hit, recomputed_shallow_state, prefill_computed, decoded},
     rates{token_hit, usable_hit},
-    checkpoints{saved, already_cached, skipped_no_slot},
+    checkpoints{saved, already_cached, skipped_no_slot, declined_by_policy, policies},
     evictions{full_kv_pages, full_kv_tokens, full_kv_bytes, mamba_states, mamba_bytes},
     host{available, note, backup_bytes, loadback_bytes, host_evicted_pages,
          loadback_hit_tokens, policy, capacity_pages, capacity_slots, capacity_bytes,
@@ -21,7 +21,9 @@ kvledger_version, ignored_flags, notes — the plan's assumptions, then the repl
           without --l3-size; accounting mode: bytes as the backend lays objects out, times
           from the backend's bandwidth and latency),
     blocked_ms{code: ms}, binding (a code or null), peaks{pages_used, pages_pinned,
-    slots_used, slots_pinned, running}, time{simulated_ms, steps, queue_ms_mean, wall_s}
+    slots_used, slots_pinned, running}, time{simulated_ms, steps, queue_ms_mean, wall_s},
+    latency{model, ttft_ms{mean, p50, p95, p99}, tpot_ms{…}, output_tokens_per_s,
+    total_tokens_per_s} (ttft_ms and tpot_ms null when nothing finished)
 
 Codes (`binding`, `blocked_ms` keys): token_pages, state_slots, running_requests,
 prefill_budget. Major 2: these were prose in version 1, and `notes`/`ignored_flags` moved into
@@ -30,7 +32,7 @@ the envelope.
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import asdict, fields
 from typing import Any
 
 from kvledger.cache.host_stats import HostStats
@@ -74,7 +76,8 @@ def sim_body(s: SimSummary, *, csv: str | None = None) -> dict[str, Any]:
                    "prefill_computed": c.prefill_tokens, "decoded": c.decode_tokens},
         "rates": {"token_hit": c.token_hit_rate, "usable_hit": c.usable_hit_rate},
         "checkpoints": {"saved": c.checkpoints_saved, "already_cached": c.checkpoints_existing,
-                        "skipped_no_slot": c.checkpoints_skipped},
+                        "skipped_no_slot": c.checkpoints_skipped,
+                        "declined_by_policy": c.checkpoints_declined, "policies": s.policies},
         "evictions": {"full_kv_pages": s.evicted_pages, "full_kv_tokens": s.evicted_tokens,
                       "full_kv_bytes": s.evicted_tokens * s.token_bytes,
                       "mamba_states": s.evicted_slots,
@@ -94,4 +97,16 @@ def sim_body(s: SimSummary, *, csv: str | None = None) -> dict[str, Any]:
         "time": {"simulated_ms": round(s.duration_ms, 3), "steps": c.steps,
                  "queue_ms_mean": round(c.queue_ms / c.admitted, 3) if c.admitted else 0.0,
                  "wall_s": round(s.wall_s, 3)},
+        "latency": _latency(s),
     }
+
+
+def _latency(s: SimSummary) -> dict[str, Any]:
+    lat = s.latency
+    doc: dict[str, Any] = {"model": s.timing}
+    if lat is None:
+        return {**doc, "ttft_ms": None, "tpot_ms": None, "output_tokens_per_s": 0.0,
+                "total_tokens_per_s": 0.0}
+    return {**doc, "ttft_ms": asdict(lat.ttft_ms), "tpot_ms": asdict(lat.tpot_ms),
+            "output_tokens_per_s": lat.output_tokens_per_s,
+            "total_tokens_per_s": lat.total_tokens_per_s}

@@ -35,9 +35,10 @@ def hits_table(s: SimSummary) -> Table:
                   _pct(c.recomputed_tokens, c.prompt_tokens))
     table.add_row("prefill computed", f"{c.prefill_tokens:,}", _pct(c.prefill_tokens, c.prompt_tokens))
     table.add_row("decoded", f"{c.decode_tokens:,}", "")
-    table.add_row("state checkpoints saved / already cached / skipped (no slot)",
+    table.add_row("state checkpoints saved / already cached / skipped (no slot) / declined "
+                  f"({s.policies})",
                   f"{c.checkpoints_saved:,} / {c.checkpoints_existing:,} / "
-                  f"{c.checkpoints_skipped:,}", "")
+                  f"{c.checkpoints_skipped:,} / {c.checkpoints_declined:,}", "")
     return table
 
 
@@ -121,12 +122,27 @@ def store_table(s: SimSummary, st: StoreSummary) -> Table:
     return table
 
 
+def latency_table(s: SimSummary) -> Table:
+    lat = s.latency
+    table = Table(title=f"Latency ({s.timing})", title_justify="left")
+    for name in ("ms", "mean", "p50", "p95", "p99"):
+        table.add_column(name, justify="left" if name == "ms" else "right")
+    for label, p in (("TTFT", lat.ttft_ms), ("TPOT", lat.tpot_ms)):
+        table.add_row(label, *(f"{v:,.1f}" for v in (p.mean, p.p50, p.p95, p.p99)))
+    table.caption = (f"throughput {lat.output_tokens_per_s:,.0f} output tok/s, "
+                     f"{lat.total_tokens_per_s:,.0f} total tok/s; "
+                     f"{s.counters.recomputed_tokens:,} cached tokens recomputed")
+    return table
+
+
 def render_sim(s: SimSummary, console: Console) -> None:
     c = s.counters
     head = (f"[bold]{s.workload}[/]: {s.num_requests:,} requests, {c.finished:,} finished, "
             f"{len(s.unfinished):,} unfinished; simulated {s.duration_ms / 1000:,.1f} s in "
             f"{c.steps:,} steps; mean queueing {c.queue_ms / max(c.admitted, 1) / 1000:,.2f} s")
     parts: list = [head, hits_table(s), ledgers_table(s)]
+    if s.latency is not None:
+        parts.append(latency_table(s))
     if s.host is None:
         parts.append(Text(f"host tier (backup / loadback bytes): {s.host_note}", style="yellow"))
     else:

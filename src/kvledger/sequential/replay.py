@@ -82,6 +82,9 @@ class _Pools:
         self.tree = tree
         self.counters = counters
         self.kv = PagedTokenAllocator(num_pages=spec.pool_pages, page_tokens=1)
+        # Every page id the replay frees comes from the tree (no slot is held by two nodes,
+        # RadixTree.check_integrity) or from one allocation, so it frees through
+        # free_unique: still checked held, without the search for repeats.
         self.pages = self.kv.pages
         self.states = StateSlotAllocator(num_slots=spec.state_slots or 0)
 
@@ -90,7 +93,7 @@ class _Pools:
         short_states = max(0, num_states - self.states.num_free)
         if short_pages or short_states:
             freed = self.tree.evict(full_tokens=short_pages, mamba_slots=short_states)
-            self.kv.free(freed.full_indices)
+            self.pages.free_unique(freed.full_indices)
             self.states.free(freed.mamba_slots)
             c = self.counters
             c.evict_calls += 1
@@ -129,7 +132,7 @@ class _Pools:
     def settle(self, result, slot: int | None) -> None:
         """Free what an insert handed back: duplicated KV, and a state the tree already had."""
         if result.duplicate_indices.size:
-            self.kv.free(result.duplicate_indices)
+            self.pages.free_unique(result.duplicate_indices)
         if result.mamba_existed:
             self.states.free(np.array([slot], dtype=np.int64))
             self.counters.state_already_present += 1
@@ -176,7 +179,7 @@ def replay(requests: Sequence[Request] | Iterable[Request], spec: ReplaySpec,
         elif last is not None:
             pools.states.free(slots[-1:])
         if len(indices) > full_pages:  # the partial last page is never cached
-            pools.kv.free(indices[full_pages:])
+            pools.pages.free_unique(indices[full_pages:])
         if receipt is not None:
             tree.unlock(receipt)
         prompt[i], hits[i], kv_hits[i] = length, hit * page, match.full_kv_hit_length * page

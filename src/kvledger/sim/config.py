@@ -1,20 +1,18 @@
 """Simulation settings: per-step token budgets, the step-time model, checkpoint cadence.
 
-The clock is discrete-event: one engine step (a forward pass) costs
-
-    step_ms = overhead_ms + prefill_tokens · prefill_ms_per_token + decode_tokens · decode_ms_per_token
-
-Defaults are assumptions for one H200-class rank, not measurements; pass your own to match a
-real server. They only set the pace (queueing, waiting time); which tokens hit, which pages
-are evicted and which ledger runs out depend on the order of events, not on the constants.
+The clock is discrete-event: one engine step (a forward pass) costs what
+`kvledger.sim.timing` says: by default a roofline over the model's layers on the timing GPU
+(`time_gpu`, else the plan's `--gpu`, else an H200), or with `step_cost` set the linear
+model of hand-set constants. Time sets the pace (queueing, TTFT) and, through the order of
+arrivals and finishes, which prefixes are still cached when they come back.
 
 Scheduling mirrors SGLang's defaults where it matters to memory: first come, first served
 with head-of-line blocking; chunked prefill of at most `chunked_prefill_tokens` per step, a
 chunk cut to whole pages; one chunked request at a time; decode of every running request each
 step alongside the prefill (like `--enable-mixed-chunk`).
 
->>> c = SimConfig()
->>> c.step_cost.step_ms(prefill_tokens=8192, decode_tokens=64)
+>>> c = SimConfig(step_cost=StepCost())
+>>> c.step_cost.step_ms(StepWork(prefill_spans=((0, 8192),), decode_contexts=(100,) * 64))
 179.68
 """
 
@@ -22,27 +20,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kvledger.cache.policies import StateAdmission, StateEviction
 from kvledger.host.policy import BackupPolicy
 from kvledger.sim.l3 import L3Config
+from kvledger.sim.timing import Efficiency, StepCost, StepWork
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StepCost:
-    overhead_ms: float = 12.0  # launch + sampling + scheduling per forward pass
-    prefill_ms_per_token: float = 0.02  # 50k prefill tokens/s
-    decode_ms_per_token: float = 0.06  # grows with batch: attention reads and MoE routing
-
-    def step_ms(self, *, prefill_tokens: int, decode_tokens: int) -> float:
-        return round(
-            self.overhead_ms
-            + prefill_tokens * self.prefill_ms_per_token
-            + decode_tokens * self.decode_ms_per_token,
-            6,
-        )
-
-    def validate(self) -> None:
-        if self.overhead_ms <= 0 or self.prefill_ms_per_token < 0 or self.decode_ms_per_token < 0:
-            raise ValueError("step cost: overhead must be positive and per-token costs ≥ 0")
+__all__ = ["DEFAULT_TIME_GPU", "SimConfig", "StepCost", "StepWork"]
+DEFAULT_TIME_GPU = "H200"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,7 +40,12 @@ class SimConfig:
     # SGLang --hicache-write-policy (default write_through); used only when the plan enables
     # the host tier (--enable-hierarchical-cache)
     hicache_write_policy: BackupPolicy = BackupPolicy.WRITE_THROUGH
-    step_cost: StepCost = field(default_factory=StepCost)
+    # state policies (`kvledger.cache.policies`); the defaults are the engine's behaviour
+    state_admission: StateAdmission = StateAdmission.ENGINE
+    state_eviction: StateEviction = StateEviction.LRU
+    step_cost: StepCost | None = None  # None: the roofline (`kvledger.sim.timing.Roofline`)
+    efficiency: Efficiency = field(default_factory=Efficiency)  # the roofline's fractions
+    time_gpu: str | None = None  # the roofline's GPU; None: the plan's, else DEFAULT_TIME_GPU
     l3: L3Config | None = None  # the store tier below host (--l3-size), if any
 
     def validate(self, page_tokens: int) -> None:
@@ -66,4 +55,6 @@ class SimConfig:
         if self.mamba_track_interval_tokens < 1 or self.mamba_track_interval_tokens % page_tokens:
             raise ValueError(f"--mamba-track-interval {self.mamba_track_interval_tokens}: must "
                              f"be a positive multiple of the page ({page_tokens} tokens)")
-        self.step_cost.validate()
+        if self.step_cost is not None:
+            self.step_cost.validate()
+        self.efficiency.validate()

@@ -17,10 +17,14 @@ the last prompt token is always computed to produce the first output token)::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kvledger.cache.host_stats import HostStats
 from kvledger.sim.l3 import StoreSummary
 from kvledger.sim.series import Constraint
+
+if TYPE_CHECKING:
+    from kvledger.sim.latency import LatencyStats
 
 
 @dataclass(slots=True, kw_only=True)
@@ -38,6 +42,8 @@ class Counters:
     checkpoints_saved: int = 0  # states the cache took from requests
     checkpoints_existing: int = 0  # the cache already had that state; the slot went back
     checkpoints_skipped: int = 0  # no slot free for the copy: the prefix stays uncached
+    checkpoints_declined: int = 0  # the admission policy chose not to cache a state there
+    loadback_bytes: int = 0  # host → device for admitted requests' host hits (timed)
     steps: int = 0
     queue_ms: float = 0.0  # arrival → admission, summed
     blocked_ms: dict[Constraint, float] = field(
@@ -68,14 +74,20 @@ class RequestRecord:
     rid: int
     arrival_ms: float
     admitted_ms: float
+    first_token_ms: float  # end of the step that ran the prompt's last chunk
     finished_ms: float
     prompt_tokens: int
+    output_tokens: int
     hit_tokens: int
     usable_hit_tokens: int
 
     @property
     def queue_ms(self) -> float:
         return self.admitted_ms - self.arrival_ms
+
+    @property
+    def ttft_ms(self) -> float:
+        return self.first_token_ms - self.arrival_ms
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,6 +114,9 @@ class SimSummary:
     host_note: str
     duration_ms: float
     wall_s: float
+    timing: str = ""  # which step-time model priced the steps
+    policies: str = "engine + lru"  # state admission + state eviction
+    latency: LatencyStats | None = None  # None: nothing finished
     notes: tuple[str, ...] = ()
     store: StoreSummary | None = None  # None: no store tier (--l3-size) in this run
 

@@ -28,15 +28,20 @@ from math import lcm
 import numpy as np
 
 from kvledger.cache.accounting import accounting_cache
+from kvledger.cache.policies import StateEviction, StatePolicies, build_policies
 from kvledger.cache.seq import Shortfall
+from kvledger.gpus import get_gpu
 from kvledger.hicache import HostRules
+from kvledger.model.compute import compute_profile
 from kvledger.plan import Plan
-from kvledger.sim.config import SimConfig
+from kvledger.sim.config import DEFAULT_TIME_GPU, SimConfig
 from kvledger.sim.l3 import SimStore
+from kvledger.sim.latency import LatencyStats
 from kvledger.sim.metrics import Counters, RequestRecord, SimSummary, Unfinished
 from kvledger.sim.pages import PageKeyer
 from kvledger.sim.running import Running, kv_total_tokens
 from kvledger.sim.series import Constraint, TimeSeries, blocked_mask
+from kvledger.sim.timing import Roofline, StepCost, StepWork
 from kvledger.sim.workload import Workload, WorkloadError
 from kvledger.units import align_down
 
@@ -72,6 +77,39 @@ def _check_plan(plan: Plan, config: SimConfig) -> list[str]:
     return notes
 
 
+def step_timer(plan: Plan, config: SimConfig) -> tuple[StepCost | Roofline, str]:
+    """The step-time model and a line saying which: the linear constants when set, else the
+    roofline on `time_gpu`, the plan's GPU or DEFAULT_TIME_GPU."""
+    if config.step_cost is not None:
+        c = config.step_cost
+        return c, (f"linear: {c.overhead_ms:g} ms per step + {c.prefill_ms_per_token:g} ms per "
+                   f"prefill token + {c.decode_ms_per_token:g} ms per decoded token")
+    gpu = get_gpu(config.time_gpu) if config.time_gpu else plan.gpu or get_gpu(DEFAULT_TIME_GPU)
+    timer = Roofline.for_plan(plan, gpu, config.efficiency)
+    e = timer.efficiency
+    return timer, (f"roofline on {gpu.name}: {e.flops:.0%} of peak FLOP/s, {e.hbm:.0%} of HBM "
+                   f"bandwidth, {e.link:.0%} of the host link, {e.overhead_ms:g} ms per step")
+
+
+def policies_for(plan: Plan, config: SimConfig) -> StatePolicies:
+    """The configured state policies for one rank of `plan`; FLOP-aware eviction prices a
+    state by the prefill FLOPs of its prefix (`ComputeProfile.prefill_flops`)."""
+    cap, page = plan.capacity, plan.layout.page_tokens
+    flops_of = _no_flops
+    if config.state_eviction is StateEviction.FLOP_AWARE:
+        profile = compute_profile(plan.layout.model)
+
+        def flops_of(pages: int) -> float:
+            return profile.prefill_flops(pages * page)
+    return build_policies(config.state_admission, config.state_eviction, flops_of=flops_of,
+                          slot_bytes=cap.slot_bytes, page_bytes=cap.token_bytes * page,
+                          num_slots=cap.state_slots)
+
+
+def _no_flops(pages: int) -> float:
+    raise AssertionError("only FLOP-aware eviction prices states")
+
+
 class Replay:
     def __init__(self, plan: Plan, workload: Workload, config: SimConfig,
                  progress: Sequence[Progress]) -> None:
@@ -81,9 +119,13 @@ class Replay:
         attn_dp = lay.deployment.attn_dp_size
         self.workload = workload.share(0, attn_dp) if attn_dp > 1 else workload
         self.page = lay.page_tokens
+        self.policies = policies_for(plan, config)
         self.cache = accounting_cache(plan, mamba_chunk_tokens=config.mamba_chunk_tokens,
                                       track_interval_tokens=config.mamba_track_interval_tokens,
-                                      host_policy=config.hicache_write_policy)
+                                      host_policy=config.hicache_write_policy,
+                                      policies=self.policies)
+        # host → device bytes per loaded-back page and state, to time loadbacks
+        self.page_bytes, self.slot_bytes = cap.token_bytes * lay.page_tokens, cap.slot_bytes
         self.host = self.cache.tier
         self.counters = Counters()
         self.max_running = cap.max_running_requests
@@ -97,6 +139,9 @@ class Replay:
         self.chunked: Running | None = None  # the one request whose prefill is cut in chunks
         self.num_running = 0  # admitted, not finished: chunked + decoding
         self.now_ms = 0.0
+        self.spans: list[tuple[int, int]] = []  # prefill chunks of the current step
+        self.timed_transfer_bytes = 0
+        self.timer, self.timing = step_timer(plan, config)
         self.l3 = None if config.l3 is None else SimStore(
             config.l3, page_tokens=self.page, token_bytes=cap.token_bytes,
             state_bytes=cap.slot_bytes if self.cache.states is not None else 0)
@@ -149,6 +194,7 @@ class Replay:
             if end <= start:
                 return 0
         num = end - start
+        self.spans.append((start, end))
         self.cache.extend(seq, num)
         # SGLang caches every prefill forward of a request that goes on running
         # (cache_unfinished_req, "so others can match"); a finishing one is cached at release.
@@ -165,6 +211,7 @@ class Replay:
     def _prefill(self) -> tuple[int, set[Constraint], list[Running]]:
         budget = self.config.chunked_prefill_tokens
         computed, started = 0, []
+        self.spans = []
         if self.chunked is not None:
             done = self._chunk(self.chunked, budget)
             budget, computed = budget - done, computed + done
@@ -203,11 +250,20 @@ class Replay:
     def step(self) -> None:
         computed, blocked, started = self._prefill()
         decoding = self.decoding
-        cost = self.config.step_cost
-        step_ms = cost.step_ms(prefill_tokens=computed, decode_tokens=len(decoding))
+        contexts = tuple(r.prompt_tokens + r.generated_tokens for r in decoding)
+        st = self.cache.stats
+        moved = (st.loadback_tokens // self.page * self.page_bytes
+                 + st.loadback_states * self.slot_bytes)
+        transfer, self.timed_transfer_bytes = moved - self.timed_transfer_bytes, moved
+        step_ms = self.timer.step_ms(StepWork(prefill_spans=tuple(self.spans),
+                                              decode_contexts=contexts, transfer_bytes=transfer))
         steps = 1
         if not computed and decoding and self.chunked is None:
             steps = self._stride(blocked, step_ms)
+            if steps > 1:  # price the stride at its middle step (contexts grow by one a step)
+                mid = (steps - 1) // 2
+                step_ms = self.timer.step_ms(StepWork(
+                    decode_contexts=tuple(c + mid for c in contexts)))
         elif not computed and not decoding:
             raise RuntimeError(f"simulation stalled at {self.now_ms:.1f} ms: nothing runs, "
                                f"{len(self.waiting)} waiting, blocked on {blocked}")
@@ -231,14 +287,17 @@ class Replay:
             decoding = [r for r in decoding if id(r) not in finished]
         decoding += [r for r in started if r.generated_tokens < r.output_tokens]
         self.decoding = decoding
-        elapsed = steps * step_ms + self.store_wait_ms  # the admitting step waits its reads
-        self.store_wait_ms = 0.0
+        wait_ms, self.store_wait_ms = self.store_wait_ms, 0.0  # the admitting step waits its reads
+        elapsed = steps * step_ms + wait_ms
+        for run in started:  # sampled by this step's pass, out when it ends
+            run.first_token_ms = self.now_ms + step_ms + wait_ms
         self.now_ms += elapsed
         for run in done:
             self.records.append(RequestRecord(
                 rid=run.request.rid, arrival_ms=run.request.arrival_ms,
-                admitted_ms=run.admitted_ms, finished_ms=self.now_ms,
-                prompt_tokens=run.prompt_tokens, hit_tokens=run.seq.hit_tokens,
+                admitted_ms=run.admitted_ms, first_token_ms=run.first_token_ms,
+                finished_ms=self.now_ms, prompt_tokens=run.prompt_tokens,
+                output_tokens=run.output_tokens, hit_tokens=run.seq.hit_tokens,
                 usable_hit_tokens=run.seq.usable_hit_tokens))
         c.steps += steps
         for constraint in blocked:
@@ -308,6 +367,8 @@ class Replay:
         st = cache.stats
         c.checkpoints_saved, c.checkpoints_existing = st.checkpoints_saved, st.checkpoints_existing
         c.checkpoints_skipped = st.checkpoints_skipped
+        c.checkpoints_declined = st.checkpoints_declined
+        c.loadback_bytes = self.timed_transfer_bytes
         host_note = ("not available: no host tier in this run (--enable-hierarchical-cache "
                      "is off)" if stats is None else
                      f"{stats.policy.value}: host pools of {stats.capacity_pages:,} pages and "
@@ -322,7 +383,10 @@ class Replay:
             token_bytes=cap.token_bytes, slot_bytes=cap.slot_bytes, counters=c,
             unfinished=tuple(self.unfinished), evicted_pages=evicted.full,
             evicted_slots=evicted.states, host=stats, host_note=host_note,
-            duration_ms=self.now_ms, wall_s=wall_s, notes=tuple(self.notes),
+            duration_ms=self.now_ms, wall_s=wall_s, timing=self.timing,
+            policies=self.policies.label,
+            latency=LatencyStats.of(self.records, duration_ms=self.now_ms) if self.records
+            else None, notes=tuple(self.notes),
             store=None if self.l3 is None else self.l3.summary(),
         )
 

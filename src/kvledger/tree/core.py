@@ -20,7 +20,7 @@ from math import lcm
 
 import numpy as np
 
-from kvledger.tree.lru import LeafHeap, LruList
+from kvledger.tree.lru import LRU_STATES, LeafHeap, LruList
 from kvledger.tree.node import TOKEN_BYTES, Component, Node, Tier
 from kvledger.tree.results import LockReceipt, TierSizes
 from kvledger.tree.rules import UNIFIED_TREE, TreeRules
@@ -113,6 +113,7 @@ class TreeCore:
         self._clock = 0
         self.receipts: dict[int, LockReceipt] = {}
         self.books = (TierBook(Tier.DEVICE), TierBook(Tier.HOST))
+        self.state_victims = LRU_STATES  # which states eviction takes first (a policy object)
 
     # ---- structure -------------------------------------------------------------------------
 

@@ -7,7 +7,9 @@ Device and host follow the same rules:
   node's state on this tier goes with its KV. A node with a copy on the other tier stays;
   otherwise it is removed (SGLang ``UnifiedTreeCore.evict_device_leaf``).
 * MAMBA, by least recent use of the state (a state is refreshed only when a request consumes
-  it; SGLang ``MambaComponent._evict_device_next_node``): a leaf goes whole, state and KV, as
+  it; SGLang ``MambaComponent._evict_device_next_node``), or in the order of the tree's
+  ``state_victims`` policy (``kvledger.cache.policies`` offers others; the default is
+  ``LRU_STATES``): a leaf goes whole, state and KV, as
   in FULL's walk; an internal node loses just its state and stays as a tombstone, its KV
   still serving deeper matches.
 * What a removed leaf leaves behind follows the release (``kvledger.tree.rules``): SGLang
@@ -45,7 +47,8 @@ def evict(core: TreeCore, tier: Tier, full_tokens: int, mamba_slots: int) -> Evi
             break
         num_full += _evict_leaf(core, tier, node, freed_full, freed_mamba)
     keeps_kv = core.rules.keeps_stateless_kv
-    for node in book.states.oldest(mamba_slots - len(freed_mamba), book.state_unlocked):
+    for node in core.state_victims.pick(tier, book.states, mamba_slots - len(freed_mamba),
+                                        book.state_unlocked):
         # Leaf-ness is read now: an earlier victim may have been this node's last child.
         if keeps_kv and book.is_leaf(node):
             _evict_leaf(core, tier, node, freed_full, freed_mamba)
@@ -69,8 +72,8 @@ def next_victim(core: TreeCore, tier: Tier, component: Component) -> Node | None
         case Component.FULL:
             return book.leaves.peek(book.is_leaf)
         case Component.MAMBA:
-            oldest = book.states.oldest(1, book.state_unlocked)
-            return oldest[0] if oldest else None
+            picked = core.state_victims.pick(tier, book.states, 1, book.state_unlocked)
+            return picked[0] if picked else None
 
 
 def _evict_leaf(

@@ -73,6 +73,21 @@ class LruList:
         return picked
 
 
+class LruStates:
+    """The default order in which states leave a tier: least recently consumed first.
+    A state-eviction policy replaces it on a tree (``tree.state_victims``) and must offer
+    the same ``pick``: up to ``count`` eligible nodes, in eviction order, nothing changed."""
+
+    __slots__ = ()
+
+    def pick(self, tier: object, states: LruList, count: int,
+             eligible: Callable[[Node], bool]) -> list[Node]:
+        return states.oldest(count, eligible)
+
+
+LRU_STATES = LruStates()
+
+
 class LeafHeap:
     """Candidates keyed by ``last_access``; at most one live entry per (node, stamp)."""
 

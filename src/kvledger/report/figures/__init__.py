@@ -1,6 +1,7 @@
 """Figures from the ledgers of any model and deployment, and from a simulation.
 
-`PLAN_FIGURES` cover what the article's five figures show; `SIM_FIGURES` plot a replay. A
+`PLAN_FIGURES` cover what the article's five figures show; `SIM_FIGURES` plot a replay;
+`policy_bars` plots `simulate --compare`. A
 figure that does not apply to the model (no indexer, no linear layers) says why instead of
 drawing an empty picture. Import this package only where figures are drawn: it loads
 matplotlib.

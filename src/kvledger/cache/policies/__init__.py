@@ -1,0 +1,20 @@
+"""State admission and eviction policies for the hybrid prefix cache.
+
+- `choice`: the closed sets (`StateAdmission`, `StateEviction`) and `build_policies`;
+- `admission`: when a state enters the cache (engine, Marconi, reuse-filtered, ghost-branch);
+- `eviction`: which state leaves first (LRU, keep-junctions, FLOP-aware with online α);
+- `ghost`: prefix hashes and the bounded ghost table the admission policies consult.
+"""
+
+from __future__ import annotations
+
+from kvledger.cache.policies.admission import CheckpointEvent, Ticket
+from kvledger.cache.policies.choice import (
+    StateAdmission,
+    StateEviction,
+    StatePolicies,
+    build_policies,
+)
+
+__all__ = ["CheckpointEvent", "StateAdmission", "StateEviction", "StatePolicies", "Ticket",
+           "build_policies"]

@@ -1,0 +1,85 @@
+"""The closed sets of state policies, as the CLI names them, and how each is built.
+
+`StateAdmission.ENGINE` and `StateEviction.LRU` are the engine's behaviour (the defaults:
+replays without a policy flag are what SGLang does). Every policy here is lossless.
+
+>>> chosen = build_policies(StateAdmission.GHOST_BRANCH, StateEviction.KEEP_JUNCTIONS,
+...                         flops_of=float, slot_bytes=1, page_bytes=1, num_slots=8)
+>>> chosen.admission.name, chosen.eviction.name, chosen.label
+('ghost-branch', 'keep-junctions', 'ghost-branch + keep-junctions')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from kvledger.cache.policies.admission import (
+    AdmissionPolicy,
+    EngineAdmission,
+    GhostBranchAdmission,
+    MarconiAdmission,
+    ReuseFilteredAdmission,
+)
+from kvledger.cache.policies.eviction import FlopAware, FlopsOf, KeepJunctions, LruEviction
+
+# Prefixes a ghost table remembers: 8 B of key each, so 2^20 entries cost tens of MB of
+# Python objects at most; enough for a million grid points of distinct prompts.
+GHOST_CAPACITY = 1 << 20
+
+
+class StateAdmission(Enum):
+    ENGINE = "engine"
+    MARCONI = "marconi"
+    REUSE_FILTERED = "reuse-filtered"
+    GHOST_BRANCH = "ghost-branch"
+
+
+class StateEviction(Enum):
+    LRU = "lru"
+    FLOP_AWARE = "flop-aware"
+    KEEP_JUNCTIONS = "keep-junctions"
+
+
+@dataclass(frozen=True, slots=True)
+class StatePolicies:
+    admission: AdmissionPolicy
+    eviction: LruEviction
+
+    @property
+    def label(self) -> str:
+        return f"{self.admission.name} + {self.eviction.name}"
+
+    @property
+    def needs_hashes(self) -> bool:
+        return self.admission.needs_hashes or isinstance(self.eviction, FlopAware)
+
+
+def engine_policies() -> StatePolicies:
+    """The engine's own behaviour: SGLang's checkpoints and LRU state eviction."""
+    return StatePolicies(admission=EngineAdmission(), eviction=LruEviction())
+
+
+def build_policies(admission: StateAdmission, eviction: StateEviction, *, flops_of: FlopsOf,
+                   slot_bytes: int, page_bytes: int, num_slots: int,
+                   ghost_capacity: int = GHOST_CAPACITY) -> StatePolicies:
+    """`flops_of(pages)`: prefill FLOPs a state that deep saves; `num_slots`: the device
+    state pool (FLOP-aware remembers that many would-be victims per candidate α)."""
+    match admission:
+        case StateAdmission.ENGINE:
+            admit: AdmissionPolicy = EngineAdmission()
+        case StateAdmission.MARCONI:
+            admit = MarconiAdmission()
+        case StateAdmission.REUSE_FILTERED:
+            admit = ReuseFilteredAdmission(ghost_capacity)
+        case StateAdmission.GHOST_BRANCH:
+            admit = GhostBranchAdmission(ghost_capacity)
+    match eviction:
+        case StateEviction.LRU:
+            evict: LruEviction = LruEviction()
+        case StateEviction.KEEP_JUNCTIONS:
+            evict = KeepJunctions()
+        case StateEviction.FLOP_AWARE:
+            evict = FlopAware(flops_of=flops_of, slot_bytes=slot_bytes, page_bytes=page_bytes,
+                              memory=4 * max(num_slots, 1))
+    return StatePolicies(admission=admit, eviction=evict)

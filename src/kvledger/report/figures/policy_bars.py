@@ -1,0 +1,37 @@
+"""The `simulate --compare` figure: per policy, token and usable hit, state evictions and
+TTFT p95, with the FULL-only ceiling drawn as a line on the hit panel."""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from kvledger.report.figures.canvas import PALETTE, new_figure
+from kvledger.report.policy_compare import Comparison
+
+
+def policy_bars(comparison: Comparison) -> Figure:
+    rows = [r for r in comparison.rows if r.state_evictions is not None]
+    ceiling = comparison.rows[-1]
+    labels = [r.label.replace(" + ", "\n+ ") for r in rows]
+    x = np.arange(len(rows))
+    fig = new_figure(11.0, 3.4)
+    hit, evict, ttft = fig.subplots(1, 3)
+    hit.bar(x - 0.2, [r.token_hit for r in rows], 0.4, color=PALETTE["kv"], label="token hit")
+    hit.bar(x + 0.2, [r.usable_hit for r in rows], 0.4, color=PALETTE["state"],
+            label="usable hit (KV with a state)")
+    hit.axhline(ceiling.usable_hit, color=PALETTE["muted"], ls="--", lw=1,
+                label=f"FULL-only ceiling {ceiling.usable_hit:.3f}")
+    hit.set_ylim(0, 1)
+    hit.set_ylabel("share of prompt tokens")
+    hit.legend(fontsize=7, loc="upper right")
+    evict.bar(x, [r.state_evictions or 0 for r in rows], color=PALETTE["bad"])
+    evict.set_ylabel("states evicted from device")
+    ttft.bar(x, [(r.ttft_p95_ms or 0.0) / 1e3 for r in rows], color=PALETTE["warn"])
+    ttft.set_ylabel("TTFT p95 (s)")
+    for ax in (hit, evict, ttft):
+        ax.set_xticks(x, labels, fontsize=6, rotation=60, ha="right")
+    hit.set_title("prefix-cache hit per state policy")
+    evict.set_title("state churn")
+    ttft.set_title("time to first token, p95")
+    return fig
