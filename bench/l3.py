@@ -6,8 +6,8 @@ the token ledger's 7,260 B × 64) and its state slot (34 KDA layers, 147,619,840
 ledger), sizes taken from `kvledger plan --kv-cache-dtype fp8_e4m3`. Each backend runs on a
 real server started on loopback for the run.
 
-    ours  `write_group` (objects, then a manifest with per-object CRC-32s) and `read_prefix`
-          (manifest lookup, batched reads, size + CRC checks of every object)
+    ours  `write_group` (objects, then a manifest with per-object XXH3-64s) and `read_prefix`
+          (manifest lookup, batched reads, size + XXH3-64 checks of every object)
     raw   the backend's own client putting / getting the same objects' bytes, no manifest,
           no check: Redis pipelined SET / MGET; Mooncake put_batch / get_batch; files
 

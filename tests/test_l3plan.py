@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from kvledger.cli import app
 from kvledger.l3plan import plan_l3
+from kvledger.store.group import Manifest
 
 runner = CliRunner()
 # The token ledger's 7,260 B per token and the state ledger's 147,619,840 B per slot (the
@@ -21,13 +22,23 @@ def test_objects_and_bytes_per_node():
                  instances=4, node_pages=16)
     n = l3.node
     assert n.objects == 16 + 1 + 1
-    assert n.manifest_bytes == 26 + 12 * 17 + 4 == 234
-    assert n.payload_bytes == 16 * 64 * TOKEN_B + STATE_B + 234 == 155_054_314
+    assert n.manifest_bytes == 26 + 16 * 17 + 8 == 306
+    assert n.payload_bytes == 16 * 64 * TOKEN_B + STATE_B + 306 == 155_054_386
     # local-dir rounds each file up to 4 KiB: 464,640 → 466,944; the state is 4 KiB-aligned.
     assert n.local_dir_bytes == 16 * 466_944 + STATE_B + 4096
-    assert l3.nodes == (100 << 30) // 155_054_314 == 692
+    assert l3.nodes == (100 << 30) // 155_054_386 == 692
     assert l3.tokens == 692 * 16 * 64
     assert l3.mooncake_dram_per_instance_bytes == (100 << 30) // 4 + 2 * (16 * 464_640 + STATE_B)
+
+
+@pytest.mark.parametrize("pages", [1, 16])
+def test_manifest_bytes_match_the_encoded_manifest(pages):
+    # The plan's formula and the store's encoder (kvledger.store.group) must agree.
+    m = Manifest(first_page=0, page_sizes=(1,) * pages, page_digests=(0,) * pages,
+                 state_size=1, state_digest=0)
+    node = plan_l3(64, token_bytes=TOKEN_B, state_bytes=STATE_B, l3_bytes=100 << 30,
+                   node_pages=pages).node
+    assert len(m.encode(tag="0123456789ab")) == node.manifest_bytes
 
 
 @pytest.mark.parametrize("flag, value", [("l3_bytes", 0), ("instances", 0), ("node_pages", -1)])

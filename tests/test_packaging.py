@@ -43,3 +43,10 @@ def test_ci_runs_the_readme_test_command_verbatim():
     commands = [line for line in block.strip().splitlines() if line.strip()]
     assert len(commands) == 2, commands
     assert commands[1] in (root / ".ci" / "run").read_text()
+
+
+def test_the_store_extra_carries_the_manifest_digest_library():
+    # kvledger.store stays torch-free and digests every object with XXH3-64 (store/group.py)
+    store = PROJECT["optional-dependencies"]["store"]
+    assert "xxhash>=3.4" in store
+    assert not [d for d in store if d.startswith("torch")]

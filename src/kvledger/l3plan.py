@@ -5,7 +5,7 @@ The store tier (`kvledger.cache.store_tier`) keeps a tree node of n pages as one
     n page objects    P · C_token bytes each — every full layer's KV rows and index keys,
                       byte for byte as the device holds them (C_token: the token ledger)
     1 state object    S_slot bytes — the linear-attention state after the node (state ledger)
-    1 manifest        26 + 12·(n + 1) + 4 bytes (header, size + CRC-32 per object, own CRC)
+    1 manifest        26 + 16·(n + 1) + 8 bytes (header, size + XXH3-64 per object, own XXH3-64)
 
 Every object is named by an 80-byte key (12-digit namespace tag, 64-digit page digest, kind).
 Backends lay the same objects out differently:
@@ -29,7 +29,7 @@ queued one at a time). Capacity: `l3_bytes // node bytes` nodes of n pages.
 >>> l3.page_bytes, l3.state_bytes  # 64 tokens × 7,260 B; the KDA state of one slot
 (464640, 147619840)
 >>> l3.node.objects, l3.node.payload_bytes  # 1 page + state + manifest
-(3, 148084534)
+(3, 148084546)
 >>> l3.nodes, l3.tokens  # a state per page: 100 GiB holds 46,400 tokens
 (725, 46400)
 >>> plan_l3(64, token_bytes=7260, state_bytes=147619840, l3_bytes=100 * 2**30,
@@ -48,8 +48,8 @@ from kvledger.units import cdiv
 
 KEY_BYTES = 80  # "<12 hex>:<64 hex>:kv"
 MANIFEST_HEAD_BYTES = 26
-MANIFEST_OBJECT_BYTES = 12
-MANIFEST_TAIL_BYTES = 4
+MANIFEST_OBJECT_BYTES = 16  # size, XXH3-64
+MANIFEST_TAIL_BYTES = 8  # the manifest's own XXH3-64
 FS_BLOCK_BYTES = 4096
 
 

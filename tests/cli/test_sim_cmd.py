@@ -119,3 +119,44 @@ def test_torch_loads_only_with_the_host_tier():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"], out.stdout
+
+
+def test_simulate_with_a_store_tier_reports_its_hits_and_bytes():
+    result = invoke("simulate", "--workload", "zipf", "--num-requests", "200", "--no-progress",
+                    "--json", "--l3-size", "100", "--l3-backend", "mooncake",
+                    "--max-total-tokens", "60000")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    store, tokens = doc["store"], doc["tokens"]
+    assert store["backend"] == "mooncake" and store["capacity_bytes"] == 100 * 2**30
+    assert store["restores"] > 0 and store["restored_tokens"] > 0
+    # every prompt token is a usable hit, restored from the store, or computed
+    assert (tokens["usable_hit"] + store["restored_tokens"] + tokens["prefill_computed"]
+            == tokens["prompt"])
+    assert store["used_bytes"] <= store["capacity_bytes"]
+    assert store["put_bytes"] >= store["used_bytes"] and store["get_ms"] > 0
+    table = invoke("simulate", "--workload", "zipf", "--num-requests", "50", "--no-progress",
+                   "--l3-size", "100")
+    assert table.exit_code == 0, table.output
+    assert "Store tier (L3, mooncake" in table.stdout
+
+
+def test_simulate_without_a_store_tier_has_a_null_store():
+    result = invoke("simulate", "--workload", "chat", "--num-requests", "5", "--no-progress",
+                    "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["store"] is None
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--l3-size", "0"], "--l3-size"),
+    (["--l3-size", "nan"], "--l3-size"),
+    (["--l3-backend", "redis"], "--l3-backend redis: has no effect without --l3-size"),
+    (["--l3-size", "1", "--model", "llama-3.1-8b"], "--l3-size"),
+])
+def test_bad_store_flags_name_the_flag(args, message):
+    result = invoke("simulate", "--workload", "chat", "--num-requests", "5", "--no-progress",
+                    *args)
+    assert result.exit_code != 0
+    assert message in result.output
+    assert "Traceback" not in result.output

@@ -90,7 +90,7 @@ def test_corrupted_page_is_a_miss(own_server):
     victim = object_key(tier.namespace, keys[1], ObjectKind.KV)
     good = raw.get([victim])[0]
     bad = bytearray(good)
-    bad[len(bad) // 2] ^= 0x40  # one bit: same size, wrong CRC
+    bad[len(bad) // 2] ^= 0x40  # one bit: same size, wrong digest
     _replace(raw, victim, bytes(bad))
     outs, cache = run(StoreTierSpec(backend=client()), script())
     stats = cache.cache.store.stats

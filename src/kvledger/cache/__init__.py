@@ -11,6 +11,7 @@
 - `host_stats`: what a host tier reports;
 - `store_tier`: the store tier below host (hooks into the facade) and `store_codec`: device
   pages and state slots as object bytes;
+- `store_accounting`: the store tier in accounting mode (objects, bytes, LRU, transfer time).
 - `policies`: state admission and eviction policies (the engine's by default).
 """
 

@@ -20,7 +20,7 @@ a worker thread (`StoreQueue`) and commit when acknowledged by `poll`; a group c
 its deepest ancestor group that is committed or queued ahead of it (one worker, in order),
 so it carries only its own pages. Any store failure — unreachable, timed out, evicted,
 partial, corrupt — is a miss and the request recomputes; nothing the store returns is used
-unless its manifest, sizes and CRCs all check.
+unless its manifest, sizes and digests all check.
 """
 
 from __future__ import annotations

@@ -24,7 +24,9 @@ from kvledger.limits import (
     check_number,
 )
 from kvledger.sim.config import DEFAULT_TIME_GPU, SimConfig, StepCost
+from kvledger.sim.l3 import L3Config
 from kvledger.sim.timing import Efficiency
+from kvledger.store.backend import BackendKind
 
 SIM_DEFAULTS, COST_DEFAULTS = SimConfig(), StepCost()  # flag defaults are the dataclasses' own
 EFF_DEFAULTS = Efficiency()
@@ -78,6 +80,13 @@ RooflineOverheadOpt = Annotated[float, typer.Option(
 WritePolicyOpt = Annotated[BackupPolicy | None, typer.Option(
     "--hicache-write-policy", help="Host tier write policy (SGLang's flag; default "
     f"{SIM_DEFAULTS.hicache_write_policy.value}); needs --enable-hierarchical-cache.")]
+L3SizeOpt = Annotated[float | None, typer.Option(
+    "--l3-size", help="GiB of a store tier below host, replayed in accounting mode: every "
+    "cached prefix written through, restored past the device/host hit.")]
+L3BackendOpt = Annotated[BackendKind | None, typer.Option(
+    "--l3-backend", help="Store backend whose object layout and default bandwidth/latency "
+    "the store tier uses (default mooncake); needs --l3-size.")]
+MAX_L3_GIB = float(1 << 20)  # 1 PiB
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +111,8 @@ class SimInputs:
     hbm_efficiency: HbmEffOpt = EFF_DEFAULTS.hbm
     roofline_overhead_ms: RooflineOverheadOpt = EFF_DEFAULTS.overhead_ms
     hicache_write_policy: WritePolicyOpt = None
+    l3_size: L3SizeOpt = None
+    l3_backend: L3BackendOpt = None
 
     def check(self) -> None:
         """Every value in range before any work starts (the CLI boundary; kvledger.limits)."""
@@ -126,6 +137,11 @@ class SimInputs:
             check_number(flag, value, low=0, high=1, low_open=True)
         check_number("--roofline-overhead-ms", self.roofline_overhead_ms, low=0,
                      high=MAX_STEP_MS)
+        if self.l3_size is not None:
+            check_number("--l3-size", self.l3_size, low=0, high=MAX_L3_GIB, low_open=True)
+        elif self.l3_backend is not None:
+            raise ValueError(f"--l3-backend {self.l3_backend.value}: has no effect without "
+                             "--l3-size")
 
     @property
     def asked(self) -> bool:
@@ -158,6 +174,9 @@ class SimInputs:
             efficiency=Efficiency(flops=self.flops_efficiency, hbm=self.hbm_efficiency,
                                   overhead_ms=self.roofline_overhead_ms),
             hicache_write_policy=policy or SIM_DEFAULTS.hicache_write_policy,
+            l3=None if self.l3_size is None else L3Config(
+                capacity_bytes=int(self.l3_size * 2**30),
+                backend=self.l3_backend or BackendKind.MOONCAKE),
         )
 
 

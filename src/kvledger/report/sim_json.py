@@ -16,6 +16,10 @@ kvledger_version, ignored_flags, notes — the plan's assumptions, then the repl
          pages are the plan's pages; loadback_hit_tokens are the prompt tokens that became
          usable hits through a loadback: KV pages loaded back, or KV already on device made
          usable by a state loaded back, so it can be non-zero with loadback_pages 0),
+    store{backend, capacity_bytes, used_bytes, objects, groups, put_groups, put_bytes, put_ms,
+          refused_groups, evicted_groups, restores, restored_tokens, get_bytes, get_ms} (null
+          without --l3-size; accounting mode: bytes as the backend lays objects out, times
+          from the backend's bandwidth and latency),
     blocked_ms{code: ms}, binding (a code or null), peaks{pages_used, pages_pinned,
     slots_used, slots_pinned, running}, time{simulated_ms, steps, queue_ms_mean, wall_s},
     latency{model, ttft_ms{mean, p50, p95, p99}, tpot_ms{…}, output_tokens_per_s,
@@ -82,6 +86,9 @@ def sim_body(s: SimSummary, *, csv: str | None = None) -> dict[str, Any]:
                  **{f.name: getattr(host, f.name) if host else None for f in fields(HostStats)},
                  "policy": host.policy.value if host else None,
                  "capacity_bytes": host.capacity_bytes if host else None},
+        "store": None if s.store is None else {
+            f.name: (v.value if f.name == "backend" else v)
+            for f in fields(s.store) for v in [getattr(s.store, f.name)]},
         "blocked_ms": {constraint_code(k): round(v, 3) for k, v in c.blocked_ms.items()},
         "binding": constraint_code(s.binding) if s.binding else None,
         "peaks": {"pages_used": c.peak_pages_used, "pages_pinned": c.peak_pages_pinned,

@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kvledger.cache.host_stats import HostStats
+from kvledger.sim.l3 import StoreSummary
 from kvledger.sim.metrics import SimSummary
 from kvledger.sim.series import Constraint
 from kvledger.units import GB, fmt_bytes
@@ -101,6 +102,26 @@ def host_table(s: SimSummary, h: HostStats) -> Table:
     return table
 
 
+def store_table(s: SimSummary, st: StoreSummary) -> Table:
+    table = Table(title=f"Store tier (L3, {st.backend.value}, accounting mode: objects and "
+                        "bytes as the backend lays them out; time = latency + bytes / bandwidth)",
+                  title_justify="left")
+    for col in ("", "groups", "objects", "bytes", "time"):
+        table.add_column(col, justify="left" if not col else "right")
+    table.add_row("capacity", "", "", fmt_bytes(st.capacity_bytes), "")
+    table.add_row("held at the end", f"{st.groups:,}", f"{st.objects:,}",
+                  fmt_bytes(st.used_bytes), "")
+    table.add_row("written (write-through, queued)", f"{st.put_groups:,}", "",
+                  fmt_bytes(st.put_bytes), f"{st.put_ms / 1000:,.2f} s")
+    table.add_row("evicted / refused (larger than the store)",
+                  f"{st.evicted_groups:,} / {st.refused_groups:,}", "", "", "")
+    table.add_row(f"restored into {st.restores:,} requests (waited)",
+                  f"{st.restored_tokens:,} tokens", _pct(st.restored_tokens,
+                                                         s.counters.prompt_tokens) + " of prompt",
+                  fmt_bytes(st.get_bytes), f"{st.get_ms / 1000:,.2f} s")
+    return table
+
+
 def latency_table(s: SimSummary) -> Table:
     lat = s.latency
     table = Table(title=f"Latency ({s.timing})", title_justify="left")
@@ -126,6 +147,8 @@ def render_sim(s: SimSummary, console: Console) -> None:
         parts.append(Text(f"host tier (backup / loadback bytes): {s.host_note}", style="yellow"))
     else:
         parts.append(host_table(s, s.host))
+    if s.store is not None:
+        parts.append(store_table(s, s.store))
     for u in s.unfinished[:10]:
         parts.append(Text(f"unfinished: request {u.rid}: {u.reason}", style="red"))
     if len(s.unfinished) > 10:

@@ -3,5 +3,6 @@ accounting mode (`kvledger.cache.accounting`).
 
 Files: replay (the clock and the scheduler), running (a request's schedule), config (step
 costs, budgets, cadence), metrics (counters and the summary), series (per-step rows),
-pages (page keys), workload / trace / generators / sources (what is replayed).
+pages (page keys), l3 (the store tier's
+write-through and restores, --l3-size), workload / trace / generators / sources (what is replayed).
 """

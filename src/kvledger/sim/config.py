@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from kvledger.cache.policies import StateAdmission, StateEviction
 from kvledger.host.policy import BackupPolicy
+from kvledger.sim.l3 import L3Config
 from kvledger.sim.timing import Efficiency, StepCost, StepWork
 
 __all__ = ["DEFAULT_TIME_GPU", "SimConfig", "StepCost", "StepWork"]
@@ -45,6 +46,7 @@ class SimConfig:
     step_cost: StepCost | None = None  # None: the roofline (`kvledger.sim.timing.Roofline`)
     efficiency: Efficiency = field(default_factory=Efficiency)  # the roofline's fractions
     time_gpu: str | None = None  # the roofline's GPU; None: the plan's, else DEFAULT_TIME_GPU
+    l3: L3Config | None = None  # the store tier below host (--l3-size), if any
 
     def validate(self, page_tokens: int) -> None:
         if self.chunked_prefill_tokens < page_tokens:

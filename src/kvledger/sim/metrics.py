@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kvledger.cache.host_stats import HostStats
+from kvledger.sim.l3 import StoreSummary
 from kvledger.sim.series import Constraint
 
 if TYPE_CHECKING:
@@ -117,6 +118,7 @@ class SimSummary:
     policies: str = "engine + lru"  # state admission + state eviction
     latency: LatencyStats | None = None  # None: nothing finished
     notes: tuple[str, ...] = ()
+    store: StoreSummary | None = None  # None: no store tier (--l3-size) in this run
 
     @property
     def evicted_tokens(self) -> int:

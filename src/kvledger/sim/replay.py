@@ -35,6 +35,7 @@ from kvledger.hicache import HostRules
 from kvledger.model.compute import compute_profile
 from kvledger.plan import Plan
 from kvledger.sim.config import DEFAULT_TIME_GPU, SimConfig
+from kvledger.sim.l3 import SimStore
 from kvledger.sim.latency import LatencyStats
 from kvledger.sim.metrics import Counters, RequestRecord, SimSummary, Unfinished
 from kvledger.sim.pages import PageKeyer
@@ -141,6 +142,10 @@ class Replay:
         self.spans: list[tuple[int, int]] = []  # prefill chunks of the current step
         self.timed_transfer_bytes = 0
         self.timer, self.timing = step_timer(plan, config)
+        self.l3 = None if config.l3 is None else SimStore(
+            config.l3, page_tokens=self.page, token_bytes=cap.token_bytes,
+            state_bytes=cap.slot_bytes if self.cache.states is not None else 0)
+        self.store_wait_ms = 0.0  # store reads the next step waits for
 
     # ---- one step --------------------------------------------------------------------------
 
@@ -167,11 +172,21 @@ class Replay:
         c.prompt_tokens += run.prompt_tokens
         c.hit_tokens += got.hit_tokens
         c.usable_hit_tokens += got.usable_hit_tokens
+        if self.l3 is not None:
+            run.chain = self.l3.chain(run.seq_keys)
+            run.restore_tokens, ms = self.l3.restore(run.chain, hit_tokens=got.usable_hit_tokens,
+                                                     prompt_tokens=run.prompt_tokens)
+            self.store_wait_ms += ms
         return set()
 
     def _chunk(self, run: Running, budget_tokens: int) -> int:
         """Run one prefill chunk of at most `budget_tokens`; return the tokens computed."""
         seq, prompt = run.seq, run.prompt_tokens
+        if run.restore_tokens:  # read from the store: placed in its own pages, not computed
+            restored, run.restore_tokens = run.restore_tokens, 0
+            self.cache.extend(seq, restored)
+            self.cache.commit(seq, run.seq_keys, restored, cache_unfinished=True)
+            self.l3.cached(run.chain, seq.cached_tokens)
         start = seq.computed_tokens
         end = min(prompt, start + budget_tokens)
         if end < prompt:
@@ -185,6 +200,8 @@ class Replay:
         # (cache_unfinished_req, "so others can match"); a finishing one is cached at release.
         self.cache.commit(seq, run.seq_keys, num,
                           cache_unfinished=end < prompt or run.output_tokens > 1)
+        if self.l3 is not None:
+            self.l3.cached(run.chain, seq.cached_tokens)
         self.counters.prefill_tokens += num
         if end == prompt and run.output_tokens:
             run.generated_tokens = 1  # the first token is sampled by the prefill pass
@@ -261,6 +278,8 @@ class Replay:
         release, c = self.cache.release, self.counters
         for run in done:
             release(run.seq, run.seq_keys)
+            if self.l3 is not None:
+                self.l3.cached(run.chain, run.seq.cached_tokens)
             c.finished += 1
         if done:
             finished = {id(r) for r in done}
@@ -268,9 +287,10 @@ class Replay:
             decoding = [r for r in decoding if id(r) not in finished]
         decoding += [r for r in started if r.generated_tokens < r.output_tokens]
         self.decoding = decoding
-        elapsed = steps * step_ms
+        wait_ms, self.store_wait_ms = self.store_wait_ms, 0.0  # the admitting step waits its reads
+        elapsed = steps * step_ms + wait_ms
         for run in started:  # sampled by this step's pass, out when it ends
-            run.first_token_ms = self.now_ms + step_ms
+            run.first_token_ms = self.now_ms + step_ms + wait_ms
         self.now_ms += elapsed
         for run in done:
             self.records.append(RequestRecord(
@@ -367,6 +387,7 @@ class Replay:
             policies=self.policies.label,
             latency=LatencyStats.of(self.records, duration_ms=self.now_ms) if self.records
             else None, notes=tuple(self.notes),
+            store=None if self.l3 is None else self.l3.summary(),
         )
 
 

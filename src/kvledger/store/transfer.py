@@ -3,7 +3,7 @@
 `write_group` puts a group's objects, then — only if every one was stored — its manifest:
 a reader never sees a manifest whose objects were not all acknowledged. `read_prefix` finds
 the longest prefix that ends on a committed group and reads every page from ``start_page``
-on plus the state at its end, checking sizes and CRCs; when a deeper group turns out
+on plus the state at its end, checking sizes and digests; when a deeper group turns out
 partial or corrupt it falls back to a shallower one (at most `max_tries` of them), reusing
 pages already read. Both raise only `StoreUnavailable` (server gone or too slow).
 
@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kvledger.store.backend import StoreBackend
-from kvledger.store.group import GroupWrite, Manifest, crc
+from kvledger.store.group import GroupWrite, Manifest, digest
 from kvledger.store.keys import Namespace, ObjectKind, object_key
 
 MAX_TRIES = 3
@@ -86,7 +86,7 @@ def read_prefix(backend: StoreBackend, ns: Namespace, keys: Sequence[str], *, st
             continue
         spec: dict[int, tuple[int, int]] = {}
         for m in chain:
-            for i, (size, want) in enumerate(zip(m.page_sizes, m.page_crcs, strict=True)):
+            for i, (size, want) in enumerate(zip(m.page_sizes, m.page_digests, strict=True)):
                 page = m.first_page + i
                 if page >= start_page:
                     spec[page] = (size, want)
@@ -99,13 +99,13 @@ def read_prefix(backend: StoreBackend, ns: Namespace, keys: Sequence[str], *, st
         intact = True
         for p, value in zip(todo, values[:-1], strict=True):
             size, want = spec[p]
-            if value is None or len(value) != size or crc(value) != want:
+            if value is None or len(value) != size or digest(value) != want:
                 intact = False
             else:
                 pages_ok[p] = value
         state = values[-1]
         if (not intact or state is None or len(state) != top.state_size
-                or crc(state) != top.state_crc):
+                or digest(state) != top.state_digest):
             misses += 1
             continue
         return PrefixRead(end_page=end, pages=[pages_ok[p] for p in range(start_page, end)],
