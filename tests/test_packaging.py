@@ -33,3 +33,13 @@ def test_every_json_schema_is_documented():
         name = schema_name(command)
         assert f"`{name}`" in docs or f"`{name}`" in modules, name
     assert "::: kvledger.report.sim_json" in docs  # the simulate schema was undocumented
+
+
+def test_ci_runs_the_readme_test_command_verbatim():
+    """CI must run the quick start's second command as written, not a variant of it."""
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text()
+    block = readme.split("## Quick start", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    commands = [line for line in block.strip().splitlines() if line.strip()]
+    assert len(commands) == 2, commands
+    assert commands[1] in (root / ".ci" / "run").read_text()

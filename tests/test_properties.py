@@ -52,7 +52,7 @@ def test_capacity_invariants(rule, gib, ratio, overlap_off, running):
 
 
 dp_layouts = st.sampled_from([(1, 1, False), (4, 1, False), (8, 8, True), (8, 4, True),
-                              (8, 2, True)])
+                              (8, 2, True), (4, 2, False), (1, 8, False)])
 
 
 @settings(max_examples=40, deadline=None)
@@ -63,13 +63,16 @@ def test_totals_are_per_rank_times_ranks(rule, layout, gib, radix_off):
                      disable_radix_cache=radix_off, max_running_requests=64)
     plan = plan_capacity(lay, MemoryInput.available(gib * GiB))
     tot = plan.totals
-    workers = dp if dp_attention else 1
-    assert (tot.ranks, tot.workers) == (tp, workers)
+    # Without DP attention, --dp-size runs replicas of the whole tp group
+    # (DataParallelController.launch_dp_schedulers): dp × tp GPUs, dp schedulers.
+    workers = dp
+    gpus = tp if dp_attention else tp * dp
+    assert (tot.ranks, tot.workers) == (gpus, workers)
     assert tot.running_requests == plan.max_running_requests * workers
     assert tot.tokens == plan.max_total_tokens * workers
-    assert tot.token_pool_bytes == plan.token_pool_bytes * tp
-    assert tot.state_pool_bytes == plan.state_pool_bytes * tp
-    assert tot.verify_bytes == plan.verify_bytes * tp
+    assert tot.token_pool_bytes == plan.token_pool_bytes * gpus
+    assert tot.state_pool_bytes == plan.state_pool_bytes * gpus
+    assert tot.verify_bytes == plan.verify_bytes * gpus
 
 
 @settings(max_examples=60, deadline=None)

@@ -95,7 +95,8 @@ def test_weights_gib_still_overrides_and_the_gpu_subtracts_the_ledger():
 layouts = st.sampled_from([(1, 1, False), (2, 1, False), (4, 1, False), (8, 1, False),
                            (8, 8, True), (8, 4, True), (8, 2, True)])
 models = st.sampled_from(["deepseek-v3", "deepseek-v3.2", "glm-5.3-flash", "llama-3.1-8b",
-                          "kimi-linear-48b-a3b-instruct", "qwen3-next-80b-a3b-instruct"])
+                          "kimi-linear-48b-a3b-instruct", "qwen3-next-80b-a3b-instruct",
+                          "nemotron-h-56b-base-8k", "falcon-h1-0.5b"])
 
 
 @settings(max_examples=40, deadline=None)
@@ -113,3 +114,48 @@ def test_weights_per_rank_never_below_the_unsharded_share(model, layout, quant):
     # each row floors once: at most one byte per row below the exact share
     assert ledger.total_bytes >= whole // tp - len(ledger.rows)
     assert ledger.total_bytes <= whole
+
+
+def test_nemotron_h_itemised_by_hand():
+    # Nemotron-H-56B: 10 attention (64 q heads, 8 KV, 128), 54 Mamba2 (256 heads × 64,
+    # 8 groups, d_state 256), 54 relu² MLPs (up + down, 32,768), untied 131,072 × 8,192.
+    p = load_model("nemotron-h-56b-base-8k").params
+    assert p.embedding == p.lm_head == 131_072 * 8_192
+    assert p.attention == 10 * (2 * 8_192 * 64 * 128 + 2 * 8_192 * 8 * 128) == 1_509_949_440
+    conv_dim = 256 * 64 + 2 * 8 * 256
+    mixer = 8_192 * (256 * 64 + conv_dim + 256) + conv_dim * 4 + 256 * 64 * 8_192
+    assert p.linear_mixers == 54 * mixer == 23_672_881_152
+    assert p.mlp == 54 * 2 * 8_192 * 32_768 and p.experts == 0
+    # tp 8, bf16: every part over 8 (attention and Mamba over attn_tp 8)
+    tp8 = rows("nemotron-h-56b-base-8k", tp_size=8)
+    assert tp8["linear-attention mixers"] == 54 * mixer * 2 // 8
+    assert tp8["input embedding"] == tp8["lm_head"] == 131_072 * 8_192 * 2 // 8
+    # DP attention 8 (attn_tp 1): Mamba2 and attention whole on every rank, embedding too
+    dp8 = rows("nemotron-h-56b-base-8k", tp_size=8, dp_size=8, enable_dp_attention=True)
+    assert dp8["linear-attention mixers"] == 54 * mixer * 2
+    assert dp8["dense MLP, shared experts, routers"] == tp8["dense MLP, shared experts, routers"]
+
+
+def test_falcon_h1_itemised_by_hand():
+    # Falcon-H1-0.5B: 36 layers each with GQA (8 q heads, 2 KV, 64), Mamba2 (24 × 64, 1 group,
+    # d_state 128) and a gated MLP (2,048); untied 32,784 × 1,024.
+    p = load_model("falcon-h1-0.5b").params
+    assert p.attention == 36 * (2 * 1_024 * 8 * 64 + 2 * 1_024 * 2 * 64) == 47_185_920
+    assert p.linear_mixers == 36 * (1_024 * (1_536 + 1_792 + 24) + 1_792 * 4 + 1_536 * 1_024)
+    assert p.mlp == 36 * 3 * 1_024 * 2_048 == 226_492_416
+    assert p.total == 2 * 32_784 * 1_024 + 47_185_920 + 180_449_280 + 226_492_416 == 521_269_248
+    assert sum(rows("falcon-h1-0.5b", tp_size=2).values()) == 521_269_248 * 2 // 2
+
+
+def test_vision_tower_shards_over_attention_tp():
+    # SGLang's VisionAttention (layers/attention/vision.py) and Qwen3_VisionMLP (qwen3_vl.py)
+    # take tp_size = get_attention_tp_size() unless --mm-enable-dp-encoder: under DP attention
+    # (attn_tp 1) every rank holds the whole tower. Qwen3.5-35B-A3B's tower, bf16:
+    vision = load_model("qwen3.5-35b-a3b").params.vision
+    assert vision == 443_510_784
+    tp = rows("qwen3.5-35b-a3b", tp_size=4)
+    dp = rows("qwen3.5-35b-a3b", tp_size=4, dp_size=4, enable_dp_attention=True)
+    assert tp["vision tower"] == vision * 2 // 4
+    assert dp["vision tower"] == vision * 2
+    half = rows("qwen3.5-35b-a3b", tp_size=4, dp_size=2, enable_dp_attention=True)
+    assert half["vision tower"] == vision * 2 // 2  # attn_tp 2

@@ -104,10 +104,13 @@ def sweep(model: str = DEFAULT_MODEL, flags: Flags = (), *, gpu: object = None,
           kv_cache_dtype: object = None, mamba_ssm_dtype: object = None,
           available_gib: float | None = None, weights_gib: float | None = None,
           rules: str = DEFAULT_RULES, requests: int | None = None,
-          context: int | None = None) -> list[SweepRow]:
+          context: int | None = None, engine: object = "sglang",
+          replicas: object = 1) -> list[SweepRow]:
     """Plan every combination of the axes (each a value, a list or a comma string) over the
-    deployment `flags` give; one `SweepRow` per deployment, with `totals` over all its GPUs
-    (`row.totals.running_requests`, `.tokens`, `.token_pool_bytes`, …) or `error`.
+    deployment `flags` give (`dp`: attention DP; `replicas`: --dp-size without it);
+    one `SweepRow` per deployment and engine (`engine="sglang,vllm"`:
+    vLLM rows need `gpu`), with `totals` over all its GPUs (`row.totals.running_requests`,
+    `.tokens`, `.token_pool_bytes`, …) or `error`.
     """
     from kvledger.deploy import KVDtype, StateDtype
     from kvledger.sizing import Axes
@@ -116,19 +119,23 @@ def sweep(model: str = DEFAULT_MODEL, flags: Flags = (), *, gpu: object = None,
     axes = Axes(gpus=_axis(gpu), nodes=tuple(None if n is None else int(n) for n in _axis(nodes)),
                 tp=tuple(None if t is None else int(t) for t in _axis(tp)),
                 dp=tuple(int(d) for d in _axis(dp)),
+                replicas=tuple(int(r) for r in _axis(replicas)),
                 kv_cache_dtype=tuple(None if k is None else KVDtype(k)
                                      for k in _axis(kv_cache_dtype)),
                 mamba_ssm_dtype=tuple(None if s is None else StateDtype(s)
                                       for s in _axis(mamba_ssm_dtype)))
     parsed = parse_flags(flags)
+    engines = tuple(str(e) for e in _axis(engine))
+    if any(e not in ("sglang", "vllm") for e in engines):
+        raise ValueError(f"engine {engine!r}: expected sglang, vllm or both")
     return run(parsed.model_ref or model, axes, parsed.deployment, rules=rules,
                available_gib=available_gib, weights_gib=weights_gib, requests=requests,
-               context_tokens=context)
+               context_tokens=context, engines=engines)
 
 
 def compare(a: Plan, b: Plan) -> list[Difference]:
     """Every quantity of plan `a` beside plan `b`; `Difference.differs` marks a change."""
-    from kvledger.sizing import compare as run
+    from kvledger.sizing.compare import compare as run  # the function, not its module
 
     return run(a, b)
 
@@ -138,7 +145,7 @@ def recommend(model: str = DEFAULT_MODEL, *, requests: int, context: int,
               top: int = 5) -> Recommendations:
     """The `top` cheapest layouts (fewest GPUs, then most headroom) fitting `requests`
     concurrent requests of `context` tokens, each with its SGLang launch `command`."""
-    from kvledger.sizing import recommend as run
+    from kvledger.sizing.recommend import recommend as run
 
     gpus = None if gpu is None else tuple(g for g in _axis(gpu) if g)
     parsed = parse_flags(flags)

@@ -89,8 +89,8 @@ class DeploymentTotals:
     schedules its own requests over its own tokens (tensor-parallel ranks of one worker shard
     the same tokens, so they count once)."""
 
-    ranks: int  # GPUs = tp_size
-    workers: int  # attention-DP schedulers = attn_dp_size
+    ranks: int  # GPUs = tp_size (× dp_size when dp runs replicas, without DP attention)
+    workers: int  # schedulers = attn_dp_size (or dp_size replicas)
     running_requests: int  # N × workers
     tokens: int  # T × workers
     token_pool_bytes: int  # per-rank pool × ranks
@@ -118,7 +118,12 @@ class CapacityPlan:
     @property
     def totals(self) -> DeploymentTotals:
         dep = self.layout.deployment
-        ranks, workers = dep.tp_size, dep.attn_dp_size
+        # --dp-size R without --enable-dp-attention runs R copies of the tp group, each with
+        # its own scheduler and pools (`DataParallelController.launch_dp_schedulers`,
+        # sglang/srt/managers/data_parallel_controller.py: one tensor-parallel group per
+        # dp_rank, base_gpu_id advanced by tp_size): tp × R GPUs.
+        replicas = 1 if dep.enable_dp_attention else dep.dp_size
+        ranks, workers = dep.tp_size * replicas, dep.attn_dp_size * replicas
         return DeploymentTotals(
             ranks=ranks, workers=workers,
             running_requests=self.max_running_requests * workers,

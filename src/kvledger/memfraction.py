@@ -17,9 +17,19 @@ this one table. `gpu_mem` is the device total in MiB as nvidia-smi reports it
 3. mem_fraction_static = round((gpu_mem − reserved) / gpu_mem, 3), then × 0.95 × a ViT
    factor for multimodal models (clamp(1 − 0.1·(layers·hidden² / (24·1024²) − 1), 0.8, 1.05)).
 
-Assumed off (not defaults we could confirm, each would lower the fraction): prefill CUDA
-graphs (`reserve_for_graph_mb` adds 8 MiB per captured size, or 1.5 GiB with an MLA backend),
-DeepEP all-to-all buffers (2 GiB), post-capture KV sizing (env-gated).
+Not counted:
+- DeepEP all-to-all buffers (`reserve_for_deepep_a2a_mb`, 2 GiB): only with
+  `--moe-a2a-backend deepep`; the default backend is "none", so off by default is right.
+- post-capture KV sizing (`post_capture_kv_sizing_planned`): env-gated, off by default.
+- prefill CUDA graphs: `reserve_for_graph_mb` adds 8 MiB per captured prefill size (58 sizes
+  up to 8,192 tokens, `generate_prefill_cuda_graph_batch_sizes`), or 1.5 GiB with an MLA
+  backend, whenever the prefill phase's backend is not "disabled". The SGLang sources read
+  (model_executor/cuda_graph_config.py `CudaGraphConfig`, arg_groups/cuda_graph_hook.py
+  `apply_cuda_graph_compatibility`) turn it ON by default on CUDA (tc_piecewise in one
+  revision, breakable in another) and off for DP attention, an MoE all-to-all backend,
+  multimodal models and, under breakable, KDA models. Which revision 0.5.21 and 0.5.23 ship
+  was not pinned, so this reserve is left out: for a text model it would lower the fraction by
+  up to 0.006 on an H100 (464 MiB / 81,559 MiB), and by 1.5 GiB with MLA.
 
 H100 80 GB (81,559 MiB), tp 1: reserved = 512 + 12,288 + 128 + 512 = 13,440 MiB;
 fraction = round(68,119 / 81,559, 3) = 0.835.

@@ -10,7 +10,12 @@ SGLang shards each part over its own group (defaults, no --enable-dp-lm-head,
 - dense MLPs, shared experts, routers: over tp;
 - routed experts: ep_size groups each holding experts / ep_size, tensor-parallel over
   tp / ep_size inside the group: experts / tp per rank whatever the split;
-- vision tower: over tp (assumed; encoder data parallelism is off by default);
+- vision tower: over attn_tp, like attention. SGLang's VisionAttention
+  (layers/attention/vision.py) and the Qwen3-VL / GLM vision MLPs build their parallel linears
+  with `tp_size = 1 if use_data_parallel else get_attention_tp_size()`; `use_data_parallel`
+  is --mm-enable-dp-encoder, off by default. So DP attention (attn_tp 1) puts the whole tower
+  on every rank;
+- replicated layers (`ReplicatedLinear`, plain `nn.Linear`): whole on every rank;
 - MTP draft layers, only with speculative decoding: attention over attn_tp, the rest over tp.
 Bytes per parameter follow the quantization (`--quantization`, else the checkpoint's
 `quantization_config`; see `kvledger.model.quant`). `--weights-gib` overrides the total.
@@ -54,7 +59,8 @@ def _shards(dep: Deployment) -> tuple[Shard, ...]:
         Shard("linear_mixers", "linear-attention mixers", "attn_tp"),
         Shard("mlp", "dense MLP, shared experts, routers", "tp"),
         Shard("experts", "routed experts", "tp"),
-        Shard("vision", "vision tower", "tp"),
+        Shard("vision", "vision tower", "attn_tp"),
+        Shard("replicated", "replicated layers", "replicated"),
         Shard("draft_attention", "MTP draft attention", "attn_tp"),
         Shard("draft_ffn", "MTP draft MLP / MoE", "tp"),
     )

@@ -32,7 +32,7 @@ from kvledger.deploy import (
     MambaStrategy,
     StateDtype,
 )
-from kvledger.model.arch import AttnKind, ModelArch, ModelError, ShardingError
+from kvledger.model.arch import AttnKind, Family, ModelArch, ModelError, ShardingError
 from kvledger.rules import RuleSet
 from kvledger.specs import (
     BF16_BYTES,
@@ -47,6 +47,13 @@ from kvledger.specs import (
 
 SPECULATIVE_MAX_RUNNING_REQUESTS = 48
 CONV_ITEMSIZE = BF16_BYTES  # conv state follows the model dtype (bf16) in SGLang
+
+# Families SGLang has no model class for (python/sglang/srt/models/), and the architecture its
+# loader looks up. model_loader/utils.py get_model_architecture then calls
+# resolve_transformers_arch, which under the default --model-impl auto refuses a Transformers
+# class whose is_backend_compatible() is False (transformers' JambaPreTrainedModel does not set
+# _supports_attention_backend); the same check in 0.5.21 and 0.5.23.
+NO_SGLANG_MODEL_CLASS: dict[Family, str] = {Family.JAMBA: "JambaForCausalLM"}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -199,6 +206,12 @@ def resolve(
     model: ModelArch, dep: Deployment, rules: RuleSet, *, blackwell: bool | None = None
 ) -> CacheLayout:
     """Resolve every auto; raise DeploymentError or ShardingError naming the flag."""
+    if arch := NO_SGLANG_MODEL_CLASS.get(model.family):
+        raise DeploymentError(
+            f"{model.name}: SGLang ({rules.name}) has no native {arch} and refuses the "
+            f"Transformers fallback: \"{arch} has no SGlang implementation and the Transformers "
+            "implementation is not compatible with SGLang.\" (model_loader/utils.py, "
+            "resolve_transformers_arch); use --engine vllm, which serves it natively")
     notes: list[str] = []
     attn_tp = dep.attn_tp_size
     dep = replace(dep, kv_cache_dtype=_kv_dtype(model, dep, blackwell, notes))

@@ -155,5 +155,5 @@ def test_family_reads_a_renamed_fine_tune(tmp_path):
     original = load_model("kimi-linear-48b-a3b-instruct")
     assert renamed.layers == original.layers and renamed.state == original.state
     assert renamed.params == original.params
-    with pytest.raises(ModelError, match="--family 'jamba': expected one of deepseek_v3"):
-        load_model(str(path), family="jamba")
+    with pytest.raises(ModelError, match="--family 'bamba': expected one of deepseek_v3"):
+        load_model(str(path), family="bamba")

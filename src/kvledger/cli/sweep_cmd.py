@@ -30,20 +30,25 @@ NodesOpt = Annotated[str | None, typer.Option(
 TpOpt = Annotated[str | None, typer.Option("--tp", help="Tensor-parallel sizes (1,2,4,8).")]
 DpOpt = Annotated[str | None, typer.Option(
     "--dp", help="Attention-DP sizes (1,2,8); dp > 1 turns on --enable-dp-attention.")]
+ReplicasOpt = Annotated[str | None, typer.Option(
+    "--replicas", help="Data-parallel replicas without DP attention (1,2,4): SGLang's "
+    "--dp-size R alone, R copies of the tp group on tp × R GPUs; not with --dp > 1.")]
 KvOpt = Annotated[str | None, typer.Option(
     "--kv-cache-dtype", help="KV dtypes (auto,bf16,fp8_e4m3).")]
 SsmOpt = Annotated[str | None, typer.Option(
     "--mamba-ssm-dtype", help="State dtypes (float32,bfloat16).")]
 EngineOpt = Annotated[str, typer.Option(
-    "--engine", help="Engines to sweep; sglang (vLLM deployments: `kvledger plan --engine "
-    "vllm`).")]
+    "--engine", help="Engines to sweep, comma-separated (sglang, vllm, sglang,vllm): one row "
+    "per deployment and engine. vLLM rows run the same GPUs with vLLM's flags (DP attention → "
+    "--data-parallel-size engines) and need --gpu.")]
 CsvOpt = Annotated[Path | None, typer.Option("--csv", help="Write the rows here.",
                                               dir_okay=False)]
 FigureOpt = Annotated[Path | None, typer.Option(
     "--figure", help="Draw tokens and running requests per deployment here (.svg or .png).",
     dir_okay=False)]
-SIDE_HELP = ("SGLang flags of one deployment (or a pasted launch command), plus --gpu NAME; "
-             "flags given outside --a/--b apply to both.")
+SIDE_HELP = ("SGLang flags of one deployment (or a pasted launch command), plus --gpu NAME "
+             "and optionally --engine vllm (the same GPUs in vLLM's flags, or a pasted `vllm "
+             "serve …`); flags given outside --a/--b apply to both.")
 
 
 def _parser(spelling: str):
@@ -59,7 +64,32 @@ def _parser(spelling: str):
     return parse
 
 
-def _axes(gpu, nodes, tp, dp, kv, ssm):
+def _engine(word: str) -> str:
+    if word not in ("sglang", "vllm"):
+        raise ValueError("expected sglang or vllm")
+    return word
+
+
+def _split_rules(rules: str, engines: tuple[str, ...]) -> tuple[str, str]:
+    """`--rules` names at most one rule set per engine (`sglang-0.5.23,vllm-0.33`)."""
+    from kvledger.rules import RULES as SGLANG_RULES
+    from kvledger.vllm.rules import DEFAULT_VLLM_RULES
+    from kvledger.vllm.rules import RULES as VLLM_RULES
+
+    chosen = {"sglang": DEFAULT_RULES, "vllm": DEFAULT_VLLM_RULES}
+    for word in (w.strip() for w in rules.split(",")):
+        engine = "sglang" if word in SGLANG_RULES else "vllm" if word in VLLM_RULES else None
+        if engine is None:
+            raise ValueError(f"--rules {word!r}: expected one of "
+                             f"{', '.join([*SGLANG_RULES, *VLLM_RULES])}")
+        if engine not in engines and word != DEFAULT_RULES:  # the default names no engine
+            raise ValueError(f"--rules {word}: a {engine} rule set, but --engine is "
+                             f"{','.join(engines)}")
+        chosen[engine] = word
+    return chosen["sglang"], chosen["vllm"]
+
+
+def _axes(gpu, nodes, tp, dp, kv, ssm, replicas=None):
     from kvledger.sizing import Axes, parse_axis
 
     kv_parse, ssm_parse = _parser("--kv-cache-dtype"), _parser("--mamba-ssm-dtype")
@@ -69,42 +99,48 @@ def _axes(gpu, nodes, tp, dp, kv, ssm):
         nodes=parse_axis("--nodes", nodes, integer) if nodes else (None,),
         tp=parse_axis("--tp", tp, integer) if tp else (None,),
         dp=parse_axis("--dp", dp, integer) if dp else (1,),
+        replicas=parse_axis("--replicas", replicas, integer) if replicas else (1,),
         kv_cache_dtype=parse_axis("--kv-cache-dtype", kv, kv_parse) if kv else (None,),
         mamba_ssm_dtype=parse_axis("--mamba-ssm-dtype", ssm, ssm_parse) if ssm else (None,))
 
 
 @command(help="Plan a grid of deployments of one model (comma lists for --gpu, --nodes, --tp, "
-         "--dp, --kv-cache-dtype, --mamba-ssm-dtype): one row per deployment with "
+         "--dp, --replicas, --kv-cache-dtype, --mamba-ssm-dtype, --engine): one row per deployment "
+         "with "
          "deployment-wide totals (GPUs, running requests, tokens, HBM per pool, binding "
          "constraint, requests per GPU). Other SGLang flags apply to every row.")
 def sweep(ctx: typer.Context, model: ModelOpt = None, rules: RulesOpt = DEFAULT_RULES,
           gpu: GpusOpt = None, nodes: NodesOpt = None, tp: TpOpt = None, dp: DpOpt = None,
           kv_cache_dtype: KvOpt = None, mamba_ssm_dtype: SsmOpt = None,
-          engine: EngineOpt = "sglang", available_gib: AvailOpt = None,
+          replicas: ReplicasOpt = None, engine: EngineOpt = "sglang", available_gib: AvailOpt = None,
           weights_gib: WeightsOpt = None, requests: RequestsOpt = None,
           context: ContextOpt = None, check: CheckOpt = False, csv: CsvOpt = None,
           figure: FigureOpt = None, json: JsonOpt = False) -> None:
     from kvledger.report.sweep_json import sweep_json
     from kvledger.report.sweep_view import sweep_table, write_sweep_csv
+    from kvledger.sizing import parse_axis
     from kvledger.sizing import sweep as run_sweep
 
     with user_errors():
-        if engine != "sglang":
-            raise ValueError(f"--engine {engine!r}: sweep plans SGLang deployments; expected "
-                             "sglang (plan vLLM with `kvledger plan --engine vllm`)")
+        engines = parse_axis("--engine", engine, _engine)
+        sglang_rules, vllm_rules = _split_rules(rules, engines)
+        if "vllm" in engines and not gpu:
+            raise ValueError("--engine vllm: needs --gpu (vLLM sizes its block pool from the "
+                             "GPU's memory × --gpu-memory-utilization)")
         if gpu and available_gib is not None:
             raise ValueError("--gpu and --available-gib: give one, not both")
         if check and requests is None and context is None:
             raise ValueError("--check: needs a workload to check; give --requests and/or "
                              "--context")
-        axes = _axes(gpu, nodes, tp, dp, kv_cache_dtype, mamba_ssm_dtype)
+        axes = _axes(gpu, nodes, tp, dp, kv_cache_dtype, mamba_ssm_dtype, replicas)
         if axes.size() > 10_000:
             raise ValueError(f"the grid has {axes.size():,} deployments; expected at most 10,000")
         parsed = parse_flags(ctx.args)
         name = model or parsed.model_ref or DEFAULT_MODEL
-        rows = run_sweep(name, axes, parsed.deployment, rules=rules,
+        rows = run_sweep(name, axes, parsed.deployment, rules=sglang_rules,
                          available_gib=available_gib, weights_gib=weights_gib,
-                         requests=requests, context_tokens=context)
+                         requests=requests, context_tokens=context, engines=engines,
+                         vllm_rules=vllm_rules)
         if csv is not None:
             write_sweep_csv(rows, csv)
         if figure is not None:
@@ -114,10 +150,10 @@ def sweep(ctx: typer.Context, model: ModelOpt = None, rules: RulesOpt = DEFAULT_
                       else "catalogue memory − weights" if gpu else "100 GiB after weights")
             figure.parent.mkdir(parents=True, exist_ok=True)
             sweep_figure(name, rows, memory).savefig(figure)
-    notes = tuple(dict.fromkeys(n for r in rows if r.plan for n in r.plan.notes))
+    notes = tuple(dict.fromkeys(n for r in rows for n in r.notes))
     if json:
         emit_json(sweep_json(name, rules, rows, requests=requests, context_tokens=context,
-                             ignored_flags=parsed.ignored, notes=notes))
+                             ignored_flags=parsed.ignored, notes=notes, engines=engines))
     else:
         console.print(sweep_table(f"{name}: {len(rows):,} deployments ({rules})", rows))
         for note in notes:
@@ -129,24 +165,67 @@ def sweep(ctx: typer.Context, model: ModelOpt = None, rules: RulesOpt = DEFAULT_
         raise typer.Exit(1)
 
 
+def _take(words: list[str], flag: str, expects: str) -> tuple[str | None, list[str]]:
+    """`flag VALUE` removed from `words` (a side's own option), and its value."""
+    if flag not in words:
+        return None, words
+    i = words.index(flag)
+    if i + 1 >= len(words):
+        raise ValueError(f"{flag}: expected {expects}")
+    return words[i + 1], words[:i] + words[i + 2:]
+
+
 def _side_plan(text: str, common: list[str], model: str | None, rules: str,
                available_gib: float | None, weights_gib: float | None,
                requests: int | None, context: int | None):
     from kvledger.launch.command import split_words
     from kvledger.plan import make_plan
 
-    words = split_words(text)
-    gpu = None
-    if "--gpu" in words:
-        i = words.index("--gpu")
-        if i + 1 >= len(words):
-            raise ValueError("--gpu: expected a GPU name")
-        gpu, words = words[i + 1], words[:i] + words[i + 2:]
+    gpu, words = _take(split_words(text), "--gpu", "a GPU name")
+    engine, words = _take(words, "--engine", "sglang or vllm")
+    if engine not in (None, "sglang", "vllm"):
+        raise ValueError(f"--engine {engine!r}: expected sglang or vllm (one per side)")
+    if engine == "vllm":
+        return _vllm_side(words, common, model, rules, gpu, available_gib, weights_gib,
+                          context)
     parsed = parse_flags([*common, *words])
     plan = make_plan(model or parsed.model_ref or DEFAULT_MODEL, parsed.deployment, rules=rules,
                      gpu=gpu, available_gib=None if gpu else available_gib,
                      weights_gib=weights_gib, requests=requests, context_tokens=context)
     return plan, parsed.ignored
+
+
+def _vllm_side(words: list[str], common: list[str], model: str | None, rules: str,
+               gpu: str | None, available_gib: float | None, weights_gib: float | None,
+               context: int | None):
+    """A side planned with vLLM's rules: a pasted `vllm serve …`, or SGLang flags on the same
+    GPUs in vLLM's flags (`kvledger.sizing.vllm_point`)."""
+    from kvledger.sizing.vllm_point import vllm_deployment
+    from kvledger.vllm.flags import is_vllm_command, parse_vllm_command
+    from kvledger.vllm.plan import make_vllm_plan
+    from kvledger.vllm.rules import DEFAULT_VLLM_RULES
+    from kvledger.vllm.rules import RULES as VLLM_RULES
+
+    if gpu is None:
+        raise ValueError("--engine vllm: the side needs --gpu (vLLM sizes its block pool from "
+                         "the GPU's memory × --gpu-memory-utilization)")
+    if available_gib is not None:
+        raise ValueError("--available-gib means a different figure to vLLM (its logged "
+                         "Available KV cache memory); a vLLM side needs --gpu")
+    vrules = rules if rules in VLLM_RULES else DEFAULT_VLLM_RULES
+    if is_vllm_command(words):
+        parsed = parse_vllm_command(words)
+        vdep = parsed.deployment
+        if context is not None:
+            from dataclasses import replace
+
+            vdep = replace(vdep, max_model_len=context)
+        name, ignored = model or parsed.model_ref or DEFAULT_MODEL, parsed.ignored
+    else:
+        parsed = parse_flags([*common, *words])
+        vdep = vllm_deployment(parsed.deployment, context)
+        name, ignored = model or parsed.model_ref or DEFAULT_MODEL, parsed.ignored
+    return make_vllm_plan(name, vdep, rules=vrules, gpu=gpu, weights_gib=weights_gib), ignored
 
 
 @command(help="Two deployments side by side, each quantity marked when they differ. "
@@ -160,14 +239,14 @@ def compare(ctx: typer.Context,
             json: JsonOpt = False) -> None:
     from kvledger.report.sweep_json import compare_json
     from kvledger.report.sweep_view import compare_table
-    from kvledger.sizing import compare as compare_plans
+    from kvledger.sizing.compare import compare as compare_plans  # the function, not its module
 
     with user_errors():
         plan_a, ignored_a = _side_plan(a, ctx.args, model, rules, available_gib, weights_gib,
                                        requests, context)
         plan_b, ignored_b = _side_plan(b, ctx.args, model, rules, available_gib, weights_gib,
                                        requests, context)
-    diffs = compare_plans(plan_a, plan_b)
+    diffs = compare_plans(plan_a, plan_b, requests=requests)
     ignored = tuple(dict.fromkeys((*ignored_a, *ignored_b)))
     if json:
         emit_json(compare_json(plan_a, plan_b, diffs, ignored_flags=ignored))
@@ -191,7 +270,7 @@ def recommend(ctx: typer.Context,
     from kvledger.report.sweep_json import recommend_json
     from kvledger.report.sweep_view import render_recommendations
     from kvledger.sizing import parse_axis
-    from kvledger.sizing import recommend as run_recommend
+    from kvledger.sizing.recommend import recommend as run_recommend
 
     with user_errors():
         if top < 1:

@@ -57,6 +57,7 @@ class LinearKind(Enum):
     KDA = "kda"  # Kimi delta attention
     GDN = "gdn"  # Gated DeltaNet
     MAMBA2 = "mamba2"
+    MAMBA1 = "mamba1"  # Jamba: one state per channel, no heads
 
 
 class Family(Enum):
@@ -71,6 +72,7 @@ class Family(Enum):
     NEMOTRON_H = "nemotron_h"
     GRANITE_MOE_HYBRID = "granitemoehybrid"
     FALCON_H1 = "falcon_h1"
+    JAMBA = "jamba"
     LLAMA = "llama"
     QWEN3 = "qwen3"
 
@@ -140,21 +142,22 @@ class StateShape:
     """Per-layer recurrent state of a linear-attention layer (unsharded).
 
     conv state:     (conv_kernel − 1, Σ group heads/attn_tp × head_dim)
-    temporal state: (temporal_heads/attn_tp, temporal_dims[0], temporal_dims[1])
+    temporal state: (temporal_heads/attn_tp, *temporal_dims): (heads, dim, dim) for KDA, GDN
+                    and Mamba2; (d_inner, d_state) for Mamba-1, whose heads are channels
     """
 
     kind: LinearKind
     conv_kernel: int  # K; the conv state keeps the last K − 1 inputs
     conv_groups: tuple[HeadGroup, ...]
     temporal_heads: int
-    temporal_dims: tuple[int, int]
+    temporal_dims: tuple[int, ...]
     ssm_dtype_default: str | None = None  # `mamba_ssm_dtype` when the config pins it
 
     def conv_shape(self, attn_tp: int) -> tuple[int, int]:
         channels = sum(g.heads_per_rank(attn_tp) * g.head_dim for g in self.conv_groups)
         return (self.conv_kernel - 1, channels)
 
-    def temporal_shape(self, attn_tp: int) -> tuple[int, int, int]:
+    def temporal_shape(self, attn_tp: int) -> tuple[int, ...]:
         if self.temporal_heads % attn_tp:
             raise ShardingError(
                 f"{self.kind.value} state: {self.temporal_heads} heads are not divisible by "

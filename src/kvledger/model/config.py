@@ -32,6 +32,7 @@ REPO_IDS: dict[str, str] = {
     "falcon-h1-0.5b": "tiiuae/Falcon-H1-0.5B-Instruct",
     "glm-5.2": "zai-org/GLM-5.2",
     "glm-5.3-flash": "zai-org/GLM-5.3-Flash",
+    "jamba-1.5-mini": "ai21labs/AI21-Jamba-1.5-Mini",
     "kimi-linear-48b-a3b-instruct": "moonshotai/Kimi-Linear-48B-A3B-Instruct",
     "llama-3.1-8b": "meta-llama/Llama-3.1-8B",
     "nemotron-h-56b-base-8k": "nvidia/Nemotron-H-56B-Base-8K",

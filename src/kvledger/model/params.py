@@ -25,6 +25,9 @@ class ParamCounts:
     mlp: int  # dense MLPs, shared experts and routers
     experts: int  # routed experts
     vision: int  # vision tower
+    # ReplicatedLinear / plain nn.Linear weights every rank holds whole (Kimi-K3's latent MoE
+    # projections, routers and MoonViT tower)
+    replicated: int = 0
     draft_attention: int = 0  # all MTP layers' attention
     draft_ffn: int = 0  # all MTP layers' MLP / MoE and input projection
     draft_layers: int = 0

@@ -13,34 +13,38 @@ from kvledger.report.sweep_json import sweep_row_json
 from kvledger.sizing import Difference, Recommendations, SweepRow
 from kvledger.units import fmt_gib
 
-COLUMNS = ("gpu", "nodes", "tp", "dp", "attn_tp", "kv", "state", "GPUs", "workers",
-           "running requests", "tokens", "token pools", "state pools", "side buffers",
+COLUMNS = ("gpu", "nodes", "engine", "tp", "dp", "replicas", "attn_tp", "kv", "state", "GPUs",
+           "workers", "running requests", "tokens", "token pools", "state pools", "side buffers",
            "binding", "requests / GPU", "fits")
 
 
 def _cells(row: SweepRow) -> list[str | Text]:
     doc = sweep_row_json(row)
-    head = [doc["gpu"] or "—", f"{doc['nodes']}", *(
-        "—" if doc[k] is None else f"{doc[k]}" for k in ("tp_size", "dp_size", "attn_tp_size",
-                                                         "kv_cache_dtype", "mamba_ssm_dtype"))]
-    if row.plan is None:
+    head = [doc["gpu"] or "—", f"{doc['nodes']}", doc["engine"], *(
+        "—" if doc[k] is None else f"{doc[k]}" for k in ("tp_size", "dp_size", "replicas",
+                                                         "attn_tp_size", "kv_cache_dtype",
+                                                         "mamba_ssm_dtype"))]
+    if not row.ok:
         return [*head, Text(f"not planned: {row.error}", style="red"),
                 *[""] * (len(COLUMNS) - len(head) - 1)]
     tot = row.totals
     fits = "" if row.fits is None else ("yes" if row.fits else Text("NO", style="red"))
     return [*head, f"{tot.ranks:,}", f"{tot.workers:,}", f"{tot.running_requests:,}",
             f"{tot.tokens:,}", fmt_gib(tot.token_pool_bytes), fmt_gib(tot.state_pool_bytes),
-            fmt_gib(tot.side_bytes), row.plan.capacity.binding.code,
+            fmt_gib(tot.side_bytes), row.binding,
             f"{row.requests_per_gpu:,.2f}", fits]
 
 
 def sweep_table(title: str, rows: list[SweepRow]) -> Table:
     table = Table(title=title, title_justify="left",
                   caption="totals over the whole deployment: GPUs, attention-DP workers, their "
-                          "running requests and tokens, HBM per pool over all GPUs (GiB)",
+                          "running requests and tokens, HBM per pool over all GPUs (GiB); vLLM rows: "
+                          "its flags, DP engines as workers, the one block pool as token "
+                          "pools, running requests = DP × min(max_num_seqs, ⌊concurrency⌋)",
                   caption_justify="left")
     for col in COLUMNS:
-        table.add_column(col, justify="left" if col in ("gpu", "kv", "state", "binding")
+        table.add_column(col, justify="left" if col in ("gpu", "engine", "kv", "state",
+                                                        "binding")
                          else "right")
     for row in rows:
         table.add_row(*_cells(row))
@@ -101,7 +105,12 @@ def render_recommendations(rec: Recommendations, console: Console) -> None:
                      f"{tot.tokens:,}", f"×{r.headroom:,.2f}")
     console.print(fits if rec.fits else Text("no layout in the search space fits", style="red"))
     for i, r in enumerate(rec.fits, 1):
-        console.print(f"#{i}: {r.command}", highlight=False, soft_wrap=True)
+        console.print(f"#{i} SGLang: {r.command}", highlight=False, soft_wrap=True)
+        if r.vllm_command:
+            console.print(f"#{i} vLLM:   {r.vllm_command}", highlight=False, soft_wrap=True)
+        else:
+            console.print(f"#{i} vLLM:   does not fit: {r.vllm_why}", highlight=False,
+                          soft_wrap=True, style="yellow")
     why = Table(title="Why the other layouts do not fit", title_justify="left")
     why.add_column("reason")
     why.add_column("layouts", justify="right")

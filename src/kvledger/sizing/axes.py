@@ -1,10 +1,12 @@
 """The sweep grid: each axis a tuple of values, every combination one deployment point.
 
 Axes mirror SGLang's flags: `--gpu`, `--nodes` (of GPUS_PER_NODE GPUs; sets --tp-size when
---tp is not swept), `--tp`, `--dp` (attention data parallelism: dp > 1 turns on
---enable-dp-attention, as DP sizes are swept on one set of GPUs), `--kv-cache-dtype`,
-`--mamba-ssm-dtype`. A combination SGLang would refuse is not dropped: it becomes a point
-with the reason.
+--tp is not swept; with replicas, the nodes of one replica), `--tp`, `--dp` (attention data
+parallelism: dp > 1 turns on --enable-dp-attention, as DP sizes are swept on one set of
+GPUs), `--replicas` (SGLang's --dp-size without --enable-dp-attention: independent copies of
+the tp group, tp × replicas GPUs), `--kv-cache-dtype`, `--mamba-ssm-dtype`. SGLang has one
+--dp-size, so a point with both dp > 1 and replicas > 1 is refused. A combination SGLang would
+refuse is not dropped: it becomes a point with the reason.
 
 >>> axes = Axes(tp=(8,), dp=parse_axis("--dp", "1,8", int))
 >>> [(p.deployment.tp_size, p.deployment.dp_size, p.deployment.enable_dp_attention)
@@ -12,6 +14,9 @@ with the reason.
 [(8, 1, False), (8, 8, True)]
 >>> [p.skipped for p in Axes(tp=(8,), dp=(3,)).points()]
 ['--dp-size 3: must divide --tp-size 8 (DP attention)']
+>>> [(p.deployment.dp_size, p.deployment.enable_dp_attention, p.nodes)
+...  for p in Axes(tp=(4,), replicas=(1, 4)).points()]
+[(1, False, 1), (4, False, 2)]
 """
 
 from __future__ import annotations
@@ -60,34 +65,42 @@ class Axes:
     nodes: tuple[int | None, ...] = (None,)
     tp: tuple[int | None, ...] = (None,)
     dp: tuple[int, ...] = (1,)
+    replicas: tuple[int, ...] = (1,)
     kv_cache_dtype: tuple[KVDtype | None, ...] = (None,)
     mamba_ssm_dtype: tuple[StateDtype | None, ...] = (None,)
 
     def size(self) -> int:
         return (len(self.gpus) * len(self.nodes) * len(self.tp) * len(self.dp)
-                * len(self.kv_cache_dtype) * len(self.mamba_ssm_dtype))
+                * len(self.replicas) * len(self.kv_cache_dtype) * len(self.mamba_ssm_dtype))
 
     def points(self, base: Deployment | None = None) -> Iterator[Point]:
         """Every combination over `base` (the other flags given), in axis order."""
         base = base or Deployment()
-        for gpu, nodes, tp, dp, kv, ssm in product(self.gpus, self.nodes, self.tp, self.dp,
-                                                   self.kv_cache_dtype, self.mamba_ssm_dtype):
-            yield _point(base, gpu, nodes, tp, dp, kv, ssm)
+        for gpu, nodes, tp, dp, reps, kv, ssm in product(
+                self.gpus, self.nodes, self.tp, self.dp, self.replicas, self.kv_cache_dtype,
+                self.mamba_ssm_dtype):
+            yield _point(base, gpu, nodes, tp, dp, reps, kv, ssm)
 
 
 def _point(base: Deployment, gpu: str | None, nodes: int | None, tp: int | None, dp: int,
-           kv: KVDtype | None, ssm: StateDtype | None) -> Point:
+           reps: int, kv: KVDtype | None, ssm: StateDtype | None) -> Point:
     if tp is None:
         tp = nodes * GPUS_PER_NODE if nodes is not None else base.tp_size
     if nodes is None:
-        nodes = -(-tp // GPUS_PER_NODE)
+        nodes = -(-tp * reps // GPUS_PER_NODE)
     elif tp != nodes * GPUS_PER_NODE:
         return Point(gpu=gpu, nodes=nodes, deployment=None,
                      skipped=f"--tp-size {tp}: {nodes} node(s) hold {nodes * GPUS_PER_NODE} GPUs")
+    else:
+        nodes *= reps
+    if dp > 1 and reps > 1:
+        return Point(gpu=gpu, nodes=nodes, deployment=None,
+                     skipped=f"--dp-size: {dp} (DP attention) and {reps} replicas; SGLang has "
+                             "one --dp-size")
     if dp > 1 and tp % dp:
         return Point(gpu=gpu, nodes=nodes, deployment=None,
                      skipped=f"--dp-size {dp}: must divide --tp-size {tp} (DP attention)")
-    fields = {"tp_size": tp, "dp_size": dp, "enable_dp_attention": dp > 1}
+    fields = {"tp_size": tp, "dp_size": max(dp, reps), "enable_dp_attention": dp > 1}
     if kv is not None:
         fields["kv_cache_dtype"] = kv
     if ssm is not None:

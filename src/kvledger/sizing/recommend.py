@@ -5,7 +5,10 @@ Search space: every GPU asked for (default: the whole catalogue), tp 1, 2, 4, 8 
 fits when the plan's workload check passes (`--requests R` concurrent requests of
 `--context C` tokens: token KV, state slots and running requests on every worker).
 Cheapest first: fewest GPUs, then most headroom (the smallest capacity ÷ need over the
-check's ledgers). Each comes with the SGLang command that launches it.
+check's ledgers). Each comes with the SGLang command that launches it, and with vLLM's
+(`vllm serve …`, the same GPUs: `kvledger.sizing.vllm_point`) when vLLM's plan of the layout
+with `--max-model-len C` holds R concurrent requests; otherwise `vllm_why` says why not (vLLM's
+refusal, or its concurrency short of R).
 
 >>> rec = recommend("glm-5.3-flash", requests=256, context_tokens=32_768, gpus=("H200",))
 >>> best = rec.fits[0]
@@ -26,8 +29,10 @@ from kvledger.model.arch import ModelArch
 from kvledger.model.config import REPO_IDS, load_model
 from kvledger.rules import DEFAULT_RULES
 from kvledger.sizing.axes import Axes
-from kvledger.sizing.launch_line import sglang_command
+from kvledger.sizing.launch_line import sglang_command, vllm_command
 from kvledger.sizing.run import SweepRow, sweep
+from kvledger.sizing.vllm_point import vllm_deployment, vllm_totals
+from kvledger.vllm.plan import make_vllm_plan
 
 TP_SIZES = (1, 2, 4, 8, 16)
 KV_DTYPES = (KVDtype.AUTO, KVDtype.FP8_E4M3)
@@ -38,6 +43,8 @@ class Recommendation:
     row: SweepRow
     headroom: float  # smallest capacity ÷ need of the workload check (≥ 1 when it fits)
     command: str  # SGLang launch command
+    vllm_command: str | None = None  # vLLM's, when its plan of the layout fits
+    vllm_why: str | None = None  # why vLLM's plan does not fit
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,6 +73,22 @@ def _why(row: SweepRow) -> str:
     return f"{over.ledger} overflow" if over else "fits"
 
 
+def _vllm(arch: ModelArch, ref: str, row: SweepRow, requests: int,
+          context_tokens: int) -> dict[str, str | None]:
+    """vLLM's command for the layout when its plan holds the workload, else why not."""
+    vdep = vllm_deployment(row.point.deployment, context_tokens)
+    try:
+        plan = make_vllm_plan(arch, vdep, gpu=row.gpu)
+    except ValueError as exc:  # vLLM would refuse to start: its reason
+        return {"vllm_command": None, "vllm_why": str(exc)}
+    running = vllm_totals(plan).running_requests
+    if running < requests:
+        return {"vllm_command": None,
+                "vllm_why": f"vLLM holds {running:,} concurrent requests of {context_tokens:,} "
+                            f"tokens here, not {requests:,}"}
+    return {"vllm_command": vllm_command(ref, vdep), "vllm_why": None}
+
+
 def _search_axes(gpus: tuple[str, ...]) -> list[Axes]:
     dp_sizes = sorted({dp for tp in TP_SIZES for dp in range(1, tp + 1) if tp % dp == 0})
     return [Axes(gpus=gpus, tp=(tp,), dp=tuple(d for d in dp_sizes if tp % d == 0),
@@ -91,7 +114,8 @@ def recommend(model: str | ModelArch, *, requests: int, context_tokens: int,
                                 # the flags as chosen, not the plan's resolved autos: SGLang
                                 # resolves them the same way on the GPU
                                 command=sglang_command(ref, r.point.deployment,
-                                                       nodes=r.point.nodes))
+                                                       nodes=r.point.nodes),
+                                **_vllm(arch, ref, r, requests, context_tokens))
                  for r in ranked[:top])
     failures = Counter(_why(r) for r in rows if not r.fits)
     return Recommendations(requests=requests, context_tokens=context_tokens, fits=fits,

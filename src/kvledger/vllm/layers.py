@@ -165,6 +165,7 @@ SSM_DTYPE_RULE: dict[Family, SsmDtype] = {
     Family.NEMOTRON_H: SsmDtype.FLOAT32,
     Family.FALCON_H1: SsmDtype.CONV,
     Family.KIMI_LINEAR: SsmDtype.ALWAYS_FLOAT32,
+    Family.JAMBA: SsmDtype.CONV,  # mamba1_state_dtype → _mamba_state_dtype
     # Glm5NextForCausalLM.get_mamba_state_dtype_from_config: MambaStateDtypeCalculator.kda_state_dtype
     Family.GLM5_NEXT: SsmDtype.ALWAYS_FLOAT32,
 }

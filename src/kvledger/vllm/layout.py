@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 
 from kvledger.deploy import DeploymentError
 from kvledger.gpus import GPU
-from kvledger.model.arch import AttnKind, ModelArch, ShardingError
+from kvledger.model.arch import AttnKind, LinearKind, ModelArch, ShardingError
 from kvledger.units import cdiv
 from kvledger.vllm.align import BlockAlignment, align_block
 from kvledger.vllm.deploy import KV_CACHE_DTYPES, VllmDeployment
@@ -157,7 +157,9 @@ def _mamba(model: ModelArch, dep: VllmDeployment, align: bool) -> MambaLayer:
     conv_size, ssm_size = state_itemsizes(model.family, model.state.ssm_dtype_default,
                                           dep.mamba_cache_dtype, dep.mamba_ssm_cache_dtype)
     spec = dep.num_speculative_tokens
-    return MambaLayer(shapes=((rows + spec, channels), temporal), itemsizes=(conv_size, ssm_size),
+    # mamba1_state_shape takes no num_spec: a Mamba-1 conv state keeps K − 1 rows only.
+    spec_rows = 0 if model.state.kind is LinearKind.MAMBA1 else spec
+    return MambaLayer(shapes=((rows + spec_rows, channels), temporal), itemsizes=(conv_size, ssm_size),
                       block_tokens=0, spec_blocks=spec, align=align)
 
 

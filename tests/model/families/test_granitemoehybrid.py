@@ -57,3 +57,26 @@ def test_bad_layer_types(load_dict):
     data["layer_types"] = data["layer_types"][:5]
     with pytest.raises(ModelError, match="has 5 entries"):
         load_dict(data)
+
+
+def test_weights_itemised_by_hand(load_dict):
+    # transformers' GraniteMoeHybridDecoderLayer: 8 experts (gated, 1,024) + router and a gated
+    # shared MLP (512) on every layer; tied embedding.
+    p = load_dict(granite()).params
+    assert (p.embedding, p.lm_head) == (49_152 * 512, 0)
+    assert p.attention == 2 * 4 * 512 * 512 == 2_097_152  # q, k, v, o: 8 heads × 64 each
+    # Mamba2: in_proj 512·(1,024 + 1,280 + 8) + conv 1,280·4 + out_proj 1,024·512
+    assert p.linear_mixers == 6 * (512 * 2_312 + 1_280 * 4 + 1_024 * 512) == 10_278_912
+    assert p.mlp == 8 * (3 * 512 * 512 + 512 * 8) == 6_324_224
+    assert p.experts == 8 * 8 * 3 * 512 * 1_024 == 100_663_296
+    # bf16 at tp 2: every part halves (attention and mixers over attn_tp 2)
+    from kvledger.rankweights import weights_ledger
+
+    ledger = weights_ledger(load_dict(granite()), Deployment(tp_size=2))
+    assert ledger.total_bytes == (p.total * 2) // 2 == 144_529_408
+
+
+def test_dense_variant_has_no_experts(load_dict):
+    cfg = granite() | {"num_local_experts": 0}
+    p = load_dict(cfg).params
+    assert p.experts == 0 and p.mlp == 8 * 3 * 512 * 512

@@ -56,7 +56,8 @@ def test_layout_and_quantization(k3):
     assert [layer.index for layer in k3.layers if layer.kind is LayerKind.FULL][-3:] == [87, 91, 92]
     assert k3.is_multimodal and k3.quant is QuantMethod.MXFP4
     assert k3.max_context_tokens == 1_048_576
-    assert k3.num_params is None  # latent MoE not modelled: --weights-gib needed with --gpu
+    # the vision config gives no vt_intermediate_size: the tower, and so the weights, unsized
+    assert k3.num_params is None
 
 
 @pytest.mark.parametrize("rules", ["sglang-0.5.21", "sglang-0.5.23"])
@@ -94,3 +95,66 @@ def test_gpu_needs_weights_gib(k3, tmp_path):
     plan = make_plan(str(path), Deployment(tp_size=8), gpu="B300", weights_gib=190)
     assert plan.capacity.memory.pre_load_free_bytes - plan.capacity.memory.available_bytes \
         == 190 * GiB
+
+
+def k3_full() -> dict:
+    """The config above with the fields Kimi-K3's weights depend on (published text_config:
+    routed_expert_hidden_size 3,584, num_experts_per_token 16, full-rank KDA gates, MLA output
+    gate, attention residuals every 12 layers)."""
+    cfg = k3_config()
+    text = cfg["text_config"]
+    text.update({"routed_expert_hidden_size": 3584, "num_experts_per_token": 16,
+                 "mla_use_output_gate": True, "attn_res_block_size": 12})
+    text["linear_attn_config"]["use_full_rank_gate"] = True
+    return cfg
+
+
+def test_weights_by_hand_text_only(load_dict):
+    # models/kimi_k3.py; no vision_config here, so no tower.
+    cfg = k3_full()
+    del cfg["vision_config"]
+    p = load_dict(cfg).params
+    hidden, proj = 7168, 96 * 128
+    # KDA: q, k, v + b + f_a, f_b + full-rank g + convs + o_proj
+    kda = (3 * hidden * proj + hidden * 96 + hidden * 128 + 128 * proj + hidden * proj
+           + 3 * proj * 4 + proj * hidden)
+    assert kda == 443_727_872 and p.linear_mixers == 69 * kda
+    # MLA (q_a, q_b, kv_a, kv_b, o) + output gate g_proj 7,168 → 96 × 128
+    mla = (hidden * 1536 + 1536 * 96 * 192 + hidden * 576 + 512 * 96 * 256 + 96 * 128 * hidden
+           + hidden * 96 * 128)
+    assert p.attention == 24 * mla == 5_572_657_152
+    # layer 0 dense (33,792); 92 MoE layers: 2 shared experts of 3,072 over tp
+    assert p.mlp == 3 * hidden * 33_792 + 92 * 3 * hidden * 2 * 3_072 == 12_881_756_160
+    # 896 routed experts per MoE layer in the 3,584-wide latent space
+    assert p.experts == 92 * 896 * 3 * 3_584 * 3_072 == 2_722_740_830_208
+    # replicated: router 896 × 7,168 and latent down/up 7,168 ↔ 3,584 per MoE layer; two
+    # attention-residual projections (7,168 → 1) per layer
+    assert p.replicated == 92 * (896 * hidden + 2 * hidden * 3_584) + 93 * 2 * hidden
+    assert p.replicated == 5_319_186_432
+
+
+def test_replicated_parts_stay_whole_on_every_rank(load_dict):
+    from kvledger.model.quant import QuantMethod
+    from kvledger.rankweights import weights_ledger
+
+    cfg = k3_full()
+    del cfg["vision_config"]
+    arch = load_dict(cfg)
+    rows8 = {r.component: r.total_bytes
+             for r in weights_ledger(arch, Deployment(tp_size=8)).rows}
+    assert rows8["replicated layers"] == 5_319_186_432 * 2  # bf16, outside the mxfp4 scheme
+    width = QuantMethod.MXFP4.linear_bytes
+    assert rows8["routed experts"] == int(2_722_740_830_208 * width) // 8
+    assert rows8["dense MLP, shared experts, routers"] == 12_881_756_160 * 2 // 8
+
+
+def test_vision_tower_counted_when_sized(load_dict):
+    # models/kimi_k3_vl.py: wqkv, wo, fc0, fc1 per layer, patch embedding, projector; the sizes
+    # below are illustrative (the config above names only the tower's width and depth).
+    cfg = k3_full()
+    cfg["vision_config"].update({"vt_intermediate_size": 4096, "merge_kernel_size": [2, 2]})
+    with_tower = load_dict(cfg).params.replicated
+    del cfg["vision_config"]
+    tower = (27 * (1024 * 3 * 1024 + 1024 * 1024 + 2 * 1024 * 4096) + 3 * 14 * 14 * 1024
+             + 4096 * 4096 + 4096 * 7168)
+    assert with_tower - load_dict(cfg).params.replicated == tower == 386_478_080

@@ -22,6 +22,7 @@ from kvledger.model.arch import AttnKind, Family, LayerKind, LayerSpec, ModelArc
 from kvledger.model.context import context_tokens
 from kvledger.model.families.gqa import gqa_params, gqa_shape
 from kvledger.model.families.mamba2 import mamba2_params, mamba2_state
+from kvledger.model.params import ParamCounts
 from kvledger.model.reader import ConfigReader
 
 
@@ -69,10 +70,16 @@ def read(root: ConfigReader, name: str) -> ModelArch:
     gqa = gqa_shape(root)
     state = mamba_state(root)
     hidden = root.int("hidden_size", minimum=1)
-    per_layer = (
-        gqa_params(root, gqa)
-        + mamba2_params(hidden, state)
-        + weights.mlp(hidden=hidden, intermediate=root.int("intermediate_size", minimum=1))
+    embedding, lm_head = weights.embedding_parts(root)
+    params = ParamCounts(
+        embedding=embedding,
+        lm_head=lm_head,
+        attention=num_layers * gqa_params(root, gqa),
+        linear_mixers=num_layers * mamba2_params(hidden, state),
+        mlp=num_layers * weights.mlp(
+            hidden=hidden, intermediate=root.int("intermediate_size", minimum=1)),
+        experts=0,
+        vision=0,
     )
     return ModelArch(
         name=name,
@@ -88,6 +95,8 @@ def read(root: ConfigReader, name: str) -> ModelArch:
         gqa=gqa,
         state=state,
         max_context_tokens=context_tokens(root),
-        num_params=weights.embedding_of(root) + num_layers * per_layer,
+        num_params=params.total,
+        params=params,
+        quant=weights.quant_method(root),
         weight_bytes_per_param=weights.bytes_per_param(root),
     )

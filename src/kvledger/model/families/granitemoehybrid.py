@@ -7,8 +7,11 @@ Mamba2StateShape.create keeps conv (d_conv − 1, heads·head_dim + 2·groups·d
 temporal (heads, head_dim, d_state). Attention heads are hidden / num_attention_heads wide
 unless `head_dim` is set; `position_embedding_type: "nope"` changes no cache bytes.
 
-Weights are not estimated (the MoE/shared-expert counts are not modelled here): --gpu needs
---weights-gib.
+Weights, as transformers' GraniteMoeHybridDecoderLayer builds them: every layer has a
+`block_sparse_moe` (num_local_experts gated experts of `intermediate_size`, and a router; none
+when num_local_experts is 0) and a `shared_mlp` (gated, `shared_intermediate_size`); the
+Mamba2 in_proj/conv/out_proj and GQA projections as for Nemotron-H. Norms and biases are left
+out.
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ from __future__ import annotations
 from kvledger.model import weights
 from kvledger.model.arch import AttnKind, Family, LayerKind, LayerSpec, ModelArch
 from kvledger.model.context import context_tokens
-from kvledger.model.families.gqa import gqa_shape
-from kvledger.model.families.mamba2 import mamba2_state, pinned_ssm_dtype
+from kvledger.model.families.gqa import gqa_params, gqa_shape
+from kvledger.model.families.mamba2 import mamba2_params, mamba2_state, pinned_ssm_dtype
+from kvledger.model.params import ParamCounts
 from kvledger.model.reader import ConfigReader
 
 KINDS = {"mamba": LayerKind.LINEAR, "attention": LayerKind.FULL}
@@ -42,6 +46,23 @@ def read(root: ConfigReader, name: str) -> ModelArch:
         conv_kernel=root.int("mamba_d_conv", minimum=2),
         ssm_dtype=pinned_ssm_dtype(root),
     )
+    hidden = root.int("hidden_size", minimum=1)
+    gqa = gqa_shape(root)
+    num_experts = root.int("num_local_experts", 0, minimum=0)
+    expert = (weights.mlp(hidden=hidden, intermediate=root.int("intermediate_size", minimum=1))
+              if num_experts else 0)
+    shared = weights.mlp(hidden=hidden,
+                         intermediate=root.int("shared_intermediate_size", 0, minimum=0))
+    embedding, lm_head = weights.embedding_parts(root)
+    params = ParamCounts(
+        embedding=embedding,
+        lm_head=lm_head,
+        attention=types.count("attention") * gqa_params(root, gqa),
+        linear_mixers=types.count("mamba") * mamba2_params(hidden, state),
+        mlp=num_layers * (shared + hidden * num_experts),  # shared MLP + router per layer
+        experts=num_layers * num_experts * expert,
+        vision=0,
+    )
     return ModelArch(
         name=name,
         source=root.source,
@@ -49,10 +70,11 @@ def read(root: ConfigReader, name: str) -> ModelArch:
         model_type=root.str("model_type"),
         layers=tuple(LayerSpec(index=i, kind=KINDS[kind]) for i, kind in enumerate(types)),
         attn=AttnKind.GQA,
-        gqa=gqa_shape(root),
+        gqa=gqa,
         state=state,
         max_context_tokens=context_tokens(root),
-        num_params=None,
+        num_params=params.total,
+        params=params,
         quant=weights.quant_method(root),
         weight_bytes_per_param=weights.bytes_per_param(root),
     )

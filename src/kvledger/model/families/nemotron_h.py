@@ -18,6 +18,7 @@ from kvledger.model.arch import AttnKind, Family, LayerKind, LayerSpec, ModelArc
 from kvledger.model.context import context_tokens
 from kvledger.model.families.gqa import gqa_params, gqa_shape
 from kvledger.model.families.mamba2 import mamba2_params, mamba2_state, pinned_ssm_dtype
+from kvledger.model.params import ParamCounts
 from kvledger.model.reader import ConfigReader
 
 PATTERN = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
@@ -76,8 +77,7 @@ def read(root: ConfigReader, name: str) -> ModelArch:
     types = block_types(root)
     gqa = gqa_shape(root, head_dim_key=root.pick("head_dim", "attention_head_dim"))
     state = mamba_state(root)
-    per_type = _params_per_type(root, state, gqa_params(root, gqa), set(types))
-    num_params = weights.embedding_of(root) + sum(per_type[kind] for kind in types)
+    params = _param_counts(root, state, gqa_params(root, gqa), types)
     return ModelArch(
         name=name,
         source=root.source,
@@ -93,35 +93,44 @@ def read(root: ConfigReader, name: str) -> ModelArch:
         state=state,
         num_draft_layers=root.int("num_nextn_predict_layers", 0, minimum=0),
         max_context_tokens=context_tokens(root),
-        num_params=num_params,
+        num_params=params.total,
+        params=params,
+        quant=weights.quant_method(root),
         weight_bytes_per_param=weights.bytes_per_param(root),
         num_decoder_layers=len(types),
     )
 
 
-def _params_per_type(
-    root: ConfigReader, state: StateShape, attention: int, present: set[str]
-) -> dict[str, int]:
+def _param_counts(
+    root: ConfigReader, state: StateShape, attention: int, types: list[str]
+) -> ParamCounts:
+    """Each block's weights, by the part SGLang shards them over (see kvledger.rankweights)."""
     hidden = root.int("hidden_size", minimum=1)
-    per_type = {
-        "attention": attention,
-        "mamba": mamba2_params(hidden, state),
-        "mlp": 0,
-        "moe": 0,
-    }
+    count = {kind: types.count(kind) for kind in PATTERN.values()}
+    mlp = experts = 0
     # MLP and MoE fields are required only when the pattern has such layers.
-    if "mlp" in present:
-        per_type["mlp"] = weights.mlp(
+    if count["mlp"]:
+        mlp += count["mlp"] * weights.mlp(
             hidden=hidden, intermediate=root.int("intermediate_size", minimum=1), gated=False
         )
-    if "moe" in present:
+    if count["moe"]:
         expert = root.int("moe_intermediate_size", minimum=1)
-        per_type["moe"] = weights.moe(
-            hidden=hidden,
-            num_experts=root.int("n_routed_experts", minimum=1),
-            expert_intermediate=expert,
-            shared_intermediate=root.int("n_shared_experts", 1, minimum=0)
-            * root.int("moe_shared_expert_intermediate_size", expert, minimum=1),
-            gated=False,
+        num_experts = root.int("n_routed_experts", minimum=1)
+        shared = root.int("n_shared_experts", 1, minimum=0) * root.int(
+            "moe_shared_expert_intermediate_size", expert, minimum=1)
+        experts = count["moe"] * num_experts * weights.mlp(
+            hidden=hidden, intermediate=expert, gated=False)
+        mlp += count["moe"] * (
+            weights.mlp(hidden=hidden, intermediate=shared, gated=False)  # shared experts
+            + hidden * num_experts  # router
         )
-    return per_type
+    embedding, lm_head = weights.embedding_parts(root)
+    return ParamCounts(
+        embedding=embedding,
+        lm_head=lm_head,
+        attention=count["attention"] * attention,
+        linear_mixers=count["mamba"] * mamba2_params(hidden, state),
+        mlp=mlp,
+        experts=experts,
+        vision=0,
+    )

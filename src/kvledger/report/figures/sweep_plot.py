@@ -9,6 +9,10 @@ from kvledger.sizing import SweepRow
 
 
 def _label(row: SweepRow) -> str:
+    if row.vllm_plan is not None:
+        v = row.vllm_plan.layout.deployment
+        return (f"{row.gpu} ×{row.totals.ranks} vllm tp {v.tensor_parallel_size} "
+                f"dp {v.data_parallel_size} {v.kv_cache_dtype}")
     dep = row.plan.layout.deployment
     return (f"{row.gpu or 'no GPU'} ×{row.totals.ranks} tp {dep.tp_size} dp {dep.dp_size} "
             f"{dep.kv_cache_dtype.value}")
@@ -26,7 +30,7 @@ def sweep_figure(model: str, rows: list[SweepRow], memory: str) -> Figure:
     for r, y in zip(planned, ys, strict=True):
         tokens.text(r.totals.tokens, y, f" {r.totals.tokens:,}", va="center", fontsize=7)
         running.text(r.totals.running_requests, y,
-                     f" {r.totals.running_requests:,} ({r.plan.capacity.binding.code})",
+                     f" {r.totals.running_requests:,} ({r.binding})",
                      va="center", fontsize=7)
     tokens.set_yticks(list(ys), labels, fontsize=7)
     tokens.invert_yaxis()
