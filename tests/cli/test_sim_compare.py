@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from kvledger.cli import app
@@ -61,3 +62,30 @@ def test_bad_efficiency_names_the_flag():
     result = invoke(*SMALL, "--hbm-efficiency", "1.5")
     assert result.exit_code != 0
     assert "--hbm-efficiency" in result.output
+
+
+def test_slot_economy_json_reports_the_freed_slots_and_both_runs():
+    # A tight memory where state slots bind: the what-if evicts fewer states.
+    result = invoke(*SMALL, "--available-gib", "10", "--kv-cache-dtype", "fp8_e4m3",
+                    "--slot-economy", "shared-track=4", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["schema"] == "kvledger.simulate-slot-economy/1"
+    assert doc["label"].startswith("what-if")
+    n, k = doc["running_requests"], doc["state_slots"]
+    assert doc["pinned_today_slots"] == 3 * n and doc["pinned_shared_slots"] == n + 4
+    assert (k, n, doc["freed_slots"]) == (33, 6, 8)  # 2 · 6 track slots less a pool of 4
+    engine, shared = doc["runs"]["engine"], doc["runs"]["shared-track"]
+    assert (engine["evicted_slots"], shared["evicted_slots"]) == (85, 77)
+    assert engine["usable_hit_rate"] == pytest.approx(0.5366, abs=1e-4)
+    assert shared["usable_hit_rate"] == pytest.approx(0.5950, abs=1e-4)
+    assert shared["token_hit_rate"] == engine["token_hit_rate"]  # KV room is unchanged
+
+
+def test_slot_economy_input_errors():
+    bad = invoke(*SMALL, "--slot-economy", "pooled")
+    assert bad.exit_code == 2 and "--slot-economy pooled: expected shared-track" in bad.output
+    both = invoke(*SMALL, "--slot-economy", "shared-track", "--compare")
+    assert both.exit_code == 2 and "runs on its own" in both.output
+    dense = invoke(*SMALL, "--model", "llama-3.1-8b", "--slot-economy", "shared-track")
+    assert dense.exit_code == 2 and "has no state slots" in dense.output

@@ -226,6 +226,11 @@ def simulate(ctx: typer.Context, inputs: PlanInputs, sim: SimInputs,
              figure_dir: Annotated[Path | None, typer.Option(
                  "--figure-dir", help="With --compare: write policies.svg and .png here.",
                  file_okay=False)] = None,
+             slot_economy: Annotated[str | None, typer.Option(
+                 "--slot-economy", help="What-if, never the default: shared-track[=POOL_SLOTS] "
+                 "replays the engine's slot economy and one where ping-pong track slots come "
+                 "from a shared pool (default 8) only in steps that save a checkpoint; reports "
+                 "the slots freed and the hit they buy.")] = None,
              json: JsonOpt = False) -> None:
     from kvledger.report.sim_json import sim_json
     from kvledger.report.sim_view import render_sim
@@ -234,6 +239,14 @@ def simulate(ctx: typer.Context, inputs: PlanInputs, sim: SimInputs,
         plan, ignored = plan_from(inputs, ctx.args)
         if figure_dir is not None and not compare:
             raise ValueError("--figure-dir: needs --compare")
+        if slot_economy is not None:
+            if compare or csv is not None:
+                raise ValueError("--slot-economy: runs on its own (not with --compare or --csv)")
+            from kvledger.cli.sim_slot_economy import run_slot_economy
+
+            run_slot_economy(plan, sim, spec=slot_economy, json=json,
+                             progress=not no_progress, ignored=list(ignored))
+            return
         if compare:
             from kvledger.cli.sim_compare import run_compare
 

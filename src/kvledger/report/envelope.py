@@ -38,6 +38,7 @@ SCHEMAS: dict[str, int] = {
     "pools": 2,  # 2: `ignored` became the envelope's `ignored_flags`
     "simulate": 2,
     "simulate-compare": 1,  # simulate --compare: rows per state policy, then the ceiling  # 2: binding/blocked_ms keys are machine codes; host tokens renamed
+    "simulate-slot-economy": 1,  # simulate --slot-economy: the shared track-pool what-if
     "verify": 1,
     "check-log": 1,
     "replay": 1,

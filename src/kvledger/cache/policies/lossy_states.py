@@ -1,0 +1,82 @@
+"""Lossy what-if (never the default, never in verify's bit-identical matrix): 8-bit checkpoints.
+
+Running requests keep full-precision working and track slots (their kernels compute in the
+SSM dtype); only the states the prefix cache keeps are stored as int8 or fp8 — one byte per
+element plus one float32 scale per row of the last dimension (per d_v row of the temporal
+state, per kept time step of the conv window). The cache's share of the state pool,
+(K − N · held) full slots, then holds more checkpoints at the same memory.
+
+Per layer, a tensor of shape (…, w) with E elements costs E · 1 + (E / w) · 4 bytes.
+
+Worked example (one layer, conv (3, 8) bf16, temporal (2, 4, 4) fp32): full 48 + 128 = 176 B;
+8-bit (24 + 3·4) + (32 + 8·4) = 100 B (cached share 82 full slots → 144).
+
+>>> from kvledger.specs import StateSpec
+>>> spec = StateSpec(conv_shape=(3, 8), conv_itemsize=2, temporal_shape=(2, 4, 4),
+...                  temporal_itemsize=4)
+>>> checkpoint_bytes(spec, layers=1)
+100
+>>> e = LossyStates(state_slots=205, pinned_slots=123, slot_bytes=176, checkpoint_slot_bytes=100)
+>>> e.cache_full_slots, e.cache_lossy_slots, e.gained_slots
+(82, 144, 62)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+from kvledger.plan import Plan
+from kvledger.specs import StateSpec
+
+LABEL = "lossy what-if: 8-bit checkpoint states (int8/fp8, float32 scale per row)"
+QUANT_ITEMSIZE = 1  # int8 or fp8_e4m3
+SCALE_BYTES = 4  # one float32 scale per row of the last dimension
+
+
+def _quantized_bytes(shape: tuple[int, ...]) -> int:
+    elements = prod(shape)
+    return (elements * QUANT_ITEMSIZE  # the 8-bit values
+            + elements // shape[-1] * SCALE_BYTES)  # one scale per row
+
+
+def checkpoint_bytes(spec: StateSpec, *, layers: int) -> int:
+    """One cached checkpoint's bytes over `layers` linear layers, stored 8-bit."""
+    return layers * (_quantized_bytes(spec.conv_shape) + _quantized_bytes(spec.temporal_shape))
+
+
+@dataclass(frozen=True, slots=True)
+class LossyStates:
+    state_slots: int  # K
+    pinned_slots: int  # N · held: full-precision slots of running requests
+    slot_bytes: int  # a full-precision slot
+    checkpoint_slot_bytes: int  # an 8-bit cached checkpoint
+
+    def __post_init__(self) -> None:
+        if not 0 < self.checkpoint_slot_bytes <= self.slot_bytes:
+            raise ValueError(f"checkpoint of {self.checkpoint_slot_bytes} B: expected 1 to the "
+                             f"full slot's {self.slot_bytes} B")
+
+    @property
+    def cache_full_slots(self) -> int:
+        return max(0, self.state_slots - self.pinned_slots)
+
+    @property
+    def cache_lossy_slots(self) -> int:
+        return self.cache_full_slots * self.slot_bytes // self.checkpoint_slot_bytes
+
+    @property
+    def gained_slots(self) -> int:
+        return self.cache_lossy_slots - self.cache_full_slots
+
+
+def lossy_states(plan: Plan) -> LossyStates:
+    """The 8-bit checkpoint arithmetic for `plan` at N running requests."""
+    lay, cap = plan.layout, plan.capacity
+    if lay.state is None:
+        raise ValueError(f"{plan.model.source}: no linear-attention states to quantize")
+    return LossyStates(state_slots=cap.state_slots,
+                       pinned_slots=cap.max_running_requests * lay.held_slots_per_request,
+                       slot_bytes=cap.slot_bytes,
+                       checkpoint_slot_bytes=checkpoint_bytes(
+                           lay.state, layers=plan.model.num_linear_layers))
