@@ -1,6 +1,7 @@
 """The memory extra names every module it installs when one is missing."""
 
 import sys
+import types
 
 import pytest
 
@@ -8,8 +9,10 @@ from kvledger.extras import MEMORY, MissingExtra
 
 
 def test_memory_extra_covers_the_digest_library(monkeypatch):
-    # A None entry in sys.modules makes `import xxhash` raise ImportError, as if absent.
+    # A None entry in sys.modules makes `import xxhash` raise ImportError, as if absent; a
+    # stand-in torch keeps the case the same in the base install, which has neither.
     monkeypatch.setitem(sys.modules, "xxhash", None)
+    monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))
     assert MEMORY.missing() == ["xxhash"]
     assert not MEMORY.available()
     with pytest.raises(MissingExtra, match=r"needs xxhash, which is not installed: "

@@ -133,7 +133,7 @@ def test_explain_states_the_plans_assumptions():
 def test_a_command_needing_torch_names_the_extra_when_torch_is_absent():
     code = (
         "import sys\n"
-        "sys.modules['torch'] = None  # as in the base install\n"
+        "sys.modules['torch'] = sys.modules['xxhash'] = None  # as in the base install\n"
         "from typer.testing import CliRunner\n"
         "from kvledger.cli import app\n"
         "for args in (['pools'], ['verify'], ['simulate', '--workload', 'chat', "
@@ -146,12 +146,12 @@ def test_a_command_needing_torch_names_the_extra_when_torch_is_absent():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.splitlines()
     assert out[:3] == [
-        "2 error: kvledger pools (device pools) needs torch, which is not installed: pip "
-        "install 'kvledger[memory]'",
-        "2 error: kvledger verify (the reference engine) needs torch, which is not installed: "
-        "pip install 'kvledger[memory]'",
-        "2 error: simulating the host tier (--enable-hierarchical-cache) needs torch, which is "
+        "2 error: kvledger pools (device pools) needs torch and xxhash, which are not "
+        "installed: pip install 'kvledger[memory]'",
+        "2 error: kvledger verify (the reference engine) needs torch and xxhash, which are "
         "not installed: pip install 'kvledger[memory]'",
+        "2 error: simulating the host tier (--enable-hierarchical-cache) needs torch and xxhash, "
+        "which are not installed: pip install 'kvledger[memory]'",
     ]
     assert out[3] == "0"  # the planner runs without it
 
