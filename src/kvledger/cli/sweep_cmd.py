@@ -12,11 +12,13 @@ from kvledger.cli.options import (
     AvailOpt,
     CheckOpt,
     ContextOpt,
+    EngineOpt,
     JsonOpt,
     ModelOpt,
     RequestsOpt,
     RulesOpt,
     WeightsOpt,
+    choose_engines,
 )
 from kvledger.launch import parse_flags
 from kvledger.launch.flags import BY_SPELLING
@@ -37,10 +39,6 @@ KvOpt = Annotated[str | None, typer.Option(
     "--kv-cache-dtype", help="KV dtypes (auto,bf16,fp8_e4m3).")]
 SsmOpt = Annotated[str | None, typer.Option(
     "--mamba-ssm-dtype", help="State dtypes (float32,bfloat16).")]
-EngineOpt = Annotated[str, typer.Option(
-    "--engine", help="Engines to sweep, comma-separated (sglang, vllm, sglang,vllm): one row "
-    "per deployment and engine. vLLM rows run the same GPUs with vLLM's flags (DP attention → "
-    "--data-parallel-size engines) and need --gpu.")]
 CsvOpt = Annotated[Path | None, typer.Option("--csv", help="Write the rows here.",
                                               dir_okay=False)]
 FigureOpt = Annotated[Path | None, typer.Option(
@@ -64,31 +62,6 @@ def _parser(spelling: str):
     return parse
 
 
-def _engine(word: str) -> str:
-    if word not in ("sglang", "vllm"):
-        raise ValueError("expected sglang or vllm")
-    return word
-
-
-def _split_rules(rules: str, engines: tuple[str, ...]) -> tuple[str, str]:
-    """`--rules` names at most one rule set per engine (`sglang-0.5.23,vllm-0.33`)."""
-    from kvledger.rules import RULES as SGLANG_RULES
-    from kvledger.vllm.rules import DEFAULT_VLLM_RULES
-    from kvledger.vllm.rules import RULES as VLLM_RULES
-
-    chosen = {"sglang": DEFAULT_RULES, "vllm": DEFAULT_VLLM_RULES}
-    for word in (w.strip() for w in rules.split(",")):
-        engine = "sglang" if word in SGLANG_RULES else "vllm" if word in VLLM_RULES else None
-        if engine is None:
-            raise ValueError(f"--rules {word!r}: expected one of "
-                             f"{', '.join([*SGLANG_RULES, *VLLM_RULES])}")
-        if engine not in engines and word != DEFAULT_RULES:  # the default names no engine
-            raise ValueError(f"--rules {word}: a {engine} rule set, but --engine is "
-                             f"{','.join(engines)}")
-        chosen[engine] = word
-    return chosen["sglang"], chosen["vllm"]
-
-
 def _axes(gpu, nodes, tp, dp, kv, ssm, replicas=None):
     from kvledger.sizing import Axes, parse_axis
 
@@ -105,25 +78,26 @@ def _axes(gpu, nodes, tp, dp, kv, ssm, replicas=None):
 
 
 @command(help="Plan a grid of deployments of one model (comma lists for --gpu, --nodes, --tp, "
-         "--dp, --replicas, --kv-cache-dtype, --mamba-ssm-dtype, --engine): one row per deployment "
-         "with "
-         "deployment-wide totals (GPUs, running requests, tokens, HBM per pool, binding "
-         "constraint, requests per GPU). Other SGLang flags apply to every row.")
+         "--dp, --replicas, --kv-cache-dtype, --mamba-ssm-dtype, --engine): one row per "
+         "deployment and engine with deployment-wide totals (GPUs, running requests, tokens, "
+         "HBM per pool, binding constraint, requests per GPU). vLLM rows run the same GPUs with vLLM's flags (DP "
+         "attention → --data-parallel-size engines) and need --gpu. Other SGLang flags apply "
+         "to every row.")
 def sweep(ctx: typer.Context, model: ModelOpt = None, rules: RulesOpt = DEFAULT_RULES,
           gpu: GpusOpt = None, nodes: NodesOpt = None, tp: TpOpt = None, dp: DpOpt = None,
           kv_cache_dtype: KvOpt = None, mamba_ssm_dtype: SsmOpt = None,
-          replicas: ReplicasOpt = None, engine: EngineOpt = "sglang", available_gib: AvailOpt = None,
+          replicas: ReplicasOpt = None, engine: EngineOpt = None, available_gib: AvailOpt = None,
           weights_gib: WeightsOpt = None, requests: RequestsOpt = None,
           context: ContextOpt = None, check: CheckOpt = False, csv: CsvOpt = None,
           figure: FigureOpt = None, json: JsonOpt = False) -> None:
     from kvledger.report.sweep_json import sweep_json
     from kvledger.report.sweep_view import sweep_table, write_sweep_csv
-    from kvledger.sizing import parse_axis
     from kvledger.sizing import sweep as run_sweep
 
     with user_errors():
-        engines = parse_axis("--engine", engine, _engine)
-        sglang_rules, vllm_rules = _split_rules(rules, engines)
+        choice = choose_engines(engine, rules)
+        engines, sglang_rules, vllm_rules = (choice.engines, choice.sglang_rules,
+                                             choice.vllm_rules)
         if "vllm" in engines and not gpu:
             raise ValueError("--engine vllm: needs --gpu (vLLM sizes its block pool from the "
                              "GPU's memory × --gpu-memory-utilization)")
