@@ -233,12 +233,14 @@ def compare(ctx: typer.Context,
 @command(help="The cheapest deployments (fewest GPUs, then most headroom) that fit "
          "--requests R concurrent requests of --context C tokens, each with the SGLang launch "
          "command to paste, and why the other layouts fail. Other SGLang flags apply to "
-         "every layout.")
+         "every layout. --engine vllm (or sglang,vllm) searches vLLM's layouts of the same "
+         "GPUs too, each with its `vllm serve` command.")
 def recommend(ctx: typer.Context,
               requests: Annotated[int, typer.Option("--requests",
                                                     help="Concurrent requests (global).")],
               context: Annotated[int, typer.Option("--context", help="Tokens per request.")],
               gpu: GpusOpt = None, model: ModelOpt = None, rules: RulesOpt = DEFAULT_RULES,
+              engine: EngineOpt = None,
               top: Annotated[int, typer.Option("--top", help="Layouts to list.")] = 5,
               json: JsonOpt = False) -> None:
     from kvledger.report.sweep_json import recommend_json
@@ -249,11 +251,13 @@ def recommend(ctx: typer.Context,
     with user_errors():
         if top < 1:
             raise ValueError(f"--top {top}: expected a positive integer")
+        choice = choose_engines(engine, rules)
         parsed = parse_flags(ctx.args)
         name = model or parsed.model_ref or DEFAULT_MODEL
         gpus = parse_axis("--gpu", gpu, str) if gpu else None
         rec = run_recommend(name, requests=requests, context_tokens=context, gpus=gpus,
-                            base=parsed.deployment, rules=rules, top=top)
+                            base=parsed.deployment, rules=choice.sglang_rules, top=top,
+                            engines=choice.engines, vllm_rules=choice.vllm_rules)
     if json:
         emit_json(recommend_json(name, rec, ignored_flags=parsed.ignored))
     else:
