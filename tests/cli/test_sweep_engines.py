@@ -267,3 +267,16 @@ def test_replicas_and_dp_attention_together_are_refused_by_flag():
     rows = json.loads(result.stdout)["rows"]
     assert [(r["replicas"], r["totals"]["ranks"]) for r in rows] == [(1, 4), (2, 8)]
     assert rows[1]["dp_size"] == 2 and rows[1]["enable_dp_attention"] is False
+
+
+def test_compare_rules_pick_one_set_per_sides_engine():
+    result = runner.invoke(app, ["compare", "--a", "--tp 8 --gpu H200",
+                                 "--b", "--tp 8 --gpu H200 --engine vllm",
+                                 "--rules", "sglang-0.5.23,vllm-0.13", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert (doc["a"]["rules"], doc["b"]["rules"]) == ("sglang-0.5.23", "vllm-0.13")
+    result = runner.invoke(app, ["compare", "--a", "--tp 8", "--b", "--tp 4",
+                                 "--rules", "vllm-0.13"])
+    assert result.exit_code == 2, result.output
+    assert "--rules vllm-0.13: a vllm rule set, but --engine is sglang" in result.output

@@ -12,6 +12,7 @@ from kvledger.cli.options import (
     AvailOpt,
     CheckOpt,
     ContextOpt,
+    EngineChoice,
     EngineOpt,
     JsonOpt,
     ModelOpt,
@@ -149,27 +150,35 @@ def _take(words: list[str], flag: str, expects: str) -> tuple[str | None, list[s
     return words[i + 1], words[:i] + words[i + 2:]
 
 
-def _side_plan(text: str, common: list[str], model: str | None, rules: str,
-               available_gib: float | None, weights_gib: float | None,
-               requests: int | None, context: int | None):
+def _side(text: str) -> tuple[str, str | None, list[str]]:
+    """A side's engine (default sglang), its --gpu, and its other words."""
     from kvledger.launch.command import split_words
-    from kvledger.plan import make_plan
 
     gpu, words = _take(split_words(text), "--gpu", "a GPU name")
     engine, words = _take(words, "--engine", "sglang or vllm")
     if engine not in (None, "sglang", "vllm"):
         raise ValueError(f"--engine {engine!r}: expected sglang or vllm (one per side)")
+    return engine or "sglang", gpu, words
+
+
+def _side_plan(text: str, common: list[str], model: str | None, choice: EngineChoice,
+               available_gib: float | None, weights_gib: float | None,
+               requests: int | None, context: int | None):
+    from kvledger.plan import make_plan
+
+    engine, gpu, words = _side(text)
     if engine == "vllm":
-        return _vllm_side(words, common, model, rules, gpu, available_gib, weights_gib,
-                          context)
+        return _vllm_side(words, common, model, choice.vllm_rules, gpu, available_gib,
+                          weights_gib, context)
     parsed = parse_flags([*common, *words])
-    plan = make_plan(model or parsed.model_ref or DEFAULT_MODEL, parsed.deployment, rules=rules,
+    plan = make_plan(model or parsed.model_ref or DEFAULT_MODEL, parsed.deployment,
+                     rules=choice.sglang_rules,
                      gpu=gpu, available_gib=None if gpu else available_gib,
                      weights_gib=weights_gib, requests=requests, context_tokens=context)
     return plan, parsed.ignored
 
 
-def _vllm_side(words: list[str], common: list[str], model: str | None, rules: str,
+def _vllm_side(words: list[str], common: list[str], model: str | None, vrules: str,
                gpu: str | None, available_gib: float | None, weights_gib: float | None,
                context: int | None):
     """A side planned with vLLM's rules: a pasted `vllm serve …`, or SGLang flags on the same
@@ -177,8 +186,6 @@ def _vllm_side(words: list[str], common: list[str], model: str | None, rules: st
     from kvledger.sizing.vllm_point import vllm_deployment
     from kvledger.vllm.flags import is_vllm_command, parse_vllm_command
     from kvledger.vllm.plan import make_vllm_plan
-    from kvledger.vllm.rules import DEFAULT_VLLM_RULES
-    from kvledger.vllm.rules import RULES as VLLM_RULES
 
     if gpu is None:
         raise ValueError("--engine vllm: the side needs --gpu (vLLM sizes its block pool from "
@@ -186,7 +193,6 @@ def _vllm_side(words: list[str], common: list[str], model: str | None, rules: st
     if available_gib is not None:
         raise ValueError("--available-gib means a different figure to vLLM (its logged "
                          "Available KV cache memory); a vLLM side needs --gpu")
-    vrules = rules if rules in VLLM_RULES else DEFAULT_VLLM_RULES
     if is_vllm_command(words):
         parsed = parse_vllm_command(words)
         vdep = parsed.deployment
@@ -216,9 +222,11 @@ def compare(ctx: typer.Context,
     from kvledger.sizing.compare import compare as compare_plans  # the function, not its module
 
     with user_errors():
-        plan_a, ignored_a = _side_plan(a, ctx.args, model, rules, available_gib, weights_gib,
+        # --rules names at most one rule set per engine the two sides use
+        choice = choose_engines(",".join(dict.fromkeys(_side(t)[0] for t in (a, b))), rules)
+        plan_a, ignored_a = _side_plan(a, ctx.args, model, choice, available_gib, weights_gib,
                                        requests, context)
-        plan_b, ignored_b = _side_plan(b, ctx.args, model, rules, available_gib, weights_gib,
+        plan_b, ignored_b = _side_plan(b, ctx.args, model, choice, available_gib, weights_gib,
                                        requests, context)
     diffs = compare_plans(plan_a, plan_b, requests=requests)
     ignored = tuple(dict.fromkeys((*ignored_a, *ignored_b)))
