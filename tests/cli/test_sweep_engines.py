@@ -86,6 +86,7 @@ def test_vllm_refusal_is_the_rows_reason():
     (["--engine", "trtllm"], "--engine 'trtllm': expected sglang or vllm"),
     (["--engine", "vllm"], "--engine vllm: needs --gpu"),
     (["--engine", "sglang", "--rules", "vllm-0.33"], "a vllm rule set, but --engine is sglang"),
+    (["--rules", "sglang-0.5.21,sglang-0.5.23"], "two rule sets for sglang"),
 ])
 def test_engine_errors_name_the_flag(args, message):
     result = runner.invoke(app, ["sweep", *args])
