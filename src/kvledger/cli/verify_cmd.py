@@ -11,7 +11,7 @@ from rich.table import Table
 from kvledger.cache.policies.choice import StateAdmission, StateEviction
 from kvledger.cli.app import command, console, emit_json, user_errors
 from kvledger.cli.options import JsonOpt
-from kvledger.cli.sim_cmd import AdmissionOpt, EvictionOpt
+from kvledger.cli.sim_cmd import AdmissionOpt, EvictionOpt, LossyOpt
 
 if TYPE_CHECKING:
     from kvledger.engine.verify import VerifyReport
@@ -51,7 +51,8 @@ def _row(r: VerifyReport) -> dict:
          deployment=False)
 def verify(workload: VerifyWorkloadOpt = None,
            state_admission: AdmissionOpt = StateAdmission.ENGINE,
-           state_eviction: EvictionOpt = StateEviction.LRU, json: JsonOpt = False) -> None:
+           state_eviction: EvictionOpt = StateEviction.LRU,
+           lossy_checkpoints: LossyOpt = None, json: JsonOpt = False) -> None:
     from kvledger.extras import MEMORY
     from kvledger.report.envelope import envelope
 
@@ -63,6 +64,14 @@ def verify(workload: VerifyWorkloadOpt = None,
 
     # Hundreds of tiny ops per token: a second thread only adds synchronisation.
     torch.set_num_threads(1)
+    if lossy_checkpoints is not None:  # a labelled measurement, exit 0: never a proof
+        from kvledger.cli.verify_lossy import run_lossy_verify
+
+        with user_errors():
+            run_lossy_verify(_names(workload), named=workload not in (None, ALL),
+                             kind=lossy_checkpoints, admission=state_admission,
+                             eviction=state_eviction, json=json)
+        return
     with user_errors():
         reports = [run_verify(name, admission=state_admission, eviction=state_eviction)
                    for name in _names(workload)]
