@@ -5,6 +5,9 @@ checkpoints), and the what-if where cached checkpoints are stored 8-bit, so the 
 share of the state pool holds more of them (`cache.policies.lossy_states`). Lossy: labelled
 "what-if (lossy, not bit-exact)" in the table and the JSON; it never changes `simulate`'s
 default run, and `kvledger verify --lossy-checkpoints` measures what the error costs.
+Only device checkpoints shrink: a host tier, if any, keeps full-size states, and the time
+model reads and writes full-size states (the smaller loads and the (de)quantization are not
+priced).
 """
 
 from __future__ import annotations
