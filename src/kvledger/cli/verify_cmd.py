@@ -11,7 +11,8 @@ from rich.table import Table
 from kvledger.cache.policies.choice import StateAdmission, StateEviction
 from kvledger.cli.app import command, console, emit_json, user_errors
 from kvledger.cli.options import JsonOpt
-from kvledger.cli.sim_cmd import AdmissionOpt, EvictionOpt, LossyOpt
+from kvledger.cache.policies.lossy_states import LossyCheckpoints
+from kvledger.cli.sim_cmd import AdmissionOpt, EvictionOpt
 
 if TYPE_CHECKING:
     from kvledger.engine.verify import VerifyReport
@@ -20,6 +21,12 @@ ALL = "all"
 VerifyWorkloadOpt = Annotated[str | None, typer.Option(
     "--workload", help="A named workload (see the table's first column), or 'all'. "
     "Default: one workload per memory path.")]
+
+LossyOpt = Annotated[LossyCheckpoints | None, typer.Option(
+    "--lossy-checkpoints", help="Lossy what-if instead of the proof: read cached checkpoints "
+    "back through int8 or fp8 (e4m3), one float32 scale per row, and report the largest "
+    "logit difference and the tokens changed per device-only workload. A measurement, not a "
+    "proof: exit status 0.")]
 
 
 def _names(workload: str | None) -> tuple[str, ...]:
