@@ -80,6 +80,12 @@ def test_dense_variant_has_no_experts(load_dict):
     cfg = granite() | {"num_local_experts": 0}
     p = load_dict(cfg).params
     assert p.experts == 0 and p.mlp == 8 * 3 * 512 * 512
+    # the time model: no routed experts, every weight multiplied through
+    from kvledger.model.compute import compute_profile
+
+    prof = compute_profile(load_dict(cfg))
+    assert (prof.moe_layers, prof.expert_params) == (0, 0)
+    assert prof.active_params == prof.dense_params == p.total
 
 
 def test_compute_profile_routes_top_k_of_every_layers_experts(load_dict):
