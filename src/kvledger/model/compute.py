@@ -20,9 +20,9 @@ DeepSeek-V3/V3.2, GLM-5.x and Kimi-Linear, Qwen style for Qwen3-Next and Qwen3.5
 4.0-H (granitemoehybrid) as transformers' GraniteMoeHybridDecoderLayer builds it: a
 `block_sparse_moe` of `num_local_experts` gated experts of `intermediate_size` on every
 layer, `num_experts_per_tok` per token, and a dense `shared_mlp` (counted in dense_params),
-its Mamba2 layers chunked at the config's `mamba_chunk_size` (the chunk vLLM's and SGLang's
-Mamba2 kernels scan with; 256 by default). Other families are dense (every parameter
-active).
+its Mamba2 layers chunked at the config's `mamba_chunk_size` (vLLM's models scan with
+``prepare_mamba2_metadata(chunk_size=config.mamba_chunk_size)``; transformers' default 256).
+Other families are dense (every parameter active).
 
 GLM-5.3-Flash: 42 MoE layers of 288 experts (8 routed per token) of 3 · 4096 · 2048 weights:
 
