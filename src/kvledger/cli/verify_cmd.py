@@ -11,6 +11,7 @@ from rich.table import Table
 from kvledger.cache.policies.choice import StateAdmission, StateEviction
 from kvledger.cli.app import command, console, emit_json, user_errors
 from kvledger.cli.options import JsonOpt
+from kvledger.cache.policies.lossy_states import LossyCheckpoints
 from kvledger.cli.sim_cmd import AdmissionOpt, EvictionOpt
 
 if TYPE_CHECKING:
@@ -20,6 +21,12 @@ ALL = "all"
 VerifyWorkloadOpt = Annotated[str | None, typer.Option(
     "--workload", help="A named workload (see the table's first column), or 'all'. "
     "Default: one workload per memory path.")]
+
+LossyOpt = Annotated[LossyCheckpoints | None, typer.Option(
+    "--lossy-checkpoints", help="Lossy what-if instead of the proof: read cached checkpoints "
+    "back through int8 or fp8 (e4m3), one float32 scale per row, and report the largest "
+    "logit difference and the tokens changed per device-only workload. A measurement, not a "
+    "proof: exit status 0.")]
 
 
 def _names(workload: str | None) -> tuple[str, ...]:
@@ -51,7 +58,8 @@ def _row(r: VerifyReport) -> dict:
          deployment=False)
 def verify(workload: VerifyWorkloadOpt = None,
            state_admission: AdmissionOpt = StateAdmission.ENGINE,
-           state_eviction: EvictionOpt = StateEviction.LRU, json: JsonOpt = False) -> None:
+           state_eviction: EvictionOpt = StateEviction.LRU,
+           lossy_checkpoints: LossyOpt = None, json: JsonOpt = False) -> None:
     from kvledger.extras import MEMORY
     from kvledger.report.envelope import envelope
 
@@ -63,6 +71,14 @@ def verify(workload: VerifyWorkloadOpt = None,
 
     # Hundreds of tiny ops per token: a second thread only adds synchronisation.
     torch.set_num_threads(1)
+    if lossy_checkpoints is not None:  # a labelled measurement, exit 0: never a proof
+        from kvledger.cli.verify_lossy import run_lossy_verify
+
+        with user_errors():
+            run_lossy_verify(_names(workload), named=workload not in (None, ALL),
+                             kind=lossy_checkpoints, admission=state_admission,
+                             eviction=state_eviction, json=json)
+        return
     with user_errors():
         reports = [run_verify(name, admission=state_admission, eviction=state_eviction)
                    for name in _names(workload)]
