@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvledger.host.policy import BackupPolicy
+from kvledger.host.state_backup import HostStateBackup
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -43,6 +44,14 @@ class HostStats:
     loadback_hit_tokens: int  # prompt tokens admitted requests took from host, not recomputed
     peak_pages_used: int
     peak_slots_used: int
+    state_backup: HostStateBackup = HostStateBackup.ALL  # which states got host room
+
+    @property
+    def state_backup_label(self) -> str:
+        """'' for SGLang's `all`; ', state backup <policy> (kvledger)' otherwise."""
+        if self.state_backup is HostStateBackup.ALL:
+            return ""
+        return f", state backup {self.state_backup.value} (kvledger)"
 
     @property
     def capacity_bytes(self) -> int:

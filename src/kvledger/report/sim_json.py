@@ -85,6 +85,7 @@ def sim_body(s: SimSummary, *, csv: str | None = None) -> dict[str, Any]:
         "host": {"available": host is not None, "note": s.host_note,
                  **{f.name: getattr(host, f.name) if host else None for f in fields(HostStats)},
                  "policy": host.policy.value if host else None,
+                 "state_backup": host.state_backup.value if host else None,
                  "capacity_bytes": host.capacity_bytes if host else None},
         "store": None if s.store is None else {
             f.name: (v.value if f.name == "backend" else v)
