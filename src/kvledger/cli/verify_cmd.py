@@ -11,7 +11,8 @@ from rich.table import Table
 from kvledger.cache.policies.choice import StateAdmission, StateEviction
 from kvledger.cli.app import command, console, emit_json, user_errors
 from kvledger.cli.options import JsonOpt
-from kvledger.cli.sim_cmd import AdmissionOpt, EvictionOpt
+from kvledger.cli.sim_cmd import AdmissionOpt, EvictionOpt, StateBackupOpt
+from kvledger.host.state_backup import HostStateBackup
 
 if TYPE_CHECKING:
     from kvledger.engine.verify import VerifyReport
@@ -51,7 +52,8 @@ def _row(r: VerifyReport) -> dict:
          deployment=False)
 def verify(workload: VerifyWorkloadOpt = None,
            state_admission: AdmissionOpt = StateAdmission.ENGINE,
-           state_eviction: EvictionOpt = StateEviction.LRU, json: JsonOpt = False) -> None:
+           state_eviction: EvictionOpt = StateEviction.LRU,
+           host_state_backup: StateBackupOpt = None, json: JsonOpt = False) -> None:
     from kvledger.extras import MEMORY
     from kvledger.report.envelope import envelope
 
@@ -64,16 +66,19 @@ def verify(workload: VerifyWorkloadOpt = None,
     # Hundreds of tiny ops per token: a second thread only adds synchronisation.
     torch.set_num_threads(1)
     with user_errors():
-        reports = [run_verify(name, admission=state_admission, eviction=state_eviction)
-                   for name in _names(workload)]
+        backup = host_state_backup or HostStateBackup.ALL
+        reports = [run_verify(name, admission=state_admission, eviction=state_eviction,
+                              host_state_backup=backup) for name in _names(workload)]
     matched = all(r.all_match for r in reports)
     if json:
         emit_json(envelope("verify", {
             "all_match": matched, "workloads": [_row(r) for r in reports],
-            "state_policies": f"{state_admission.value} + {state_eviction.value}"}))
+            "state_policies": f"{state_admission.value} + {state_eviction.value}",
+            "host_state_backup": backup.value}))
     else:
         table = Table(title="Cached vs cache-free outputs, tiny GLM-5.3-shaped model (state "
-                      f"policies {state_admission.value} + {state_eviction.value})",
+                      f"policies {state_admission.value} + {state_eviction.value}, host state "
+                      f"backup {backup.value})",
                       caption="prompt, loadback and evicted in tokens; loadback tokens / states")
         table.add_column("workload", no_wrap=True)
         for col in ("requests", "prompt", "hit rate", "loadback", "evicted"):

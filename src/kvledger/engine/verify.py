@@ -28,6 +28,7 @@ from kvledger.engine.request import RequestCache
 from kvledger.engine.script import run_script
 from kvledger.engine.store_setup import store_spec
 from kvledger.engine.workloads import WORKLOADS, Workload
+from kvledger.host.state_backup import HostStateBackup
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -78,10 +79,13 @@ def engine_policies_for(admission: StateAdmission, eviction: StateEviction, *,
 def verify(workload: Workload | str,
            wrap: Callable[[RequestCache], RequestCache] = lambda cache: cache, *,
            admission: StateAdmission = StateAdmission.ENGINE,
-           eviction: StateEviction = StateEviction.LRU) -> VerifyReport:
+           eviction: StateEviction = StateEviction.LRU,
+           host_state_backup: HostStateBackup = HostStateBackup.ALL) -> VerifyReport:
     """Run ``workload`` twice and compare; ``wrap`` decorates both caches (tests use it to
     check integrity after every call); ``admission`` / ``eviction`` pick the cached run's
-    state policies (`kvledger.cache.policies`; every one must keep outputs identical)."""
+    state policies (`kvledger.cache.policies`; every one must keep outputs identical);
+    ``host_state_backup`` which states its host tier copies (`kvledger.host.state_backup`;
+    workloads without a host tier ignore it)."""
     if isinstance(workload, str):
         if workload not in WORKLOADS:
             raise ValueError(f"--workload {workload!r}: expected one of {', '.join(WORKLOADS)}")
@@ -98,7 +102,9 @@ def verify(workload: Workload | str,
     with contextlib.ExitStack() as stack:
         spec = (None if workload.store is None else
                 stack.enter_context(store_spec(workload.store, what=f"--workload {workload.name}")))
-        cache = prefix_cache(workload.config, sizes, host=workload.host,
+        host = (None if workload.host is None
+                else replace(workload.host, state_backup=host_state_backup))
+        cache = prefix_cache(workload.config, sizes, host=host,
                              mamba_chunk_tokens=workload.mamba_chunk_tokens, store=spec,
                              policies=policies)
         for request_cache in (cache, fresh):
