@@ -218,7 +218,7 @@ def plan_host(lay: CacheLayout, *, device_tokens: int, device_state_slots: int,
     notes: list[str] = []
     share = None if state_share is None else StateShare(state_share)
     if share is not None and lay.state is None:
-        raise ValueError(f"{SHARE_FLAG} {state_share:g}: {lay.model.name} has no "
+        raise ValueError(f"{SHARE_FLAG} {state_share!r}: {lay.model.name} has no "
                          "linear-attention state; its whole host budget is KV")
     views: list[HostLedger] = []
     ratio = dep.hicache_ratio or DEFAULT_HICACHE_RATIO

@@ -67,19 +67,19 @@ class StateShare:
         slots = int(budget_bytes * self.fraction // slot_bytes)
         if slots < 1:
             raise ValueError(
-                f"{FLAG} {self.fraction:g}: {self.fraction:g} of the host budget "
+                f"{FLAG} {self.fraction!r}: {self.fraction!r} of the host budget "
                 f"({fmt_bytes(budget_bytes)}) holds no state slot of {fmt_bytes(slot_bytes)}; "
                 f"expected at least {math.ceil(slot_bytes / budget_bytes * 1000) / 1000:g}")
         tokens = (budget_bytes - slots * slot_bytes) // token_bytes
         if tokens < page_tokens:
             raise ValueError(
-                f"{FLAG} {self.fraction:g}: leaves {fmt_bytes(budget_bytes - slots * slot_bytes)}"
+                f"{FLAG} {self.fraction!r}: leaves {fmt_bytes(budget_bytes - slots * slot_bytes)}"
                 f" of a {budget_bytes / GB:g} GB host budget for KV, less than one "
                 f"{page_tokens}-token page; expected a smaller share")
         return int(tokens), slots
 
     def note(self, budget_bytes: int, slots: int, tokens: int) -> str:
-        return (f"{FLAG} {self.fraction:g} ({WHAT_IF}): {self.fraction:.0%} of the "
+        return (f"{FLAG} {self.fraction!r} ({WHAT_IF}): {self.fraction:.0%} of the "
                 f"{fmt_bytes(budget_bytes)} host budget to {slots:,} state slots, the rest to "
                 f"{tokens:,} KV tokens; SGLang sizes both pools with --hicache-ratio or splits "
                 "--hicache-size by device pool bytes")

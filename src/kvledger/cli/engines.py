@@ -70,7 +70,7 @@ def _rules(inputs: PlanInputs, engine: str) -> str:
 
 def _check_rules(inputs: PlanInputs, engines: tuple[str, ...]) -> None:
     if inputs.hicache_state_share is not None and engines != ("sglang",):
-        raise ValueError(f"--hicache-state-share {inputs.hicache_state_share:g}: a what-if for "
+        raise ValueError(f"--hicache-state-share {inputs.hicache_state_share!r}: a what-if for "
                          "SGLang's host tier; not with --engine vllm")
     known = {**{r: "sglang" for r in SGLANG_RULES}, **{r: "vllm" for r in VLLM_RULES}}
     for rule in (r.strip() for r in inputs.rules.split(",")):

@@ -39,8 +39,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
-from kvledger.tree import Node
+if TYPE_CHECKING:
+    from kvledger.tree import Node
 
 
 class HostStateBackup(Enum):
