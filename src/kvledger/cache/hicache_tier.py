@@ -142,6 +142,7 @@ class HiCacheTier:
         t, host = self.ctrl.traffic, self.ctrl.host
         return HostStats(
             policy=self.ctrl.policy.policy, state_backup=self.ctrl.state_backup.policy,
+            declined_state_backups=t.declined_state_backups,
             capacity_pages=host.kv.pages.capacity,
             capacity_slots=0 if host.state is None else host.state.slots.capacity,
             page_bytes=host.page_bytes, slot_bytes=host.state_slot_bytes,

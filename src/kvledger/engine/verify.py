@@ -45,6 +45,7 @@ class VerifyReport:
     branch_states: int
     store_restored_tokens: int = 0  # tokens restored from the store tier (0 without one)
     store_groups_written: int = 0  # object groups the store tier committed
+    host_states_declined: int = 0  # backups the host state rule sent KV-only
     mismatched: tuple[int, ...]  # request ids whose tokens or logits differ
     cached_seconds: float
     fresh_seconds: float
@@ -121,6 +122,7 @@ def verify(workload: Workload | str,
     mismatched = tuple(a.rid for a, b in zip(cached_out, fresh_out, strict=True)
                        if not same_output(a, b))
     cs = cache.cache.stats
+    host_stats = cache.cache.tier.stats()
     return VerifyReport(
         workload=workload.name, requests=stats.requests, prompt_tokens=stats.prompt_tokens,
         generated_tokens=stats.generated_tokens, cached_prompt_tokens=stats.cached_prompt_tokens,
@@ -129,5 +131,6 @@ def verify(workload: Workload | str,
         branch_states=cs.branch_states,
         store_restored_tokens=0 if tier is None else tier.stats.restored_pages * sizes.page_tokens,
         store_groups_written=0 if tier is None else tier.stats.groups_committed,
+        host_states_declined=0 if host_stats is None else host_stats.declined_state_backups,
         mismatched=mismatched, cached_seconds=cached_s, fresh_seconds=fresh_s,
     )

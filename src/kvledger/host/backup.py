@@ -50,8 +50,11 @@ def backup(transfers: Transfers, node: Node, make_room: MakeRoom,
     spans = path_spans(node)
     missing = [span for span in spans if span[0].full.host_value is None]
     need_state = (host.state is not None and node.mamba.value is not None
-                  and node.mamba.host_value is None
-                  and state_rule.wants_state(node, free_state_slots=host.state.slots.num_free))
+                  and node.mamba.host_value is None)
+    if need_state and not state_rule.wants_state(node, free_state_slots=host.state.slots.num_free):
+        need_state = False
+        if missing:
+            transfers.traffic.declined_state_backups += 1
     if not missing and not need_state:
         return BackupOutcome.ALREADY
     start = missing[0][1] if missing else spans[-1][2]

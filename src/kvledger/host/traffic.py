@@ -32,6 +32,9 @@ class Traffic:
     device_evicted_state_slots: int = 0
     host_evicted_tokens: int = 0  # KV tokens the tree dropped from host
     host_evicted_state_slots: int = 0
+    # backups of a node with a device state that the state backup rule sent KV-only
+    # (`kvledger.host.state_backup`; 0 under SGLang's `all`)
+    declined_state_backups: int = 0
 
     def moved(self, direction: Direction, *, num_tokens: int, num_state_slots: int) -> None:
         match direction:
