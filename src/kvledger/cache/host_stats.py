@@ -45,7 +45,7 @@ class HostStats:
     peak_pages_used: int
     peak_slots_used: int
     state_backup: HostStateBackup = HostStateBackup.ALL  # which states got host room
-    declined_state_backups: int = 0  # nodes the state backup rule backed up KV-only
+    declined_state_backups: int = 0  # state copies the state backup rule declined
 
     @property
     def state_backup_label(self) -> str:

@@ -45,7 +45,7 @@ class VerifyReport:
     branch_states: int
     store_restored_tokens: int = 0  # tokens restored from the store tier (0 without one)
     store_groups_written: int = 0  # object groups the store tier committed
-    host_states_declined: int = 0  # backups the host state rule sent KV-only
+    host_states_declined: int = 0  # state copies the host state backup rule declined
     mismatched: tuple[int, ...]  # request ids whose tokens or logits differ
     cached_seconds: float
     fresh_seconds: float

@@ -53,8 +53,7 @@ def backup(transfers: Transfers, node: Node, make_room: MakeRoom,
                   and node.mamba.host_value is None)
     if need_state and not state_rule.wants_state(node, free_state_slots=host.state.slots.num_free):
         need_state = False
-        if missing:
-            transfers.traffic.declined_state_backups += 1
+        transfers.traffic.declined_state_backups += 1
     if not missing and not need_state:
         return BackupOutcome.ALREADY
     start = missing[0][1] if missing else spans[-1][2]
