@@ -3,8 +3,10 @@
 - `hybrid`: `HybridCache`, the facade (admit, extend, commit, decode, release, eviction);
 - `seq`: what it records per running request (`CacheSeq`), answers (`Extension`,
   `Shortfall`) and counts (`CacheStats`); `CheckpointMode`;
+- `rows`: the `Rows` protocol, the facade's request memory in either mode;
 - `page_rows`: accounting mode's request memory (numpy page ids; the simulator);
 - `token_rows`: real-bytes mode's request memory (torch pools; the engine, `verify`);
+- `integrity`: the facade's ownership law (every page and state slot owned exactly once);
 - `accounting`: the accounting facade for one rank of a plan;
 - `tier`: the `HostTier` protocol and its null object `NoHostTier`;
 - `hicache_tier`: `HiCacheTier`, SGLang's HiCache controller as a `HostTier` (torch);

@@ -51,18 +51,19 @@ True
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from kvledger.cache.integrity import check_ownership
 from kvledger.cache.policies import CheckpointEvent, StatePolicies
 from kvledger.cache.policies.choice import engine_policies
 from kvledger.cache.policies.ghost import prefix_hashes
+from kvledger.cache.rows import Rows
 from kvledger.cache.seq import CacheSeq, CacheStats, CheckpointMode, Extension, Shortfall
 from kvledger.cache.tier import HostTier, NoHostTier
 from kvledger.host.results import LoadStatus
-from kvledger.pools.ids import IdAllocator, StateSlotAllocator
-from kvledger.pools.paged import PagedTokenAllocator
+from kvledger.pools.ids import StateSlotAllocator
 from kvledger.tree import Node, RadixTree
 from kvledger.units import cdiv
 
@@ -70,36 +71,6 @@ if TYPE_CHECKING:
     from kvledger.cache.store_tier import StoreTier
 
 _FAILED_LOADBACKS = (LoadStatus.NO_ROOM, LoadStatus.FAILED)
-
-
-class Rows(Protocol):
-    """Request memory in one mode (`PageRows`, `TokenRows`)."""
-
-    page_tokens: int
-    unit_tokens: int  # tokens per tree key
-    writes_rows: bool  # whether every position's slot is written (real bytes)
-    allocator: PagedTokenAllocator  # what a host tier frees into and allocates from
-    pages: IdAllocator
-
-    @property
-    def num_free_pages(self) -> int: ...
-    @property
-    def num_free_rows(self) -> int: ...
-    @property
-    def max_context_tokens(self) -> int | None: ...
-    def alloc_row(self) -> int: ...
-    def free_row(self, row: int) -> None: ...
-    def hold_prefix(self, seq: CacheSeq, indices: np.ndarray) -> None: ...
-    def grow(self, seq: CacheSeq, end_tokens: int, pages: int) -> None: ...
-    def values(self, seq: CacheSeq, num_tokens: int) -> np.ndarray: ...
-    def adopt(self, seq: CacheSeq, num_tokens: int, values: np.ndarray, *,
-              changed: bool) -> None: ...
-    def own_page_ids(self, seq: CacheSeq) -> np.ndarray: ...
-    def free_own(self, seq: CacheSeq) -> None: ...
-    def free_values(self, values: np.ndarray) -> None: ...
-    def page_ids(self, values: np.ndarray) -> np.ndarray: ...
-    def copy_state(self, src: int, dst: int) -> None: ...
-    def check_integrity(self) -> None: ...
 
 
 class HybridCache:
@@ -461,27 +432,7 @@ class HybridCache:
         self.rows.check_integrity()
         if self.states is not None:
             self.states.check_integrity()
-        tree_pages, tree_slots = _tree_ids(self.tree)
-        claimed = [self.rows.page_ids(tree_pages), *(self.rows.own_page_ids(s) for s in seqs)]
-        _check_ids("token pages", np.concatenate(claimed), self.rows.pages)
-        own = sum(s.held_pages - s.cached_tokens // self.page for s in seqs)
-        slots = [slot for s in seqs for slot in s.slots]
-        laws = {
-            "own pages = Σ requests' own pages": (self.own_pages, own),
-            "held slots = Σ requests' slots": (self.held_slots_total, len(slots)),
-            "reserved pages = Σ requests' reservations": (
-                self.reserved_pages, sum(s.reserved_pages for s in seqs)),
-        }
-        for law, (got, want) in laws.items():
-            if got != want:
-                raise RuntimeError(f"HybridCache: {law} broken: {got} != {want}")
-        if self.states is not None:
-            _check_ids("state slots", np.array([*tree_slots, *slots], dtype=np.int64), self.states)
-        if any(len(s.slots) > self.held_slots for s in seqs):
-            raise RuntimeError(f"a request holds more than {self.held_slots} state slots")
-        if self.reserved_pages > self.available_pages():
-            raise RuntimeError(f"HybridCache: {self.reserved_pages} pages reserved, only "
-                               f"{self.available_pages()} free + evictable")
+        check_ownership(self)
 
 
 def _deepest_on_device(node: Node) -> Node:
@@ -497,25 +448,3 @@ def _deepest_on_device(node: Node) -> Node:
         deepest = n
     return deepest
 
-
-def _tree_ids(tree: RadixTree) -> tuple[np.ndarray, list[int]]:
-    """Every device FULL value and state slot the tree holds (a full walk; for checks)."""
-    values: list[np.ndarray] = []
-    slots: list[int] = []
-    stack = list(tree.root.children.values())
-    while stack:
-        node = stack.pop()
-        if node.full.value is not None:
-            values.append(node.full.value)
-        if node.mamba.value is not None:
-            slots.append(int(node.mamba.value))
-        stack.extend(node.children.values())
-    return (np.concatenate(values) if values else np.zeros(0, dtype=np.int64)), slots
-
-
-def _check_ids(what: str, claimed: np.ndarray, allocator: IdAllocator) -> None:
-    claimed = np.sort(claimed)
-    if not np.array_equal(claimed, allocator.allocated()):
-        raise RuntimeError(f"{what}: the tree and the running requests claim {claimed.size} ids, "
-                           f"the allocator has {allocator.num_used} in use (an id held twice, "
-                           "leaked, or freed while held)")
