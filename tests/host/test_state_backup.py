@@ -40,6 +40,7 @@ def test_all_gives_a_pass_through_state_host_room_by_evicting_another():
     assert a.full.host_value is not None and a.mamba.host_value is not None
     assert x.mamba.host_value is None  # host LRU took X's state for A's
     assert h.ctrl.traffic.host_evicted_state_slots == 1
+    assert h.ctrl.traffic.declined_state_backups == 0
     h.ctrl.check_integrity()
 
 
@@ -48,6 +49,7 @@ def test_junctions_backs_a_pass_through_node_up_kv_only_when_host_states_are_ful
     assert a.full.host_value is not None and a.mamba.host_value is None  # KV only
     assert x.mamba.host_value is not None  # X keeps its host state
     assert h.ctrl.traffic.host_evicted_state_slots == 0
+    assert h.ctrl.traffic.declined_state_backups == 1
     assert h.ctrl.host.sizes().state_used_slots == 1
     h.ctrl.check_integrity()
     h.check_all_bytes()
