@@ -95,3 +95,34 @@ def test_the_controller_refuses_an_unknown_policy():
     with pytest.raises(ValueError, match="state_backup: expected a HostStateBackup"):
         HiCacheController(tree=h.tree, device=h.ctrl.device, host=h.ctrl.host,
                           state_backup="junctions")
+
+
+def test_the_real_bytes_host_group_and_the_simulator_follow_the_state_share():
+    # The plan's own host ledger sizes both: 60 GiB, fp8, ratio 2 (T = 4,670,784, K = 205);
+    # share 0.7 of its 128,343,918,080 B budget gives 608 + 1 state slots.
+    from kvledger.cache.accounting import accounting_cache
+    from kvledger.deploy import Deployment, KVDtype
+    from kvledger.host.build import build_host, host_sizes
+    from kvledger.plan import make_plan
+    from kvledger.pools.build import ScaleDown, build_pools
+
+    def plan(share):
+        return make_plan("glm-5.3-flash", Deployment(kv_cache_dtype=KVDtype.FP8_E4M3,
+                                                     enable_hierarchical_cache=True),
+                         available_gib=60, host_state_share=share)
+
+    shared, default = plan(0.7), plan(None)
+    assert sizes_of(default) == (145_963 * 64, 411)
+    assert sizes_of(shared) == (83_056 * 64, 609)
+    stats = accounting_cache(shared, host_state_backup=HostStateBackup.JUNCTIONS).tier.stats()
+    assert (stats.capacity_pages, stats.capacity_slots) == (83_056, 609)
+    assert (stats.state_share, stats.state_backup) == (0.7, HostStateBackup.JUNCTIONS)
+    pools = build_pools(shared, "meta", ScaleDown(max_total_tokens=4096, max_mamba_cache_size=8))
+    _, group = build_host(pools)
+    assert (group.kv.pages.capacity * 64, group.state.slots.capacity) == host_sizes(pools)
+    assert pools.plan.host.state_share == 0.7
+
+
+def sizes_of(plan):
+    ours = plan.host.views[1]
+    return ours.host_tokens, ours.host_state_slots

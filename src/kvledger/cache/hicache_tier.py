@@ -52,9 +52,11 @@ from kvledger.tree import EvictResult, InsertResult, LockReceipt, MatchResult, N
 
 
 class HiCacheTier:
-    def __init__(self, ctrl: HiCacheController, *, unit_tokens: int) -> None:
+    def __init__(self, ctrl: HiCacheController, *, unit_tokens: int,
+                 state_share: float | None = None) -> None:
         self.ctrl = ctrl
         self.unit_tokens = unit_tokens  # tokens per tree unit (1, or P when keying pages)
+        self.state_share = state_share  # --hicache-state-share the pools were sized with
         self.gained_units = 0  # hit units admitted requests got through loadbacks
         self.peak_pages_used = 0
         self.peak_slots_used = 0
@@ -83,7 +85,8 @@ class HiCacheTier:
                             mamba_pool=None)  # requests' state copies are not simulated
         ctrl = HiCacheController(tree=tree, device=device, host=group, policy=policy,
                                  mover=IndexOnlyMover(page_tokens=1), state_backup=state_backup)
-        return cls(ctrl, unit_tokens=page)
+        return cls(ctrl, unit_tokens=page,
+                   state_share=None if plan.host is None else plan.host.state_share)
 
     # ---- the facade's calls ----------------------------------------------------------------
 
@@ -142,7 +145,7 @@ class HiCacheTier:
         t, host = self.ctrl.traffic, self.ctrl.host
         return HostStats(
             policy=self.ctrl.policy.policy, state_backup=self.ctrl.state_backup.policy,
-            declined_state_backups=t.declined_state_backups,
+            declined_state_backups=t.declined_state_backups, state_share=self.state_share,
             capacity_pages=host.kv.pages.capacity,
             capacity_slots=0 if host.state is None else host.state.slots.capacity,
             page_bytes=host.page_bytes, slot_bytes=host.state_slot_bytes,

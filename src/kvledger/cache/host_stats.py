@@ -46,13 +46,17 @@ class HostStats:
     peak_slots_used: int
     state_backup: HostStateBackup = HostStateBackup.ALL  # which states got host room
     declined_state_backups: int = 0  # state copies the state backup rule declined
+    state_share: float | None = None  # --hicache-state-share the pools were sized with
 
     @property
     def state_backup_label(self) -> str:
-        """'' for SGLang's `all`; ', state backup <policy> (kvledger)' otherwise."""
-        if self.state_backup is HostStateBackup.ALL:
-            return ""
-        return f", state backup {self.state_backup.value} (kvledger)"
+        """What kvledger's host options changed, for the note: '' under SGLang's defaults."""
+        label = ""
+        if self.state_backup is not HostStateBackup.ALL:
+            label += f", state backup {self.state_backup.value} (kvledger)"
+        if self.state_share is not None:
+            label += f", state share {self.state_share!r} (kvledger what-if)"
+        return label
 
     @property
     def capacity_bytes(self) -> int:

@@ -13,8 +13,9 @@ kvledger_version, ignored_flags, notes — the plan's assumptions, then the repl
          loadback_hit_tokens, policy, capacity_pages, capacity_slots, capacity_bytes,
          page_bytes, slot_bytes, backup_pages, backup_slots, loadback_pages, loadback_slots,
          host_evicted_slots, peak_pages_used, peak_slots_used, state_backup,
-         declined_state_backups} (null when not available; state_backup is
-         --host-state-backup, declined_state_backups the state copies it declined;
+         declined_state_backups, state_share} (null when not available; state_backup is
+         --host-state-backup, declined_state_backups the state copies it declined,
+         state_share --hicache-state-share or null;
          pages are the plan's pages; loadback_hit_tokens are the prompt tokens that became
          usable hits through a loadback: KV pages loaded back, or KV already on device made
          usable by a state loaded back, so it can be non-zero with loadback_pages 0),
