@@ -18,6 +18,9 @@ host budget SGLang's flags give and splits it anew:
 2. state slots `S = floor(F·B / slot_bytes)`, host tokens `(B − S·slot_bytes) // token_bytes`;
 3. both then round like SGLang's pools (one page and one slot more, `kvledger.hicache`).
 
+With a share, size mode applies no floor on state slots (`kvledger.hicache`'s own choice for
+the proportional split): the share is the caller's explicit choice.
+
 Worked example (GLM-5.3-Flash, fp8, `--available-gib 60`: T = 4,670,784, K = 205; ratio 2;
 7,260 host bytes per token): B = 9,341,568 · 7,260 + 410 · 147,619,840 = 128,343,918,080 B;
 F = 0.7 gives S = 608 slots and 5,315,572 tokens.
