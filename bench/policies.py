@@ -17,6 +17,11 @@ bytes as ratio 2's, up to SGLang's rounding of one page and one slot; ratios are
 engine default (engine + lru, all, SGLang's split) measured in the same run.
 
     python bench/policies.py [--trace PATH] [--device-only] [--json]
+
+After the lossless table, `what_if_rows` prints labelled what-ifs (never the default, not
+what SGLang does today) on top of the best lossless policy: the shared track-slot pool
+(lossless, needs an engine change) and 8-bit checkpoints (lossy, not bit-exact), with their
+own default baseline measured in the same run.
 """
 
 from __future__ import annotations
@@ -130,19 +135,76 @@ def run(trace: Path, host: bool) -> dict:
             "wall_s": round(wall, 1), "rows": rows, "table": compare_table(comparison)}
 
 
+# --- what-ifs on top of the best lossless policy (labelled, never the default) ------------
+BEST = (StateAdmission.GHOST_BRANCH, StateEviction.FLOP_AWARE)
+
+
+def what_if_rows(trace: Path, host: bool) -> dict:
+    """Default, best lossless, and the best with each what-if's plan; ratios to the default."""
+    from kvledger.cache.policies.lossy_states import LossyCheckpoints, lossy_plan, lossy_states
+    from kvledger.cache.policies.slot_economy import shared_track_plan, slot_economy
+    from kvledger.sim.replay import simulate
+
+    plan = make_plan("glm-5.3-flash", Deployment(
+        kv_cache_dtype=KVDtype.FP8_E4M3, enable_hierarchical_cache=host,
+        hicache_ratio=2.0 if host else None), available_gib=60)
+    workload = load_workload(trace=trace, generator=None, num_requests=None, seed=0,
+                             rate_per_s=None, time_scale=1.0)
+    best = SimConfig(state_admission=BEST[0], state_eviction=BEST[1])
+    kind = LossyCheckpoints.INT8
+    runs = (("engine + lru (default)", plan, SimConfig()),
+            ("ghost-branch + flop-aware", plan, best),
+            ("  + shared track pool (what-if)",
+             shared_track_plan(plan, slot_economy(plan)), best),
+            ("  + int8 checkpoints (lossy what-if)",
+             lossy_plan(plan, lossy_states(plan), kind), best))
+    rows = []
+    for name, run_plan, config in runs:
+        s = simulate(run_plan, workload, config).summary
+        p95 = None if s.latency is None else s.latency.ttft_ms.p95
+        rows.append({"policy": name, "state_slots": run_plan.capacity.state_slots,
+                     "usable_hit": round(s.counters.usable_hit_rate, 6),
+                     "ttft_p95_s": None if p95 is None else round(p95 / 1e3, 1),
+                     "state_evictions": s.evicted_slots})
+    base = rows[0]
+    for row in rows:
+        row["usable_over_default"] = round(row["usable_hit"] / base["usable_hit"], 3)
+        row["ttft_p95_over_default"] = (None if row["ttft_p95_s"] is None
+                                        else round(row["ttft_p95_s"] / base["ttft_p95_s"], 3))
+    return {"tier": "device + host (ratio 2)" if host else "device only", "what_ifs": rows}
+
+
+def what_if_table(result: dict) -> Table:
+    table = Table(title=f"What-ifs on the best lossless policy, {result['tier']} (×: over the "
+                  "default, same run)", title_justify="left",
+                  caption="shared track pool of 8: what-if, not SGLang today (lossless); int8 "
+                  "checkpoints: what-if (lossy, not bit-exact). Never the default.")
+    for name in ("run", "state slots", "usable hit", "×", "states evicted", "TTFT p95 s", "×"):
+        table.add_column(name, justify="left" if name == "run" else "right",
+                         no_wrap=name == "run")
+    for r in result["what_ifs"]:
+        table.add_row(r["policy"], f"{r['state_slots']:,}", f"{r['usable_hit']:.3f}",
+                      f"{r['usable_over_default']:.2f}", f"{r['state_evictions']:,}",
+                      f"{r['ttft_p95_s']:,.1f}", f"{r['ttft_p95_over_default']:.2f}")
+    return table
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trace", type=Path, default=SHARED if SHARED.exists() else LOCAL)
     parser.add_argument("--device-only", action="store_true")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--no-what-ifs", action="store_true",
+                        help="Only the lossless policies (skip the labelled what-ifs).")
     args = parser.parse_args()
     console = Console(width=150)
-    results = [run(args.trace, host) for host in ((False,) if args.device_only
-                                                  else (False, True))]
+    tiers = (False,) if args.device_only else (False, True)
+    results = [run(args.trace, host) for host in tiers]
     host = None if args.device_only else run_host_policies(args.trace)
+    what_ifs = [] if args.no_what_ifs else [what_if_rows(args.trace, host) for host in tiers]
     if args.json:
         print(json.dumps([{k: v for k, v in r.items() if k != "table"} for r in results]
-                         + ([host] if host else []), indent=2))
+                         + ([host] if host else []) + what_ifs, indent=2))
         return
     for r in results:
         console.print(f"[bold]{r['tier']}[/]: {r['state_slots']} state slots, "
@@ -151,6 +213,8 @@ def main() -> None:
     if host is not None:
         console.print(f"[bold]{host['tier']}[/]: {host['wall_s']} s")
         console.print(host_table(host))
+    for w in what_ifs:
+        console.print(what_if_table(w))
 
 
 if __name__ == "__main__":

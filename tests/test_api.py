@@ -43,3 +43,12 @@ def test_the_docs_example_runs_as_written():
     failures, tried = doctest.testfile(str(DOCS / "example.md"), module_relative=False,
                                        optionflags=doctest.NORMALIZE_WHITESPACE)
     assert tried > 20 and failures == 0
+
+
+def test_recommend_searches_vllm_layouts_when_asked():
+    rec = kvledger.recommend("jamba-1.5-mini", requests=32, context=8_192, gpu="H200", top=1,
+                             engine="vllm")
+    # as tests/cli/test_sweep_engines.py::test_recommend_jamba_from_vllm_layouts (vllm-0.33)
+    assert rec.best.engine == "vllm" and rec.best.row.totals.running_requests == 411
+    with pytest.raises(ValueError, match="engine 'trt'"):
+        kvledger.recommend(requests=1, context=1_024, gpu="H200", engine="trt")

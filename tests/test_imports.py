@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "kvledger"
 # Lower rank = closer to the bottom. A module may import only modules of rank ≤ its own
 # (equal rank only inside one package), never `cli` or `report` from below them.
 RANKS = {
-    "units": 0, "lazy": 0, "limits": 0, "extras": 0, "model": 1, "deploy": 2, "rules": 2, "gpus": 2,
+    "units": 0, "registry": 0, "lazy": 0, "limits": 0, "extras": 0, "model": 1, "deploy": 2, "rules": 2, "gpus": 2,
     "specs": 2, "launch": 3,
     "memfraction": 2, "resolve": 3, "ledger": 4, "statebudget": 4, "requestlimits": 4,
     "rankweights": 5, "capacity": 5, "hicache_share": 4.5, "hicache": 5,
@@ -20,7 +20,7 @@ RANKS = {
     "store": 7, "l3plan": 6, "host": 8, "cache": 9, "engine": 10, "sim": 10, "sequential": 10.5, "report": 11, "api": 11,
     "cli": 12, "__main__": 13, "__init__": 14,
 }
-PLANNING = {"units", "limits", "model", "deploy", "rules", "gpus", "specs", "launch", "resolve", "ledger",
+PLANNING = {"units", "registry", "limits", "model", "deploy", "rules", "gpus", "specs", "launch", "resolve", "ledger",
             "statebudget", "requestlimits", "memfraction", "rankweights", "capacity", "hicache",
             "hicache_share",
             "plan", "vllm", "logs", "scaling", "sizing", "extras", "l3plan"}

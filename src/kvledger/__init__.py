@@ -1,7 +1,7 @@
 """kvledger: byte-exact KV-cache ledgers and a reference memory system for hybrid LLMs.
 
 The public calls (`kvledger.api`): `plan`, `simulate`, `sweep`, `compare`, `recommend`.
-Packages, in data-flow order: model, deploy/launch/rules/gpus, specs, resolve, ledger,
+Packages, in data-flow order: model, deploy/launch/rules (a registry per engine)/gpus, specs, resolve, ledger,
 capacity, hicache, plan (the planner); sizing (sweeps, comparisons, recommendations); pools, tree, host, cache
 (the memory system; `memory` extra); engine, sim; report, cli (the edge).
 """

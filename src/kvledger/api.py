@@ -125,12 +125,16 @@ def sweep(model: str = DEFAULT_MODEL, flags: Flags = (), *, gpu: object = None,
                 mamba_ssm_dtype=tuple(None if s is None else StateDtype(s)
                                       for s in _axis(mamba_ssm_dtype)))
     parsed = parse_flags(flags)
+    return run(parsed.model_ref or model, axes, parsed.deployment, rules=rules,
+               available_gib=available_gib, weights_gib=weights_gib, requests=requests,
+               context_tokens=context, engines=_engines(engine))
+
+
+def _engines(engine: object) -> tuple[str, ...]:
     engines = tuple(str(e) for e in _axis(engine))
     if any(e not in ("sglang", "vllm") for e in engines):
         raise ValueError(f"engine {engine!r}: expected sglang, vllm or both")
-    return run(parsed.model_ref or model, axes, parsed.deployment, rules=rules,
-               available_gib=available_gib, weights_gib=weights_gib, requests=requests,
-               context_tokens=context, engines=engines)
+    return engines
 
 
 def compare(a: Plan, b: Plan) -> list[Difference]:
@@ -142,12 +146,14 @@ def compare(a: Plan, b: Plan) -> list[Difference]:
 
 def recommend(model: str = DEFAULT_MODEL, *, requests: int, context: int,
               gpu: object = None, flags: Flags = (), rules: str = DEFAULT_RULES,
-              top: int = 5) -> Recommendations:
+              top: int = 5, engine: object = "sglang") -> Recommendations:
     """The `top` cheapest layouts (fewest GPUs, then most headroom) fitting `requests`
-    concurrent requests of `context` tokens, each with its SGLang launch `command`."""
+    concurrent requests of `context` tokens, each with its engine's launch `command`
+    (`engine="vllm"` or `"sglang,vllm"`: vLLM's layouts of the same GPUs are searched too)."""
     from kvledger.sizing.recommend import recommend as run
 
     gpus = None if gpu is None else tuple(g for g in _axis(gpu) if g)
     parsed = parse_flags(flags)
     return run(parsed.model_ref or model, requests=requests, context_tokens=context,
-               gpus=gpus, base=parsed.deployment, rules=rules, top=top)
+               gpus=gpus, base=parsed.deployment, rules=rules, top=top,
+               engines=_engines(engine))

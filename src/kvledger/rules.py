@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvledger.registry import RuleRegistry
 from kvledger.units import MiB, cdiv
 
 # DSA kernels process 64 index keys per page (the CUDA assert `page_size / kpool == 64` in
@@ -52,9 +53,8 @@ class RuleSet:
         return cdiv(row_bytes, kpool) if self.indexer_reserves_pooled else row_bytes
 
 
-RULES: dict[str, RuleSet] = {
-    rule.name: rule
-    for rule in (
+RULES: RuleRegistry[RuleSet] = RuleRegistry(
+    (
         RuleSet(
             name="sglang-0.5.21",
             page_scales_with_kpool=False,
@@ -70,13 +70,8 @@ RULES: dict[str, RuleSet] = {
             host_indexer_pool=True,
             requests_floor_one_per_worker=True,
         ),
-    )
-}
-DEFAULT_RULES = "sglang-0.5.21"
-
-
-def get_rules(name: str) -> RuleSet:
-    try:
-        return RULES[name]
-    except KeyError:
-        raise ValueError(f"--rules {name!r}: expected one of {', '.join(RULES)}") from None
+    ),
+    default="sglang-0.5.21",
+)
+DEFAULT_RULES = RULES.default
+get_rules = RULES.lookup

@@ -39,3 +39,19 @@ def test_bad_sizes_and_dense_models_are_errors():
         LossyStates(state_slots=5, pinned_slots=1, slot_bytes=10, checkpoint_slot_bytes=11)
     with pytest.raises(ValueError, match="no linear-attention states"):
         lossy_states(make_plan(model="llama-3.1-8b"))
+
+
+def test_lossy_plan_gives_the_gained_slots_to_the_pool_and_is_labelled():
+    from kvledger.cache.policies.lossy_states import LossyCheckpoints, label, lossy_plan
+
+    plan = make_plan(deployment=Deployment(kv_cache_dtype=KVDtype.FP8_E4M3), available_gib=60)
+    e = lossy_states(plan)
+    what_if = lossy_plan(plan, e, LossyCheckpoints.FP8)
+    assert what_if.capacity.state_slots == 205 + 226
+    assert what_if.capacity.max_running_requests == plan.capacity.max_running_requests == 41
+    # at N running the what-if's cache room is exactly the 8-bit share: 431 − 123 = 308
+    held = what_if.capacity.max_running_requests * what_if.layout.held_slots_per_request
+    assert what_if.capacity.state_slots - held == e.cache_lossy_slots == 308
+    assert what_if.notes[-1] == label(LossyCheckpoints.FP8) and not plan.notes
+    assert label(LossyCheckpoints.INT8).startswith("what-if (lossy, not bit-exact)")
+    assert label(LossyCheckpoints.INT8).endswith("(int8)")

@@ -72,6 +72,7 @@ def test_slot_economy_json_reports_the_freed_slots_and_both_runs():
     doc = json.loads(result.output)
     assert doc["schema"] == "kvledger.simulate-slot-economy/1"
     assert doc["label"].startswith("what-if")
+    assert doc["state_policies"] == "engine + lru"
     n, k = doc["running_requests"], doc["state_slots"]
     assert doc["pinned_today_slots"] == 3 * n and doc["pinned_shared_slots"] == n + 4
     assert (k, n, doc["freed_slots"]) == (33, 6, 8)  # 2 · 6 track slots less a pool of 4
@@ -80,6 +81,22 @@ def test_slot_economy_json_reports_the_freed_slots_and_both_runs():
     assert engine["usable_hit_rate"] == pytest.approx(0.5366, abs=1e-4)
     assert shared["usable_hit_rate"] == pytest.approx(0.5950, abs=1e-4)
     assert shared["token_hit_rate"] == engine["token_hit_rate"]  # KV room is unchanged
+
+
+def test_slot_economy_composes_with_the_best_policy():
+    # ghost-branch + flop-aware already evicts fewer states; the shared pool's 8 freed slots
+    # take usable hit to this workload's saturation, 143,808 of 215,977 prompt tokens (every
+    # state-backed reuse; the same as the engine's run at 30 GiB).
+    result = invoke(*SMALL, "--available-gib", "10", "--kv-cache-dtype", "fp8_e4m3",
+                    "--slot-economy", "shared-track=4", "--state-admission", "ghost-branch",
+                    "--state-eviction", "flop-aware", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["state_policies"] == "ghost-branch + flop-aware" and doc["freed_slots"] == 8
+    engine, shared = doc["runs"]["engine"], doc["runs"]["shared-track"]
+    assert (engine["evicted_slots"], shared["evicted_slots"]) == (43, 34)
+    assert engine["usable_hit_rate"] == pytest.approx(0.6258, abs=1e-4)
+    assert shared["usable_hit_rate"] == pytest.approx(143_808 / 215_977, abs=1e-9)
 
 
 def test_slot_economy_input_errors():

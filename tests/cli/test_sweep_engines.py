@@ -86,6 +86,7 @@ def test_vllm_refusal_is_the_rows_reason():
     (["--engine", "trtllm"], "--engine 'trtllm': expected sglang or vllm"),
     (["--engine", "vllm"], "--engine vllm: needs --gpu"),
     (["--engine", "sglang", "--rules", "vllm-0.33"], "a vllm rule set, but --engine is sglang"),
+    (["--rules", "sglang-0.5.21,sglang-0.5.23"], "two rule sets for sglang"),
 ])
 def test_engine_errors_name_the_flag(args, message):
     result = runner.invoke(app, ["sweep", *args])
@@ -106,17 +107,15 @@ def test_recommend_prints_vllms_command_when_its_plan_fits(model):
     from kvledger.sizing.vllm_point import vllm_totals
     from kvledger.vllm.flags import parse_vllm_command
 
-    rec = recommend(model, requests=32, context_tokens=8_192, gpus=("H200",), top=3)
-    if model == "jamba-1.5-mini":
-        # SGLang refuses Jamba (resolve_transformers_arch); recommend searches SGLang layouts,
-        # so it reports that refusal, pointing at vLLM, rather than a layout.
-        assert not rec.fits
-        assert all("use --engine vllm" in why for why, _ in rec.failures), rec.failures
-        return
+    # Both engines' layouts: a model SGLang refuses (Jamba) is recommended vLLM's layouts.
+    rec = recommend(model, requests=32, context_tokens=8_192, gpus=("H200",), top=3,
+                    engines=("sglang", "vllm"))
     assert rec.fits, rec.failures
     for r in rec.fits:
         assert (r.vllm_command is None) != (r.vllm_why is None)
         vdep = vllm_deployment(r.row.point.deployment, 8_192)
+        if r.engine == "vllm":
+            assert r.command == r.vllm_command  # a vLLM fit: its own command
         if r.vllm_command is None:
             continue
         parsed = parse_vllm_command(r.vllm_command)  # the command parses back to the layout
@@ -125,11 +124,56 @@ def test_recommend_prints_vllms_command_when_its_plan_fits(model):
         plan = make_vllm_plan(model, parsed.deployment, gpu="H200")
         assert vllm_totals(plan).running_requests >= 32
     result = runner.invoke(app, ["recommend", "--model", model, "--requests", "32",
-                                 "--context", "8192", "--gpu", "H200", "--top", "3", "--json"])
+                                 "--context", "8192", "--gpu", "H200", "--top", "3",
+                                 "--engine", "sglang,vllm", "--json"])
     assert result.exit_code == 0, result.output
     fits = json.loads(result.stdout)["fits"]
+    assert [f["engine"] for f in fits] == [r.engine for r in rec.fits]
+    assert [f["command"] for f in fits] == [r.command for r in rec.fits]
     assert [f["vllm_command"] for f in fits] == [r.vllm_command for r in rec.fits]
     assert [f["vllm_why"] for f in fits] == [r.vllm_why for r in rec.fits]
+
+
+def test_recommend_jamba_from_vllm_layouts():
+    from kvledger.sizing import recommend
+
+    # SGLang refuses Jamba (model_loader/utils.py, resolve_transformers_arch): every SGLang
+    # layout fails with that reason, and vLLM's layouts are the recommendation.
+    rec = recommend("jamba-1.5-mini", requests=32, context_tokens=8_192, gpus=("H200",),
+                    top=3, engines=("sglang", "vllm"))
+    assert rec.searched == 60  # 30 layouts × 2 engines
+    ((why, refused),) = rec.failures
+    assert refused == 30 and "resolve_transformers_arch" in why and "use --engine vllm" in why
+    best = rec.best
+    assert best.engine == "vllm"
+    assert best.command == ("vllm serve ai21labs/AI21-Jamba-1.5-Mini --max-model-len 8192 "
+                            "--kv-cache-dtype fp8_e4m3")
+    # vllm-0.33 on one H200: 27,126 blocks of 160 tokens; a max_model_len request takes 66
+    # (get_max_concurrency_for_kv_cache_config: 27,126 / 66 = 411 requests), and the logged
+    # "GPU KV cache size" is int(411 × 8,192) = 3,366,912 tokens (get_kv_cache_capacity).
+    cap = best.row.vllm_plan.capacity
+    assert (cap.num_blocks, cap.blocks_per_request, cap.max_concurrency) == (27_126, 66, 411.0)
+    assert best.row.vllm_plan.layout.block_tokens == 160
+    tot = best.row.totals
+    assert (tot.ranks, tot.running_requests, tot.tokens) == (1, 411, 3_366_912)
+    assert best.headroom == 411 / 32
+    # cheapest first: one GPU (fp8, then bf16 KV: 231 requests), then two (max_num_seqs 1,024)
+    assert [(r.row.totals.ranks, r.row.totals.running_requests) for r in rec.fits] == [
+        (1, 411), (1, 231), (2, 1_024)]
+    result = runner.invoke(app, ["recommend", "--model", "jamba-1.5-mini", "--requests", "32",
+                                 "--context", "8192", "--gpu", "H200", "--engine", "vllm"])
+    assert result.exit_code == 0, result.output
+    assert f"#1 vLLM:   {best.command}" in result.stdout
+    assert "SGLang:" not in result.stdout  # vLLM alone: no SGLang layout searched
+
+
+def test_recommend_engine_and_rules_errors_name_the_flag():
+    for args, message in [(["--engine", "trt"], "--engine 'trt': expected sglang or vllm"),
+                          (["--engine", "vllm", "--rules", "sglang-0.5.23"],
+                           "a sglang rule set, but --engine is vllm")]:
+        result = runner.invoke(app, ["recommend", "--requests", "4", "--context", "1024",
+                                     "--gpu", "H200", *args])
+        assert result.exit_code == 2 and message in result.output, result.output
 
 
 def test_recommend_says_why_vllm_does_not_fit():
@@ -224,3 +268,16 @@ def test_replicas_and_dp_attention_together_are_refused_by_flag():
     rows = json.loads(result.stdout)["rows"]
     assert [(r["replicas"], r["totals"]["ranks"]) for r in rows] == [(1, 4), (2, 8)]
     assert rows[1]["dp_size"] == 2 and rows[1]["enable_dp_attention"] is False
+
+
+def test_compare_rules_pick_one_set_per_sides_engine():
+    result = runner.invoke(app, ["compare", "--a", "--tp 8 --gpu H200",
+                                 "--b", "--tp 8 --gpu H200 --engine vllm",
+                                 "--rules", "sglang-0.5.23,vllm-0.13", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert (doc["a"]["rules"], doc["b"]["rules"]) == ("sglang-0.5.23", "vllm-0.13")
+    result = runner.invoke(app, ["compare", "--a", "--tp 8", "--b", "--tp 4",
+                                 "--rules", "vllm-0.13"])
+    assert result.exit_code == 2, result.output
+    assert "--rules vllm-0.13: a vllm rule set, but --engine is sglang" in result.output

@@ -102,6 +102,13 @@ SIM_OPTIONS = st.one_of(
     st.tuples(st.just("--host-state-backup"), st.sampled_from(["all", "junctions", "", "x"]))
     .map(list),
     st.tuples(st.just("--hicache-state-share"), st.one_of(PLAUSIBLE, VALUES)).map(list),
+    # the labelled what-ifs: valid kinds (two replays each) and hostile spellings
+    st.tuples(st.just("--lossy-checkpoints"),
+              st.sampled_from(["int8", "fp8", "int8", "fp8", "INT8", "int4", "fp8_e4m3", "", "x"]))
+    .map(list),
+    st.tuples(st.just("--slot-economy"),
+              st.sampled_from(["shared-track", "shared-track=2", "shared-track=0",
+                               "shared-track=-1", "shared-track=1e400", "pooled", ""])).map(list),
 )
 
 
@@ -120,6 +127,12 @@ def test_simulate(workload, count, args):
     _command(SGLANG_FLAGS, max_flags=2).filter(bool),
     st.lists(st.text(min_size=1, max_size=6).filter(lambda t: not t.startswith("-")),
              min_size=1, max_size=2).map(lambda extra: ["--workload", "branching", *extra]),
+    # --lossy-checkpoints: only spellings it must refuse, or a workload it cannot cover
+    st.tuples(st.just("--lossy-checkpoints"),
+              st.one_of(st.text(max_size=8), st.sampled_from(["INT8", "int4", "fp16", ""]))
+              .filter(lambda t: t not in ("int8", "fp8"))).map(list),
+    st.sampled_from(["int8", "fp8"]).map(lambda kind: ["--lossy-checkpoints", kind,
+                                                       "--workload", "host-write-back"]),
 ))
 def test_verify(args):
     assert check_invocation("verify", ["verify", *args, "--json"]) == 2

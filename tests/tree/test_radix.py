@@ -244,3 +244,27 @@ def test_printer_shows_residency_and_locks(kv, states):
         "root  page_size=1  FULL 6 tok (0 evictable)  MAMBA 1 slots (0 evictable)",
         "└── #1 [0 1 2 3 …] 6 tok  FULL D(lock 1)  MAMBA D=0(lock 1)",
     ]
+
+
+def test_insert_below_a_held_node_compares_only_the_suffix_and_refuses_a_foreign_one(kv, states):
+    """The facade inserts from its request's locked node: the prefix above it is the tree's
+    own KV, so only the new suffix is walked. A node off the tokens' path, one whose KV left
+    the device, or one of another tree is refused by name."""
+    tree = RadixTree(page_size=4)
+    first = strip(0, 16)
+    done = insert_fresh(tree, first, kv, states)
+    receipt = tree.lock(done.node)
+    longer = np.r_[first, strip(100, 8)]
+    more = tree.insert(longer, np.r_[tree.path_device_indices(done.node), kv.take(8)],
+                       states.one(), below=done.node)
+    assert (more.prefix_length, len(more.duplicate_indices), more.mamba_existed) == (16, 0, False)
+    assert more.node.parent is done.node and tree.match_prefix(longer).device_hit_length == 24
+    with pytest.raises(ValueError, match="is not on the path of the tokens"):
+        tree.insert(strip(500, 24), kv.take(24), states.one(), below=done.node)
+    with pytest.raises(ValueError, match="belongs to another tree"):
+        RadixTree(page_size=4).insert(longer, kv.take(24), states.one(), below=done.node)
+    tree.unlock(receipt)
+    tree.evict(full_tokens=24)
+    with pytest.raises(ValueError, match="is not a device-resident path"):
+        tree.insert(longer, kv.take(24), states.one(), below=done.node)
+    tree.check_integrity()

@@ -10,6 +10,7 @@ could not be met) and then follows it. ``check_integrity()`` runs after every st
 
 from __future__ import annotations
 
+import copy
 import itertools
 from math import lcm
 
@@ -26,6 +27,7 @@ from kvledger.tree import (
     RadixTree,
     Tier,
 )
+from kvledger.tree.walk import path_tokens as walk_tokens
 from tree.radix_factories import path_nodes
 
 CHUNK_TOKENS = 4  # a small checkpoint grid so branching points occur in short sequences
@@ -123,6 +125,34 @@ class TreeMachine(RuleBasedStateMachine):
         end = tuple(tokens)
         assert done.mamba_existed == (not tokens or end in self.dstate)
         if tokens and end not in self.dstate:
+            self.dstate[end] = state
+
+    @rule(pick=st.integers(0, 1_000), extra=token_lists)
+    def insert_below_a_lock(self, pick: int, extra: list[int]) -> None:
+        """An insert that starts at a device-locked node (the facade inserts from its
+        request's locked node) answers and leaves the tree exactly as the walk from the
+        root does: same result, same nodes, stamps, locks, eviction orders and sizes."""
+        held = [r.node for r, _, _ in self.receipts if r.tier is Tier.DEVICE]
+        if not held:
+            return
+        node = held[pick % len(held)]
+        prefix = walk_tokens(node).tolist()
+        tokens = prefix + self.aligned(extra)
+        own = [next(self.kv_slots) for _ in range(len(tokens) - len(prefix))]
+        slots = [s for p in self.pages(prefix) for s in self.dev[p]] + own  # the tree's own
+        state = next(self.state_slots) if self.tree.has_state else None
+        twin = copy.deepcopy(self.tree)
+        want = twin.insert(tokens, slots, state)
+        done = self.tree.insert(tokens, slots, state, below=node)
+        assert (done.prefix_length, done.mamba_existed) == (want.prefix_length, want.mamba_existed)
+        assert done.duplicate_indices.tolist() == want.duplicate_indices.tolist()
+        assert walk_tokens(done.node).tolist() == walk_tokens(want.node).tolist() == tokens
+        assert snapshot(self.tree) == snapshot(twin)
+        pages = self.pages(tokens)
+        for p in pages:
+            self.dev.setdefault(p, tuple(slots[len(p) - self.page_size : len(p)]))
+        end = tuple(tokens)
+        if state is not None and tokens and end not in self.dstate:
             self.dstate[end] = state
 
     @rule(tokens=token_lists)
@@ -284,6 +314,23 @@ class TreeMachine(RuleBasedStateMachine):
                 page * len(pinned_kv),
             )
             assert (s.mamba_slots, s.mamba_protected_slots) == (len(states), len(pinned_states))
+
+
+def snapshot(tree: RadixTree):
+    """Everything an insert can change, comparable across copies of one tree."""
+    rows = []
+    stack = [(tree.root, ())]
+    while stack:
+        node, above = stack.pop()
+        path = above + tuple(node.tokens.tolist())
+        rows.append((path, node.id, node.last_access, node.alive,
+                     [None if v is None else v.tolist() for v in node.full.values],
+                     [None if v is None else int(v) for v in node.mamba.values],
+                     list(node.full.locks), list(node.mamba.locks), list(node.num_children_on)))
+        stack.extend((child, path) for child in node.children.values())
+    books = [(book.sizes(), sorted((n.id, stamp) for n, stamp in book.leaves._pushed.items()),
+              [n.id for n in book.states]) for book in tree.books]
+    return sorted(rows), tree._clock, books
 
 
 class TreeMachinePage2(TreeMachine):

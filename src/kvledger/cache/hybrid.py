@@ -375,7 +375,10 @@ class HybridCache:
                 relock: bool) -> None:
         rows, tree = self.rows, self.tree
         values = rows.values(seq, length)
-        result = tree.insert(keys[: length // self.unit], values, slot)
+        # The walk starts at the request's locked node: the prefix above it is the tree's
+        # own KV (matched or inserted by this request), so only the new suffix is compared.
+        held = seq.receipt.node if seq.receipt is not None else None
+        result = tree.insert(keys[: length // self.unit], values, slot, below=held)
         self.tier.on_insert(result)
         if self.store is not None:
             self.store.on_insert(result.node)

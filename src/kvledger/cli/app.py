@@ -20,7 +20,6 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
-from typer import _click as click  # typer ≥ 0.29 vendors click; its exceptions live here
 from typer.core import TyperCommand, TyperGroup
 
 from kvledger import __version__
@@ -47,8 +46,24 @@ def print_error(message: str) -> None:
     err_console.print(f"[red]error:[/] {escape(message)}", soft_wrap=True, highlight=False)
 
 
+class FlagSpellingError(typer.TyperException):
+    """An option word that names no option, or more than one (exit status 2, as argparse)."""
+
+    exit_code = 2
+
+
 class KvGroup(TyperGroup):
-    """The top-level group: click's usage errors printed in the one error style."""
+    """The top-level group: click's usage errors printed in the one error style.
+
+    Only typer's public names are used: `typer.TyperException` is the base of every error
+    the parser raises (usage errors among them carry the `ctx` they arose in).
+    """
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        if not args and self.no_args_is_help and not ctx.resilient_parsing:
+            typer.echo(ctx.get_help(), err=True, color=ctx.color)
+            raise typer.Exit(2)
+        return super().parse_args(ctx, args)
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True,
@@ -57,13 +72,10 @@ class KvGroup(TyperGroup):
         self.invocation = list(sys.argv[1:] if args is None else args)
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-        except click.exceptions.NoArgsIsHelpError as exc:
-            exc.show()
-            code = exc.exit_code
-        except click.exceptions.ClickException as exc:
+        except typer.TyperException as exc:
             print_error(exc.format_message())
-            if isinstance(exc, click.exceptions.UsageError) and exc.ctx is not None:
-                words = exc.ctx.command_path.split()[1:]  # the program may be `python -m …`
+            if (usage := getattr(exc, "ctx", None)) is not None:
+                words = usage.command_path.split()[1:]  # the program may be `python -m …`
                 err_console.print(f"see `{' '.join(['kvledger', *words])} -h`", highlight=False)
             code = exc.exit_code
         except typer.Abort:
@@ -79,7 +91,7 @@ class KvCommand(TyperCommand):
 
     takes_deployment = False
 
-    def parse_args(self, ctx: click.core.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
         return super().parse_args(ctx, self.expand(args))
 
     def _own_options(self) -> dict[str, bool]:
@@ -117,9 +129,9 @@ class KvCommand(TyperCommand):
                 name = read_flag(name, known)
             except UnknownFlag as exc:
                 if not vllm:
-                    raise click.exceptions.UsageError(str(exc)) from None
+                    raise FlagSpellingError(str(exc)) from None
             except ValueError as exc:
-                raise click.exceptions.UsageError(str(exc)) from None
+                raise FlagSpellingError(str(exc)) from None
             out.append(name + eq + value)
             takes_value = own.get(name, False) and not eq
         return out

@@ -1,7 +1,8 @@
-"""`--engine sglang|vllm|sglang,vllm` for `kvledger plan`: which engine's rules plan the model.
+"""`--engine sglang|vllm|sglang,vllm` for `kvledger plan`: the plans of the engines chosen.
 
 The engine is the one named, else the one the rule set or a pasted command implies
-(`--rules vllm-0.13`, `-- vllm serve …`), else SGLang. With both engines, the flags given are
+(`--rules vllm-0.13`, `-- vllm serve …`), else SGLang (`cli.options.choose_engines`, which
+every command taking `--engine` shares). With both engines, the flags given are
 the named engine's (SGLang's unless a vLLM command is pasted) and the shared ones carry over to
 the other (kvledger.vllm.translate).
 """
@@ -13,23 +14,14 @@ from typing import Annotated
 
 import typer
 
-from kvledger.cli.options import PlanInputs, plan_from
+from kvledger.cli.options import EngineChoice, EngineOpt, PlanInputs, choose_engines, plan_from
 from kvledger.launch import parse_flags
 from kvledger.model.config import DEFAULT_MODEL
 from kvledger.plan import Plan, make_plan
-from kvledger.rules import DEFAULT_RULES
-from kvledger.rules import RULES as SGLANG_RULES
 from kvledger.vllm.flags import is_vllm_command, parse_vllm_command
 from kvledger.vllm.plan import VllmPlan, make_vllm_plan
-from kvledger.vllm.rules import DEFAULT_VLLM_RULES
-from kvledger.vllm.rules import RULES as VLLM_RULES
 from kvledger.vllm.translate import sglang_from_vllm, vllm_from_sglang
 
-ENGINES = ("sglang", "vllm")
-
-EngineOpt = Annotated[str | None, typer.Option(
-    "--engine", help="Engine whose rules plan the model: sglang, vllm, or sglang,vllm for both "
-    "side by side. Default: implied by --rules or the pasted command, else sglang.")]
 ActivationOpt = Annotated[float | None, typer.Option(
     "--activation-gib", help="vLLM: peak activation memory per rank (GiB), as profiling finds it.")]
 NonTorchOpt = Annotated[float | None, typer.Option(
@@ -47,48 +39,14 @@ class EngineInputs:
     cudagraph_gib: CudagraphOpt = None
 
 
-def engines_for(inputs: PlanInputs, eng: EngineInputs, extra: list[str]) -> tuple[str, ...]:
-    if eng.engine is not None:
-        names = tuple(e.strip() for e in eng.engine.split(","))
-        if not names or any(e not in ENGINES for e in names) or len(set(names)) != len(names):
-            raise ValueError(f"--engine {eng.engine!r}: expected sglang, vllm or sglang,vllm")
-        return names
-    if inputs.rules in VLLM_RULES or is_vllm_command(extra):
-        return ("vllm",)
-    return ("sglang",)
-
-
-def _rules(inputs: PlanInputs, engine: str) -> str:
-    chosen = [r.strip() for r in inputs.rules.split(",")]
-    table, default = (VLLM_RULES, DEFAULT_VLLM_RULES) if engine == "vllm" else (
-        SGLANG_RULES, DEFAULT_RULES)
-    mine = [r for r in chosen if r in table]
-    if len(mine) > 1:
-        raise ValueError(f"--rules {inputs.rules!r}: two rule sets for {engine}")
-    return mine[0] if mine else default
-
-
-def _check_rules(inputs: PlanInputs, engines: tuple[str, ...]) -> None:
-    if inputs.hicache_state_share is not None and engines != ("sglang",):
-        raise ValueError(f"--hicache-state-share {inputs.hicache_state_share!r}: a what-if for "
-                         "SGLang's host tier; not with --engine vllm")
-    known = {**{r: "sglang" for r in SGLANG_RULES}, **{r: "vllm" for r in VLLM_RULES}}
-    for rule in (r.strip() for r in inputs.rules.split(",")):
-        if rule not in known:
-            raise ValueError(f"--rules {rule!r}: expected one of {', '.join(known)}")
-        if rule != DEFAULT_RULES and known[rule] not in engines:
-            raise ValueError(f"--rules {rule}: a {known[rule]} rule set, but --engine is "
-                             f"{','.join(engines)}")
-
-
-def vllm_plan_from(inputs: PlanInputs, eng: EngineInputs, extra: list[str]
-                   ) -> tuple[VllmPlan, tuple[str, ...]]:
+def vllm_plan_from(inputs: PlanInputs, eng: EngineInputs, choice: EngineChoice,
+                   extra: list[str]) -> tuple[VllmPlan, tuple[str, ...]]:
     parsed = parse_vllm_command(extra)
     if parsed.model_ref and inputs.model and parsed.model_ref != inputs.model:
         raise ValueError(f"--model {inputs.model!r} contradicts the command's model "
                          f"{parsed.model_ref!r}")
     plan = make_vllm_plan(inputs.model or parsed.model_ref or DEFAULT_MODEL, parsed.deployment,
-                          rules=_rules(inputs, "vllm"), gpu=inputs.gpu,
+                          rules=choice.vllm_rules, gpu=inputs.gpu,
                           available_gib=inputs.available_gib, weights_gib=inputs.weights_gib,
                           activation_gib=eng.activation_gib, non_torch_gib=eng.non_torch_gib,
                           cudagraph_gib=eng.cudagraph_gib)
@@ -99,8 +57,11 @@ def plans_for(inputs: PlanInputs, eng: EngineInputs, extra: list[str], *,
               requests: int | None = None, context: int | None = None
               ) -> tuple[Plan | None, VllmPlan | None, tuple[str, ...]]:
     """(SGLang plan, vLLM plan, ignored flags); the engine not asked for is None."""
-    engines = engines_for(inputs, eng, extra)
-    _check_rules(inputs, engines)
+    choice = choose_engines(eng.engine, inputs.rules, extra)
+    engines = choice.engines
+    if inputs.hicache_state_share is not None and engines != ("sglang",):
+        raise ValueError(f"--hicache-state-share {inputs.hicache_state_share!r}: a what-if for "
+                         "SGLang's host tier; not with --engine vllm")
     if engines == ("sglang",):
         plan, ignored = plan_from(inputs, extra, requests=requests, context=context)
         return plan, None, ignored
@@ -108,15 +69,15 @@ def plans_for(inputs: PlanInputs, eng: EngineInputs, extra: list[str], *,
         raise ValueError("--requests/--context: the workload check is SGLang's; with --engine "
                          "vllm, concurrency is reported for max_model_len requests")
     if engines == ("vllm",):
-        plan, ignored = vllm_plan_from(inputs, eng, extra)
+        plan, ignored = vllm_plan_from(inputs, eng, choice, extra)
         return None, plan, ignored
     if inputs.available_gib is not None:
         raise ValueError("--available-gib means a different figure to each engine (SGLang: free "
                          "after weights; vLLM: Available KV cache memory); side by side needs "
                          "--gpu")
-    sglang_rules = _rules(inputs, "sglang")
+    sglang_rules = choice.sglang_rules
     if is_vllm_command(extra):
-        vplan, ignored = vllm_plan_from(inputs, eng, extra)
+        vplan, ignored = vllm_plan_from(inputs, eng, choice, extra)
         splan = make_plan(vplan.model, sglang_from_vllm(parse_vllm_command(extra).deployment),
                           rules=sglang_rules, gpu=inputs.gpu, weights_gib=inputs.weights_gib)
         return splan, vplan, ignored
@@ -125,7 +86,7 @@ def plans_for(inputs: PlanInputs, eng: EngineInputs, extra: list[str], *,
     splan = make_plan(model, parsed.deployment, rules=sglang_rules, gpu=inputs.gpu,
                       weights_gib=inputs.weights_gib)
     vplan = make_vllm_plan(splan.model, vllm_from_sglang(parsed.deployment),
-                           rules=_rules(inputs, "vllm"), gpu=inputs.gpu,
+                           rules=choice.vllm_rules, gpu=inputs.gpu,
                            weights_gib=inputs.weights_gib, activation_gib=eng.activation_gib,
                            non_torch_gib=eng.non_torch_gib, cudagraph_gib=eng.cudagraph_gib)
     return splan, vplan, parsed.ignored

@@ -1,7 +1,18 @@
-"""Options shared by every command that plans a model on a deployment."""
+"""Options shared by every command that plans a model on a deployment.
+
+`--engine` and `--rules` are declared here once for every command that takes them, and read
+once (`choose_engines`): which engines plan, and each one's rule set.
+
+>>> c = choose_engines("sglang,vllm", "vllm-0.13")
+>>> c.engines, c.sglang_rules, c.vllm_rules
+(('sglang', 'vllm'), 'sglang-0.5.21', 'vllm-0.13')
+>>> choose_engines(None, "vllm-0.13").engines  # the rule set implies the engine
+('vllm',)
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -11,7 +22,12 @@ from kvledger.launch import parse_flags
 from kvledger.model.config import DEFAULT_MODEL, embedded_names
 from kvledger.plan import Plan, make_plan
 from kvledger.rules import DEFAULT_RULES, RULES
+from kvledger.sizing.axes import parse_axis
+from kvledger.vllm.flags import is_vllm_command
+from kvledger.vllm.rules import DEFAULT_VLLM_RULES
 from kvledger.vllm.rules import RULES as VLLM_RULES
+
+ENGINES = ("sglang", "vllm")
 
 ModelOpt = Annotated[str | None, typer.Option(
     "--model", help=f"Embedded name ({', '.join(embedded_names())}), Hugging Face repo id, "
@@ -19,6 +35,9 @@ ModelOpt = Annotated[str | None, typer.Option(
 RulesOpt = Annotated[str, typer.Option(
     "--rules", help=f"Engine rule set: {', '.join(RULES)}; for --engine vllm: "
     f"{', '.join(VLLM_RULES)}.")]
+EngineOpt = Annotated[str | None, typer.Option(
+    "--engine", help="Engines, comma-separated: sglang, vllm, or sglang,vllm for both side by "
+    "side. Default: implied by --rules or the pasted command, else sglang.")]
 GpuOpt = Annotated[str | None, typer.Option(
     "--gpu", help="GPU from the catalogue (see `kvledger gpus`); weights are subtracted.")]
 FamilyOpt = Annotated[str | None, typer.Option(
@@ -60,6 +79,49 @@ class PlanInputs:
     available_gib: AvailOpt = None
     weights_gib: WeightsOpt = None
     hicache_state_share: StateShareOpt = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineChoice:
+    """The engines a command plans with (in the order given) and each one's rule set."""
+
+    engines: tuple[str, ...]
+    sglang_rules: str
+    vllm_rules: str
+
+
+def _engine(word: str) -> str:
+    if word not in ENGINES:
+        raise ValueError("expected sglang or vllm, or both as sglang,vllm")
+    return word
+
+
+def choose_engines(engine: str | None, rules: str, extra: Sequence[str] = ()) -> EngineChoice:
+    """`--engine` (else the engine `--rules` or a pasted `vllm serve …` in `extra` implies,
+    else SGLang) and `--rules`: at most one rule set per engine, each of an engine chosen
+    (SGLang's default rule set, the option's default, names no engine)."""
+    if engine is not None:
+        engines = parse_axis("--engine", engine, _engine)
+    elif rules in VLLM_RULES or is_vllm_command(list(extra)):
+        engines = ("vllm",)
+    else:
+        engines = ("sglang",)
+    chosen: dict[str, list[str]] = {"sglang": [], "vllm": []}
+    for word in (w.strip() for w in rules.split(",")):
+        owner = "sglang" if word in RULES else "vllm" if word in VLLM_RULES else None
+        if owner is None:
+            raise ValueError(f"--rules {word!r}: expected one of "
+                             f"{', '.join([*RULES, *VLLM_RULES])}")
+        if owner not in engines and word != DEFAULT_RULES:
+            raise ValueError(f"--rules {word}: a {owner} rule set, but --engine is "
+                             f"{','.join(engines)}")
+        chosen[owner].append(word)
+    for owner, words in chosen.items():
+        if len(words) > 1:
+            raise ValueError(f"--rules {rules!r}: two rule sets for {owner}")
+    return EngineChoice(engines=engines,
+                        sglang_rules=(chosen["sglang"] or [DEFAULT_RULES])[0],
+                        vllm_rules=(chosen["vllm"] or [DEFAULT_VLLM_RULES])[0])
 
 
 def plan_from(inputs: PlanInputs, extra_args: list[str], *, requests: int | None = None,

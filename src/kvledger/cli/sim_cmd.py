@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kvledger.cache.policies.choice import StateAdmission, StateEviction
+from kvledger.cache.policies.lossy_states import LossyCheckpoints
 from kvledger.cli.app import command, console, emit_json, err_console, user_errors
 from kvledger.cli.groups import option_group
 from kvledger.cli.options import JsonOpt, PlanInputs, plan_from
@@ -91,6 +92,11 @@ L3SizeOpt = Annotated[float | None, typer.Option(
 L3BackendOpt = Annotated[BackendKind | None, typer.Option(
     "--l3-backend", help="Store backend whose object layout and default bandwidth/latency "
     "the store tier uses (default mooncake); needs --l3-size.")]
+LossyOpt = Annotated[LossyCheckpoints | None, typer.Option(
+    "--lossy-checkpoints", help="Lossy what-if, never the default, not bit-exact: replays "
+    "with full-precision checkpoints and with cached checkpoints stored int8 or fp8 (e4m3), "
+    "one float32 scale per row, the cache holding as many more as the smaller slots allow; "
+    "`verify --lossy-checkpoints` measures the logit error.")]
 MAX_L3_GIB = float(1 << 20)  # 1 PiB
 
 
@@ -242,6 +248,7 @@ def simulate(ctx: typer.Context, inputs: PlanInputs, sim: SimInputs,
                  "replays the engine's slot economy and one where ping-pong track slots come "
                  "from a shared pool (default 8) only in steps that save a checkpoint; reports "
                  "the slots freed and the hit they buy.")] = None,
+             lossy_checkpoints: LossyOpt = None,
              json: JsonOpt = False) -> None:
     from kvledger.report.sim_json import sim_json
     from kvledger.report.sim_view import render_sim
@@ -250,6 +257,15 @@ def simulate(ctx: typer.Context, inputs: PlanInputs, sim: SimInputs,
         plan, ignored = plan_from(inputs, ctx.args)
         if figure_dir is not None and not compare:
             raise ValueError("--figure-dir: needs --compare")
+        if lossy_checkpoints is not None:
+            if compare or csv is not None or slot_economy is not None:
+                raise ValueError("--lossy-checkpoints: runs on its own (not with --compare, "
+                                 "--csv or --slot-economy)")
+            from kvledger.cli.sim_lossy import run_lossy
+
+            run_lossy(plan, sim, kind=lossy_checkpoints, json=json, progress=not no_progress,
+                      ignored=list(ignored))
+            return
         if slot_economy is not None:
             if compare or csv is not None:
                 raise ValueError("--slot-economy: runs on its own (not with --compare or --csv)")

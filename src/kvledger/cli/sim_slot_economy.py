@@ -43,6 +43,7 @@ def run_slot_economy(plan: Plan, work: SimInputs, *, spec: str, json: bool, prog
     if json:
         body = {
             "label": LABEL, "pool_slots": economy.pool_slots,
+            "state_policies": f"{work.state_admission.value} + {work.state_eviction.value}",
             "state_slots": economy.state_slots, "running_requests": economy.running_requests,
             "pinned_today_slots": economy.pinned_today_slots,
             "pinned_shared_slots": economy.pinned_shared_slots,

@@ -12,11 +12,14 @@ from kvledger.cli.options import (
     AvailOpt,
     CheckOpt,
     ContextOpt,
+    EngineChoice,
+    EngineOpt,
     JsonOpt,
     ModelOpt,
     RequestsOpt,
     RulesOpt,
     WeightsOpt,
+    choose_engines,
 )
 from kvledger.launch import parse_flags
 from kvledger.launch.flags import BY_SPELLING
@@ -37,10 +40,6 @@ KvOpt = Annotated[str | None, typer.Option(
     "--kv-cache-dtype", help="KV dtypes (auto,bf16,fp8_e4m3).")]
 SsmOpt = Annotated[str | None, typer.Option(
     "--mamba-ssm-dtype", help="State dtypes (float32,bfloat16).")]
-EngineOpt = Annotated[str, typer.Option(
-    "--engine", help="Engines to sweep, comma-separated (sglang, vllm, sglang,vllm): one row "
-    "per deployment and engine. vLLM rows run the same GPUs with vLLM's flags (DP attention → "
-    "--data-parallel-size engines) and need --gpu.")]
 CsvOpt = Annotated[Path | None, typer.Option("--csv", help="Write the rows here.",
                                               dir_okay=False)]
 FigureOpt = Annotated[Path | None, typer.Option(
@@ -64,31 +63,6 @@ def _parser(spelling: str):
     return parse
 
 
-def _engine(word: str) -> str:
-    if word not in ("sglang", "vllm"):
-        raise ValueError("expected sglang or vllm")
-    return word
-
-
-def _split_rules(rules: str, engines: tuple[str, ...]) -> tuple[str, str]:
-    """`--rules` names at most one rule set per engine (`sglang-0.5.23,vllm-0.33`)."""
-    from kvledger.rules import RULES as SGLANG_RULES
-    from kvledger.vllm.rules import DEFAULT_VLLM_RULES
-    from kvledger.vllm.rules import RULES as VLLM_RULES
-
-    chosen = {"sglang": DEFAULT_RULES, "vllm": DEFAULT_VLLM_RULES}
-    for word in (w.strip() for w in rules.split(",")):
-        engine = "sglang" if word in SGLANG_RULES else "vllm" if word in VLLM_RULES else None
-        if engine is None:
-            raise ValueError(f"--rules {word!r}: expected one of "
-                             f"{', '.join([*SGLANG_RULES, *VLLM_RULES])}")
-        if engine not in engines and word != DEFAULT_RULES:  # the default names no engine
-            raise ValueError(f"--rules {word}: a {engine} rule set, but --engine is "
-                             f"{','.join(engines)}")
-        chosen[engine] = word
-    return chosen["sglang"], chosen["vllm"]
-
-
 def _axes(gpu, nodes, tp, dp, kv, ssm, replicas=None):
     from kvledger.sizing import Axes, parse_axis
 
@@ -105,25 +79,26 @@ def _axes(gpu, nodes, tp, dp, kv, ssm, replicas=None):
 
 
 @command(help="Plan a grid of deployments of one model (comma lists for --gpu, --nodes, --tp, "
-         "--dp, --replicas, --kv-cache-dtype, --mamba-ssm-dtype, --engine): one row per deployment "
-         "with "
-         "deployment-wide totals (GPUs, running requests, tokens, HBM per pool, binding "
-         "constraint, requests per GPU). Other SGLang flags apply to every row.")
+         "--dp, --replicas, --kv-cache-dtype, --mamba-ssm-dtype, --engine): one row per "
+         "deployment and engine with deployment-wide totals (GPUs, running requests, tokens, "
+         "HBM per pool, binding constraint, requests per GPU). vLLM rows run the same GPUs with vLLM's flags (DP "
+         "attention → --data-parallel-size engines) and need --gpu. Other SGLang flags apply "
+         "to every row.")
 def sweep(ctx: typer.Context, model: ModelOpt = None, rules: RulesOpt = DEFAULT_RULES,
           gpu: GpusOpt = None, nodes: NodesOpt = None, tp: TpOpt = None, dp: DpOpt = None,
           kv_cache_dtype: KvOpt = None, mamba_ssm_dtype: SsmOpt = None,
-          replicas: ReplicasOpt = None, engine: EngineOpt = "sglang", available_gib: AvailOpt = None,
+          replicas: ReplicasOpt = None, engine: EngineOpt = None, available_gib: AvailOpt = None,
           weights_gib: WeightsOpt = None, requests: RequestsOpt = None,
           context: ContextOpt = None, check: CheckOpt = False, csv: CsvOpt = None,
           figure: FigureOpt = None, json: JsonOpt = False) -> None:
     from kvledger.report.sweep_json import sweep_json
     from kvledger.report.sweep_view import sweep_table, write_sweep_csv
-    from kvledger.sizing import parse_axis
     from kvledger.sizing import sweep as run_sweep
 
     with user_errors():
-        engines = parse_axis("--engine", engine, _engine)
-        sglang_rules, vllm_rules = _split_rules(rules, engines)
+        choice = choose_engines(engine, rules)
+        engines, sglang_rules, vllm_rules = (choice.engines, choice.sglang_rules,
+                                             choice.vllm_rules)
         if "vllm" in engines and not gpu:
             raise ValueError("--engine vllm: needs --gpu (vLLM sizes its block pool from the "
                              "GPU's memory × --gpu-memory-utilization)")
@@ -175,27 +150,35 @@ def _take(words: list[str], flag: str, expects: str) -> tuple[str | None, list[s
     return words[i + 1], words[:i] + words[i + 2:]
 
 
-def _side_plan(text: str, common: list[str], model: str | None, rules: str,
-               available_gib: float | None, weights_gib: float | None,
-               requests: int | None, context: int | None):
+def _side(text: str) -> tuple[str, str | None, list[str]]:
+    """A side's engine (default sglang), its --gpu, and its other words."""
     from kvledger.launch.command import split_words
-    from kvledger.plan import make_plan
 
     gpu, words = _take(split_words(text), "--gpu", "a GPU name")
     engine, words = _take(words, "--engine", "sglang or vllm")
     if engine not in (None, "sglang", "vllm"):
         raise ValueError(f"--engine {engine!r}: expected sglang or vllm (one per side)")
+    return engine or "sglang", gpu, words
+
+
+def _side_plan(text: str, common: list[str], model: str | None, choice: EngineChoice,
+               available_gib: float | None, weights_gib: float | None,
+               requests: int | None, context: int | None):
+    from kvledger.plan import make_plan
+
+    engine, gpu, words = _side(text)
     if engine == "vllm":
-        return _vllm_side(words, common, model, rules, gpu, available_gib, weights_gib,
-                          context)
+        return _vllm_side(words, common, model, choice.vllm_rules, gpu, available_gib,
+                          weights_gib, context)
     parsed = parse_flags([*common, *words])
-    plan = make_plan(model or parsed.model_ref or DEFAULT_MODEL, parsed.deployment, rules=rules,
+    plan = make_plan(model or parsed.model_ref or DEFAULT_MODEL, parsed.deployment,
+                     rules=choice.sglang_rules,
                      gpu=gpu, available_gib=None if gpu else available_gib,
                      weights_gib=weights_gib, requests=requests, context_tokens=context)
     return plan, parsed.ignored
 
 
-def _vllm_side(words: list[str], common: list[str], model: str | None, rules: str,
+def _vllm_side(words: list[str], common: list[str], model: str | None, vrules: str,
                gpu: str | None, available_gib: float | None, weights_gib: float | None,
                context: int | None):
     """A side planned with vLLM's rules: a pasted `vllm serve …`, or SGLang flags on the same
@@ -203,8 +186,6 @@ def _vllm_side(words: list[str], common: list[str], model: str | None, rules: st
     from kvledger.sizing.vllm_point import vllm_deployment
     from kvledger.vllm.flags import is_vllm_command, parse_vllm_command
     from kvledger.vllm.plan import make_vllm_plan
-    from kvledger.vllm.rules import DEFAULT_VLLM_RULES
-    from kvledger.vllm.rules import RULES as VLLM_RULES
 
     if gpu is None:
         raise ValueError("--engine vllm: the side needs --gpu (vLLM sizes its block pool from "
@@ -212,7 +193,6 @@ def _vllm_side(words: list[str], common: list[str], model: str | None, rules: st
     if available_gib is not None:
         raise ValueError("--available-gib means a different figure to vLLM (its logged "
                          "Available KV cache memory); a vLLM side needs --gpu")
-    vrules = rules if rules in VLLM_RULES else DEFAULT_VLLM_RULES
     if is_vllm_command(words):
         parsed = parse_vllm_command(words)
         vdep = parsed.deployment
@@ -242,9 +222,11 @@ def compare(ctx: typer.Context,
     from kvledger.sizing.compare import compare as compare_plans  # the function, not its module
 
     with user_errors():
-        plan_a, ignored_a = _side_plan(a, ctx.args, model, rules, available_gib, weights_gib,
+        # --rules names at most one rule set per engine the two sides use
+        choice = choose_engines(",".join(dict.fromkeys(_side(t)[0] for t in (a, b))), rules)
+        plan_a, ignored_a = _side_plan(a, ctx.args, model, choice, available_gib, weights_gib,
                                        requests, context)
-        plan_b, ignored_b = _side_plan(b, ctx.args, model, rules, available_gib, weights_gib,
+        plan_b, ignored_b = _side_plan(b, ctx.args, model, choice, available_gib, weights_gib,
                                        requests, context)
     diffs = compare_plans(plan_a, plan_b, requests=requests)
     ignored = tuple(dict.fromkeys((*ignored_a, *ignored_b)))
@@ -259,12 +241,14 @@ def compare(ctx: typer.Context,
 @command(help="The cheapest deployments (fewest GPUs, then most headroom) that fit "
          "--requests R concurrent requests of --context C tokens, each with the SGLang launch "
          "command to paste, and why the other layouts fail. Other SGLang flags apply to "
-         "every layout.")
+         "every layout. --engine vllm (or sglang,vllm) searches vLLM's layouts of the same "
+         "GPUs too, each with its `vllm serve` command.")
 def recommend(ctx: typer.Context,
               requests: Annotated[int, typer.Option("--requests",
                                                     help="Concurrent requests (global).")],
               context: Annotated[int, typer.Option("--context", help="Tokens per request.")],
               gpu: GpusOpt = None, model: ModelOpt = None, rules: RulesOpt = DEFAULT_RULES,
+              engine: EngineOpt = None,
               top: Annotated[int, typer.Option("--top", help="Layouts to list.")] = 5,
               json: JsonOpt = False) -> None:
     from kvledger.report.sweep_json import recommend_json
@@ -275,11 +259,13 @@ def recommend(ctx: typer.Context,
     with user_errors():
         if top < 1:
             raise ValueError(f"--top {top}: expected a positive integer")
+        choice = choose_engines(engine, rules)
         parsed = parse_flags(ctx.args)
         name = model or parsed.model_ref or DEFAULT_MODEL
         gpus = parse_axis("--gpu", gpu, str) if gpu else None
         rec = run_recommend(name, requests=requests, context_tokens=context, gpus=gpus,
-                            base=parsed.deployment, rules=rules, top=top)
+                            base=parsed.deployment, rules=choice.sglang_rules, top=top,
+                            engines=choice.engines, vllm_rules=choice.vllm_rules)
     if json:
         emit_json(recommend_json(name, rec, ignored_flags=parsed.ignored))
     else:

@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from kvledger.cache.policies.choice import StateAdmission, StateEviction
+from kvledger.cache.policies.lossy_states import LossyCheckpoints
 from kvledger.cli.app import command, console, emit_json, user_errors
 from kvledger.cli.options import JsonOpt
 from kvledger.cli.sim_cmd import AdmissionOpt, EvictionOpt, StateBackupOpt
@@ -21,6 +22,12 @@ ALL = "all"
 VerifyWorkloadOpt = Annotated[str | None, typer.Option(
     "--workload", help="A named workload (see the table's first column), or 'all'. "
     "Default: one workload per memory path.")]
+
+LossyOpt = Annotated[LossyCheckpoints | None, typer.Option(
+    "--lossy-checkpoints", help="Lossy what-if instead of the proof: read cached checkpoints "
+    "back through int8 or fp8 (e4m3), one float32 scale per row, and report the largest "
+    "logit difference and the tokens changed per device-only workload. A measurement, not a "
+    "proof: exit status 0.")]
 
 
 def _names(workload: str | None) -> tuple[str, ...]:
@@ -53,7 +60,8 @@ def _row(r: VerifyReport) -> dict:
 def verify(workload: VerifyWorkloadOpt = None,
            state_admission: AdmissionOpt = StateAdmission.ENGINE,
            state_eviction: EvictionOpt = StateEviction.LRU,
-           host_state_backup: StateBackupOpt = None, json: JsonOpt = False) -> None:
+           host_state_backup: StateBackupOpt = None,
+           lossy_checkpoints: LossyOpt = None, json: JsonOpt = False) -> None:
     from kvledger.extras import MEMORY
     from kvledger.report.envelope import envelope
 
@@ -65,6 +73,19 @@ def verify(workload: VerifyWorkloadOpt = None,
 
     # Hundreds of tiny ops per token: a second thread only adds synchronisation.
     torch.set_num_threads(1)
+    if lossy_checkpoints is not None:  # a labelled measurement, exit 0: never a proof
+        from kvledger.cli.verify_lossy import run_lossy_verify
+
+        if host_state_backup is not None:
+            with user_errors():
+                raise ValueError(f"--host-state-backup {host_state_backup.value}: part of the "
+                                 "bit-identical proof, not of --lossy-checkpoints")
+
+        with user_errors():
+            run_lossy_verify(_names(workload), named=workload not in (None, ALL),
+                             kind=lossy_checkpoints, admission=state_admission,
+                             eviction=state_eviction, json=json)
+        return
     with user_errors():
         backup = host_state_backup or HostStateBackup.ALL
         reports = [run_verify(name, admission=state_admission, eviction=state_eviction,

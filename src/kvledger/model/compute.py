@@ -16,8 +16,13 @@ What the simulator's time model (`kvledger.sim.timing`) needs beyond the cache l
   intra-chunk attention, 2 · heads · chunk · (d_k + d_v).
 
 Which MoE convention applies follows `kvledger.model.families.mlp`: DeepSeek style for
-DeepSeek-V3/V3.2, GLM-5.x and Kimi-Linear, Qwen style for Qwen3-Next and Qwen3.5; other
-families are dense (every parameter active).
+DeepSeek-V3/V3.2, GLM-5.x and Kimi-Linear, Qwen style for Qwen3-Next and Qwen3.5; Granite
+4.0-H (granitemoehybrid) as transformers' GraniteMoeHybridDecoderLayer builds it: a
+`block_sparse_moe` of `num_local_experts` gated experts of `intermediate_size` on every
+layer, `num_experts_per_tok` per token, and a dense `shared_mlp` (counted in dense_params),
+its Mamba2 layers chunked at the config's `mamba_chunk_size` (vLLM's models scan with
+``prepare_mamba2_metadata(chunk_size=config.mamba_chunk_size)``; transformers' default 256).
+Other families are dense (every parameter active).
 
 GLM-5.3-Flash: 42 MoE layers of 288 experts (8 routed per token) of 3 · 4096 · 2048 weights:
 
@@ -46,6 +51,7 @@ DEEPSEEK_MOE = {Family.DEEPSEEK_V3, Family.DEEPSEEK_V32, Family.GLM_MOE_DSA, Fam
                 Family.KIMI_LINEAR}
 QWEN_MOE = {Family.QWEN3_NEXT, Family.QWEN3_5}
 LINEAR_CHUNK_TOKENS = 64  # chunk of the chunked linear-attention kernels (fla, SGLang)
+GRANITE_CHUNK_TOKENS = 256  # transformers' GraniteMoeHybridConfig mamba_chunk_size default
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -105,6 +111,35 @@ def _attn_dims(text: ConfigReader, heads: int, hidden: int) -> tuple[int, int]:
     return head_dim, head_dim
 
 
+def _moe(arch: ModelArch, text: ConfigReader, hidden: int,
+         num_layers: int) -> tuple[int, int, int, int]:
+    """(MoE layers, routed experts per layer, top-k, params of one routed expert)."""
+    if arch.family is Family.GRANITE_MOE_HYBRID:
+        experts = text.int("num_local_experts", 0, minimum=0)
+        if not experts:
+            return 0, 0, 0, 0
+        return (num_layers,  # a block_sparse_moe on every decoder layer
+                experts, text.int("num_experts_per_tok", minimum=1),
+                weights.mlp(hidden=hidden, intermediate=text.int("intermediate_size", minimum=1)))
+    plan = None
+    if arch.family in DEEPSEEK_MOE:
+        plan = deepseek_mlp_plan(text, num_layers)
+    elif arch.family in QWEN_MOE:
+        plan = qwen_mlp_plan(text, num_layers)
+    if plan is None or not plan.moe_layers:
+        return 0, 0, 0, 0
+    return (len(plan.moe_layers),
+            text.int(text.pick("n_routed_experts", "num_experts"), minimum=1),
+            text.int(text.pick("num_experts_per_tok", "num_experts_per_token"), minimum=1),
+            weights.mlp(hidden=hidden, intermediate=text.int("moe_intermediate_size", minimum=1)))
+
+
+def _linear_chunk(arch: ModelArch, text: ConfigReader) -> int:
+    if arch.family is Family.GRANITE_MOE_HYBRID:
+        return text.int("mamba_chunk_size", GRANITE_CHUNK_TOKENS, minimum=1)
+    return LINEAR_CHUNK_TOKENS
+
+
 def compute_profile(arch: ModelArch) -> ComputeProfile:
     """The model's compute profile, read from the config `arch` was built from."""
     if arch.num_params is None:
@@ -117,18 +152,7 @@ def compute_profile(arch: ModelArch) -> ComputeProfile:
     heads = text.int("num_attention_heads", minimum=1)
     qk_dim, v_dim = _attn_dims(text, heads, hidden)
     num_layers = text.int("num_hidden_layers", minimum=1)
-    plan = None
-    if arch.family in DEEPSEEK_MOE:
-        plan = deepseek_mlp_plan(text, num_layers)
-    elif arch.family in QWEN_MOE:
-        plan = qwen_mlp_plan(text, num_layers)
-    moe_layers = len(plan.moe_layers) if plan is not None else 0
-    num_experts = top_k = expert_params = 0
-    if moe_layers:
-        num_experts = text.int(text.pick("n_routed_experts", "num_experts"), minimum=1)
-        top_k = text.int(text.pick("num_experts_per_tok", "num_experts_per_token"), minimum=1)
-        expert_params = weights.mlp(hidden=hidden,
-                                    intermediate=text.int("moe_intermediate_size", minimum=1))
+    moe_layers, num_experts, top_k, expert_params = _moe(arch, text, hidden, num_layers)
     vision = root.optional_section("vision_config")
     tied = text.bool("tie_word_embeddings", False)
     dense = (
@@ -144,7 +168,7 @@ def compute_profile(arch: ModelArch) -> ComputeProfile:
     if arch.state is not None:
         d_k, d_v = arch.state.temporal_dims
         h = arch.state.temporal_heads
-        linear = 4 * h * d_k * d_v + 2 * h * LINEAR_CHUNK_TOKENS * (d_k + d_v)
+        linear = 4 * h * d_k * d_v + 2 * h * _linear_chunk(arch, text) * (d_k + d_v)
     return ComputeProfile(
         dense_params=dense, moe_layers=moe_layers, num_experts=num_experts, top_k=top_k,
         expert_params=expert_params, weight_bytes_per_param=arch.weight_bytes_per_param,

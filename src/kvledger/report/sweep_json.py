@@ -19,10 +19,12 @@ deployment is {tensor_parallel_size, data_parallel_size, max_model_len, kv_cache
 rows are `kvledger.sizing.compare`'s (null where SGLang's quantity has no vLLM counterpart).
 
 Schema `kvledger.recommend/1`: model, requests, context_tokens, searched, fits[{gpu, nodes,
-tp_size, dp_size, enable_dp_attention, kv_cache_dtype, ranks, running_requests, tokens,
+engine, tp_size, dp_size, enable_dp_attention, kv_cache_dtype, ranks, running_requests, tokens,
 headroom, command, vllm_command|null, vllm_why|null}], failures[{reason, layouts}]
-(`vllm_command`: vLLM's `vllm serve …` for the same GPUs when its plan holds the workload;
-else `vllm_why`).
+(`command`: the engine's launch command; `vllm_command`: vLLM's `vllm serve …` for the same
+GPUs when its plan holds the workload, else `vllm_why`. SGLang fits give the flags as chosen;
+vLLM fits, from `--engine vllm`, give vLLM's flags as in sweep rows, and `vllm_command` is
+their `command`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import Any
 
 from kvledger.plan import Plan
 from kvledger.report.envelope import envelope
-from kvledger.sizing import Difference, Recommendations, SweepRow
+from kvledger.sizing import Difference, Recommendation, Recommendations, SweepRow
 from kvledger.vllm.plan import VllmPlan
 
 
@@ -123,18 +125,28 @@ def compare_json(a: Plan | VllmPlan, b: Plan | VllmPlan, diffs: list[Difference]
         "differences": sum(d.differs for d in diffs)}, ignored_flags=ignored_flags, notes=notes)
 
 
+def recommendation_json(r: Recommendation) -> dict[str, Any]:
+    """One fit of `kvledger.recommend/1` (module doc)."""
+    if r.row.vllm_plan is not None:
+        point = {k: v for k, v in _vllm_point(r.row).items()
+                 if k in ("gpu", "nodes", "engine", "tp_size", "dp_size", "enable_dp_attention",
+                          "kv_cache_dtype")}
+    else:
+        dep = r.row.point.deployment
+        point = {"gpu": r.row.gpu, "nodes": r.row.point.nodes, "engine": r.engine,
+                 "tp_size": dep.tp_size, "dp_size": dep.dp_size,
+                 "enable_dp_attention": dep.enable_dp_attention,
+                 "kv_cache_dtype": dep.kv_cache_dtype.value}
+    tot = r.row.totals
+    return point | {"ranks": tot.ranks, "running_requests": tot.running_requests,
+                    "tokens": tot.tokens, "headroom": round(r.headroom, 3),
+                    "command": r.command, "vllm_command": r.vllm_command,
+                    "vllm_why": r.vllm_why}
+
+
 def recommend_json(model: str, rec: Recommendations, *,
                    ignored_flags: tuple[str, ...] = ()) -> dict[str, Any]:
-    fits = []
-    for r in rec.fits:
-        dep = r.row.point.deployment
-        tot = r.row.totals
-        fits.append({"gpu": r.row.gpu, "nodes": r.row.point.nodes, "tp_size": dep.tp_size,
-                     "dp_size": dep.dp_size, "enable_dp_attention": dep.enable_dp_attention,
-                     "kv_cache_dtype": dep.kv_cache_dtype.value, "ranks": tot.ranks,
-                     "running_requests": tot.running_requests, "tokens": tot.tokens,
-                     "headroom": round(r.headroom, 3), "command": r.command,
-                     "vllm_command": r.vllm_command, "vllm_why": r.vllm_why})
+    fits = [recommendation_json(r) for r in rec.fits]
     return envelope("recommend", {
         "model": model, "requests": rec.requests, "context_tokens": rec.context_tokens,
         "searched": rec.searched, "fits": fits,

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from kvledger.report.sweep_json import sweep_row_json
+from kvledger.report.sweep_json import recommendation_json, sweep_row_json
 from kvledger.sizing import Difference, Recommendations, SweepRow
 from kvledger.units import fmt_gib
 
@@ -96,15 +96,20 @@ def render_recommendations(rec: Recommendations, console: Console) -> None:
                        f"{rec.context_tokens:,} tokens ({rec.searched:,} layouts planned)",
                  title_justify="left", caption="fewest GPUs first, then most headroom "
                  "(smallest capacity ÷ need of the workload check)", caption_justify="left")
-    for col in ("#", "gpu", "GPUs", "tp", "dp", "kv", "running requests", "tokens", "headroom"):
-        fits.add_column(col, justify="left" if col in ("gpu", "kv") else "right")
+    for col in ("#", "gpu", "engine", "GPUs", "tp", "dp", "kv", "running requests", "tokens",
+                "headroom"):
+        fits.add_column(col, justify="left" if col in ("gpu", "engine", "kv") else "right")
     for i, r in enumerate(rec.fits, 1):
-        dep, tot = r.row.point.deployment, r.row.totals
-        fits.add_row(str(i), r.row.gpu or "—", f"{tot.ranks:,}", f"{dep.tp_size}",
-                     f"{dep.dp_size}", dep.kv_cache_dtype.value, f"{tot.running_requests:,}",
-                     f"{tot.tokens:,}", f"×{r.headroom:,.2f}")
+        doc = recommendation_json(r)
+        fits.add_row(str(i), doc["gpu"] or "—", doc["engine"], f"{doc['ranks']:,}",
+                     f"{doc['tp_size']}", f"{doc['dp_size']}", f"{doc['kv_cache_dtype']}",
+                     f"{doc['running_requests']:,}", f"{doc['tokens']:,}",
+                     f"×{r.headroom:,.2f}")
     console.print(fits if rec.fits else Text("no layout in the search space fits", style="red"))
     for i, r in enumerate(rec.fits, 1):
+        if r.engine == "vllm":
+            console.print(f"#{i} vLLM:   {r.command}", highlight=False, soft_wrap=True)
+            continue
         console.print(f"#{i} SGLang: {r.command}", highlight=False, soft_wrap=True)
         if r.vllm_command:
             console.print(f"#{i} vLLM:   {r.vllm_command}", highlight=False, soft_wrap=True)

@@ -1,7 +1,8 @@
 """The simulator: a discrete-event replay of a workload through the cache facade in
 accounting mode (`kvledger.cache.accounting`).
 
-Files: replay (the clock and the scheduler), running (a request's schedule), config (step
+Files: replay (the clock and the scheduler), setup (what the plan gives the replay: its
+checks, step-time model and state policies), running (a request's schedule), config (step
 costs, budgets, cadence), metrics (counters and the summary), series (per-step rows),
 pages (page keys), l3 (the store tier's
 write-through and restores, --l3-size), workload / trace / generators / sources (what is replayed).

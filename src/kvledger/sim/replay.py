@@ -23,26 +23,22 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from math import lcm
 
 import numpy as np
 
 from kvledger.cache.accounting import accounting_cache
-from kvledger.cache.policies import StateEviction, StatePolicies, build_policies
 from kvledger.cache.seq import Shortfall
-from kvledger.gpus import get_gpu
-from kvledger.hicache import HostRules
-from kvledger.model.compute import compute_profile
 from kvledger.plan import Plan
-from kvledger.sim.config import DEFAULT_TIME_GPU, SimConfig
+from kvledger.sim.config import SimConfig
 from kvledger.sim.l3 import SimStore
 from kvledger.sim.latency import LatencyStats
 from kvledger.sim.metrics import Counters, RequestRecord, SimSummary, Unfinished
 from kvledger.sim.pages import PageKeyer
 from kvledger.sim.running import Running, kv_total_tokens
 from kvledger.sim.series import Constraint, TimeSeries, blocked_mask
-from kvledger.sim.timing import Roofline, StepCost, StepWork
-from kvledger.sim.workload import Workload, WorkloadError
+from kvledger.sim.setup import check_plan, policies_for, step_timer
+from kvledger.sim.timing import StepWork
+from kvledger.sim.workload import Workload
 from kvledger.units import align_down
 
 Progress = Callable[[int, int], None]  # (requests done, requests total)
@@ -55,65 +51,10 @@ class SimResult:
     requests: tuple[RequestRecord, ...]  # finished requests, in finishing order
 
 
-def _check_plan(plan: Plan, config: SimConfig) -> list[str]:
-    lay = plan.layout
-    if lay.deployment.disable_radix_cache:
-        raise WorkloadError("simulate: --disable-radix-cache leaves nothing to simulate")
-    config.validate(lay.page_tokens)
-    grid = lcm(config.mamba_chunk_tokens, lay.page_tokens)
-    if config.mamba_track_interval_tokens % grid:
-        raise WorkloadError(f"--mamba-track-interval {config.mamba_track_interval_tokens}: must "
-                            f"be a multiple of the checkpoint grid ({grid} tokens)")
-    notes = []
-    rules = HostRules.from_rules(lay.rules)
-    if lay.deployment.enable_hierarchical_cache and not (rules.row_matches_device
-                                                         and rules.indexer_pool):
-        notes.append(f"rules {rules.name}: that release's host tier (host rows narrower than "
-                     "device rows, no index-key copy) corrupts loadbacks and cannot be built; "
-                     "the replay's host tier copies device rows and index keys byte for byte")
-    if lay.deployment.attn_dp_size > 1:
-        notes.append(f"attention DP {lay.deployment.attn_dp_size}: rank 0's round-robin share "
-                     "of the requests is replayed against one rank's pools")
-    return notes
-
-
-def step_timer(plan: Plan, config: SimConfig) -> tuple[StepCost | Roofline, str]:
-    """The step-time model and a line saying which: the linear constants when set, else the
-    roofline on `time_gpu`, the plan's GPU or DEFAULT_TIME_GPU."""
-    if config.step_cost is not None:
-        c = config.step_cost
-        return c, (f"linear: {c.overhead_ms:g} ms per step + {c.prefill_ms_per_token:g} ms per "
-                   f"prefill token + {c.decode_ms_per_token:g} ms per decoded token")
-    gpu = get_gpu(config.time_gpu) if config.time_gpu else plan.gpu or get_gpu(DEFAULT_TIME_GPU)
-    timer = Roofline.for_plan(plan, gpu, config.efficiency)
-    e = timer.efficiency
-    return timer, (f"roofline on {gpu.name}: {e.flops:.0%} of peak FLOP/s, {e.hbm:.0%} of HBM "
-                   f"bandwidth, {e.link:.0%} of the host link, {e.overhead_ms:g} ms per step")
-
-
-def policies_for(plan: Plan, config: SimConfig) -> StatePolicies:
-    """The configured state policies for one rank of `plan`; FLOP-aware eviction prices a
-    state by the prefill FLOPs of its prefix (`ComputeProfile.prefill_flops`)."""
-    cap, page = plan.capacity, plan.layout.page_tokens
-    flops_of = _no_flops
-    if config.state_eviction is StateEviction.FLOP_AWARE:
-        profile = compute_profile(plan.layout.model)
-
-        def flops_of(pages: int) -> float:
-            return profile.prefill_flops(pages * page)
-    return build_policies(config.state_admission, config.state_eviction, flops_of=flops_of,
-                          slot_bytes=cap.slot_bytes, page_bytes=cap.token_bytes * page,
-                          num_slots=cap.state_slots)
-
-
-def _no_flops(pages: int) -> float:
-    raise AssertionError("only FLOP-aware eviction prices states")
-
-
 class Replay:
     def __init__(self, plan: Plan, workload: Workload, config: SimConfig,
                  progress: Sequence[Progress]) -> None:
-        self.notes = _check_plan(plan, config)
+        self.notes = check_plan(plan, config)
         lay, cap = plan.layout, plan.capacity
         self.plan, self.config, self.progress = plan, config, progress
         attn_dp = lay.deployment.attn_dp_size

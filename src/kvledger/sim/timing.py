@@ -175,11 +175,15 @@ class Roofline:
             index_keys += _causal_pairs(start, end, None) // kpool if self.index_layers else 0
             read_rows += end if cap is None else min(end, cap * (end - start))
             read_keys += end // kpool
-        for ctx in work.decode_contexts:
-            attended += ctx if cap is None else min(ctx, cap)
-            index_keys += ctx // kpool if self.index_layers else 0
-            read_rows += ctx if cap is None else min(ctx, cap)
-            read_keys += ctx // kpool
+        contexts = work.decode_contexts
+        if contexts:  # one decode token each: it attends (and reads) min(context, cap) rows
+            total = sum(contexts)
+            capped = total if cap is None else sum([c if c < cap else cap for c in contexts])
+            keys = total if kpool == 1 else sum([c // kpool for c in contexts])
+            attended += capped
+            read_rows += capped
+            read_keys += keys
+            index_keys += keys if self.index_layers else 0
         flops = (tokens * (self.matmul_flops_per_token + self.linear_flops_per_token)
                  + attended * self.attn_pair_flops + index_keys * self.index_pair_flops)
         requests = len(work.prefill_spans) + work.decode_tokens

@@ -21,7 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvledger.plan import Plan
-from kvledger.sizing.run import sglang_totals
 from kvledger.sizing.vllm_point import vllm_binding, vllm_fits, vllm_totals
 from kvledger.vllm.plan import VllmPlan
 
@@ -64,7 +63,7 @@ class Difference:
 
 
 def _sglang(plan: Plan) -> dict[str, object]:
-    lay, cap, dep, tot = plan.layout, plan.capacity, plan.layout.deployment, sglang_totals(plan)
+    lay, cap, dep, tot = plan.layout, plan.capacity, plan.layout.deployment, plan.capacity.totals
     work = plan.workload
     return {
         "model": plan.model.name, "engine": "sglang", "rules": lay.rules.name,

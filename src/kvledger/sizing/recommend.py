@@ -10,6 +10,12 @@ check's ledgers). Each comes with the SGLang command that launches it, and with 
 with `--max-model-len C` holds R concurrent requests; otherwise `vllm_why` says why not (vLLM's
 refusal, or its concurrency short of R).
 
+With `engines` naming vLLM the search plans every layout under vLLM's rules too, as its own
+candidate (`kvledger.sizing.vllm_point`: the same GPUs in vLLM's flags, `--max-model-len C`):
+a vLLM layout fits when R concurrent requests of C tokens fit over its DP engines, and its
+headroom is DP × min(max_num_seqs, max_concurrency) ÷ R. Both engines' layouts are then ranked
+together, so a model SGLang refuses (Jamba) still gets vLLM's recommendation.
+
 >>> rec = recommend("glm-5.3-flash", requests=256, context_tokens=32_768, gpus=("H200",))
 >>> best = rec.fits[0]
 >>> best.row.totals.ranks, best.row.plan.layout.deployment.enable_dp_attention
@@ -32,7 +38,8 @@ from kvledger.sizing.axes import Axes
 from kvledger.sizing.launch_line import sglang_command, vllm_command
 from kvledger.sizing.run import SweepRow, sweep
 from kvledger.sizing.vllm_point import vllm_deployment, vllm_totals
-from kvledger.vllm.plan import make_vllm_plan
+from kvledger.vllm.plan import VllmPlan, make_vllm_plan
+from kvledger.vllm.rules import DEFAULT_VLLM_RULES
 
 TP_SIZES = (1, 2, 4, 8, 16)
 KV_DTYPES = (KVDtype.AUTO, KVDtype.FP8_E4M3)
@@ -42,9 +49,13 @@ KV_DTYPES = (KVDtype.AUTO, KVDtype.FP8_E4M3)
 class Recommendation:
     row: SweepRow
     headroom: float  # smallest capacity ÷ need of the workload check (≥ 1 when it fits)
-    command: str  # SGLang launch command
+    command: str  # the launch command of the row's engine (SGLang's, or `vllm serve …`)
     vllm_command: str | None = None  # vLLM's, when its plan of the layout fits
     vllm_why: str | None = None  # why vLLM's plan does not fit
+
+    @property
+    def engine(self) -> str:
+        return self.row.engine
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,32 +72,59 @@ class Recommendations:
 
 
 def headroom(row: SweepRow) -> float:
+    if row.vllm_plan is not None:
+        cap, (requests, _) = row.vllm_plan.capacity, row.workload
+        assert requests, "headroom needs a workload check"
+        dp = row.vllm_plan.layout.deployment.data_parallel_size
+        return dp * min(cap.max_num_seqs, cap.max_concurrency) / requests
     work = row.plan.workload if row.plan else None
     assert work is not None, "headroom needs a workload check"
     return min(r.capacity / r.need for r in work.rows if r.need)
 
 
+def _short(plan: VllmPlan, requests: int, context_tokens: int) -> str | None:
+    """Why vLLM's plan does not hold the workload; None when it does."""
+    running = vllm_totals(plan).running_requests
+    if running >= requests:
+        return None
+    return (f"vLLM holds {running:,} concurrent requests of {context_tokens:,} tokens here, "
+            f"not {requests:,}")
+
+
 def _why(row: SweepRow) -> str:
+    if row.vllm_plan is not None:
+        return _short(row.vllm_plan, *row.workload) or "fits"
     if row.plan is None:
         return row.error or "not planned"
     over = row.plan.workload.first_overflow
     return f"{over.ledger} overflow" if over else "fits"
 
 
-def _vllm(arch: ModelArch, ref: str, row: SweepRow, requests: int,
-          context_tokens: int) -> dict[str, str | None]:
+def _vllm(arch: ModelArch, ref: str, row: SweepRow, requests: int, context_tokens: int,
+          vllm_rules: str) -> dict[str, str | None]:
     """vLLM's command for the layout when its plan holds the workload, else why not."""
     vdep = vllm_deployment(row.point.deployment, context_tokens)
+    if row.vllm_plan is not None:  # a vLLM row: its plan is the one asked
+        return {"vllm_command": vllm_command(ref, vdep), "vllm_why": None}
     try:
-        plan = make_vllm_plan(arch, vdep, gpu=row.gpu)
+        plan = make_vllm_plan(arch, vdep, rules=vllm_rules, gpu=row.gpu)
     except ValueError as exc:  # vLLM would refuse to start: its reason
         return {"vllm_command": None, "vllm_why": str(exc)}
-    running = vllm_totals(plan).running_requests
-    if running < requests:
-        return {"vllm_command": None,
-                "vllm_why": f"vLLM holds {running:,} concurrent requests of {context_tokens:,} "
-                            f"tokens here, not {requests:,}"}
+    if why := _short(plan, requests, context_tokens):
+        return {"vllm_command": None, "vllm_why": why}
     return {"vllm_command": vllm_command(ref, vdep), "vllm_why": None}
+
+
+def _command(ref: str, row: SweepRow, context_tokens: int) -> str:
+    """The row's engine's launch command, with the flags as chosen (not the plan's resolved
+    autos: the engine resolves them the same way on the GPU)."""
+    if row.vllm_plan is not None:
+        return vllm_command(ref, vllm_deployment(row.point.deployment, context_tokens))
+    return sglang_command(ref, row.point.deployment, nodes=row.point.nodes)
+
+
+def _layout(row: SweepRow) -> object:
+    return row.vllm_plan.layout.deployment if row.vllm_plan else row.plan.layout.deployment
 
 
 def _search_axes(gpus: tuple[str, ...]) -> list[Axes]:
@@ -97,25 +135,25 @@ def _search_axes(gpus: tuple[str, ...]) -> list[Axes]:
 
 def recommend(model: str | ModelArch, *, requests: int, context_tokens: int,
               gpus: tuple[str, ...] | None = None, base: Deployment | None = None,
-              rules: str = DEFAULT_RULES, top: int = 5) -> Recommendations:
-    """The `top` cheapest fitting layouts over the search space (module doc)."""
+              rules: str = DEFAULT_RULES, top: int = 5,
+              engines: tuple[str, ...] = ("sglang",),
+              vllm_rules: str = DEFAULT_VLLM_RULES) -> Recommendations:
+    """The `top` cheapest fitting layouts over the search space, of every engine in `engines`
+    (module doc)."""
     arch = load_model(model) if isinstance(model, str) else model
     chosen = tuple(gpus) if gpus else tuple(CATALOGUE)
     rows: list[SweepRow] = []
     for axes in _search_axes(chosen):
         rows += sweep(arch, axes, base, rules=rules, requests=requests,
-                      context_tokens=context_tokens)
+                      context_tokens=context_tokens, engines=engines, vllm_rules=vllm_rules)
     # `auto` and the dtype it resolves to on a GPU are one layout: keep the first spelling.
-    fitting = list({(r.gpu, r.plan.layout.deployment): r for r in reversed(rows)
+    fitting = list({(r.engine, r.gpu, _layout(r)): r for r in reversed(rows)
                     if r.fits}.values())[::-1]
     ref = REPO_IDS.get(arch.name, arch.name)
     ranked = sorted(fitting, key=lambda r: (r.totals.ranks, -headroom(r)))
     fits = tuple(Recommendation(row=r, headroom=headroom(r),
-                                # the flags as chosen, not the plan's resolved autos: SGLang
-                                # resolves them the same way on the GPU
-                                command=sglang_command(ref, r.point.deployment,
-                                                       nodes=r.point.nodes),
-                                **_vllm(arch, ref, r, requests, context_tokens))
+                                command=_command(ref, r, context_tokens),
+                                **_vllm(arch, ref, r, requests, context_tokens, vllm_rules))
                  for r in ranked[:top])
     failures = Counter(_why(r) for r in rows if not r.fits)
     return Recommendations(requests=requests, context_tokens=context_tokens, fits=fits,

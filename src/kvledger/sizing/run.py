@@ -33,11 +33,6 @@ from kvledger.vllm.plan import VllmPlan, make_vllm_plan
 from kvledger.vllm.rules import DEFAULT_VLLM_RULES
 
 
-def sglang_totals(plan: Plan) -> DeploymentTotals:
-    """The plan's deployment-wide totals (`CapacityPlan.totals`, replicas included)."""
-    return plan.capacity.totals
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SweepRow:
     point: Point
@@ -56,7 +51,7 @@ class SweepRow:
         if self.vllm_plan is not None:
             return vllm_totals(self.vllm_plan)
         assert self.plan is not None, f"no plan: {self.error}"
-        return sglang_totals(self.plan)
+        return self.plan.capacity.totals  # replicas included
 
     @property
     def binding(self) -> str:

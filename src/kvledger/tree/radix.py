@@ -43,6 +43,7 @@ from kvledger.tree.node import TOKEN_BYTES, Component, Node, Tier
 from kvledger.tree.results import EvictResult, InsertResult, LockReceipt, MatchResult, TierSizes
 from kvledger.tree.tiers import record_copy
 from kvledger.tree.tokens import as_index_array, as_slot, as_token_array, readonly
+from kvledger.tree.walk import stamp_held_path
 
 # Match and insert act on device values only; a plain int indexes per-tier lists fastest.
 DEVICE = int(Tier.DEVICE)
@@ -140,14 +141,19 @@ class RadixTree(TreeCore):
 
     # ---- insert ----------------------------------------------------------------------------
 
-    def insert(self, tokens: object, full_indices: object,
-               mamba_slot: object = None) -> InsertResult:
+    def insert(self, tokens: object, full_indices: object, mamba_slot: object = None, *,
+               below: Node | None = None) -> InsertResult:
         """Cache ``tokens`` (whole pages) with their device KV slots and the state after them.
 
         Where the tree already holds device KV, the caller's slots that differ are returned
         as duplicates; where it holds KV only on host, the caller's slots are adopted
         (that is a loadback for free). ``mamba_existed`` means the tree kept its own state
         and the caller must free ``mamba_slot``. A FULL-only tree takes no ``mamba_slot``.
+
+        ``below``: a node on the path of ``tokens`` whose prefix the caller already holds
+        with the tree's own device KV (the node its request locked: SGLang's
+        ``req.last_node``). The walk then compares slots only below it; the nodes above are
+        stamped exactly as the walk from the root stamps them, so the tree ends the same.
         """
         array = as_token_array(tokens, "tokens")
         if len(array) % self.page_size:
@@ -165,6 +171,8 @@ class RadixTree(TreeCore):
         page_bytes, end = self.page_bytes, len(data)
         duplicates: list[np.ndarray] = []
         node, pos = self.root, 0
+        if below is not None:
+            node, pos = below, stamp_held_path(self, below, data)
         while pos < end:
             child = node.children.get(data[pos : pos + page_bytes])
             if child is None:

@@ -1,4 +1,5 @@
-"""Walking a root→node path: token spans per node, index concatenation, page prefix keys.
+"""Walking a root→node path: token spans per node, index concatenation, page prefix keys,
+and the stamps an insert from a held node gives the path above it.
 
 Callers that act on a whole path (host backups and loadbacks, the cache facade) need where
 each node's tokens sit in the request, and a key per page naming the prefix it ends: two
@@ -24,8 +25,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kvledger.tree.core import EMPTY_INDICES
+from kvledger.tree.node import Tier
 
 if TYPE_CHECKING:
+    from kvledger.tree.core import TreeCore
     from kvledger.tree.node import Node
 
 EMPTY = EMPTY_INDICES  # a read-only empty int64 index array
@@ -73,3 +76,24 @@ def page_prefix_keys(node: Node, *, page_tokens: int) -> list[bytes]:
         prev = chain_key(prev, tokens[start : start + page_tokens])
         keys.append(prev)
     return keys
+
+
+def stamp_held_path(core: TreeCore, node: Node, data: bytes) -> int:
+    """For ``RadixTree.insert(below=node)``: check that the path to ``node`` is a
+    device-resident prefix of the key bytes ``data``, touch it root first as the insert's
+    walk from the root does (one recency stamp per node), and return its end in bytes."""
+    path = []
+    while node.parent is not None:
+        if not node.alive or node.full.values[Tier.DEVICE] is None:
+            raise ValueError(f"insert: below={node!r} is not a device-resident path")
+        path.append(node)
+        node = node.parent
+    if node is not core.root:
+        raise ValueError("insert: below= belongs to another tree")
+    pos = 0
+    for n in reversed(path):
+        if not data.startswith(n.key, pos):
+            raise ValueError(f"insert: below={path[0]!r} is not on the path of the tokens")
+        pos += len(n.key)
+        core._touch(n)
+    return pos

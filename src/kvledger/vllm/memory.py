@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from kvledger.ledger import LedgerRow
+from kvledger.limits import MAX_GIB, check_number
 from kvledger.units import GiB
 from kvledger.vllm.rules import VllmRules
 
@@ -62,10 +63,10 @@ class KVMemory:
         )
 
 
-def _gib(flag: str, value: float) -> int:
-    if not (math.isfinite(value) and value >= 0):
-        raise ValueError(f"{flag} {value:g}: expected a non-negative finite number of GiB")
-    return int(value * GiB)
+def _gib(flag: str, value: float, *, positive: bool = False) -> int:
+    """A GiB flag in bytes, bounded by the one limits table (as `kvledger.plan` reads its own
+    GiB flags): NaN, infinity and absurd sizes name the flag instead of overflowing."""
+    return int(check_number(flag, value, low=0, high=MAX_GIB, low_open=positive) * GiB)
 
 
 def kv_memory(*, available_gib: float | None = None, kv_cache_memory_bytes: int | None = None,
@@ -77,10 +78,8 @@ def kv_memory(*, available_gib: float | None = None, kv_cache_memory_bytes: int 
     if kv_cache_memory_bytes is not None:
         return KVMemory(source=MemorySource.FLAG, available_bytes=kv_cache_memory_bytes)
     if available_gib is not None:
-        if not (math.isfinite(available_gib) and available_gib > 0):
-            raise ValueError(f"--available-gib {available_gib:g}: expected a positive finite "
-                             "number of GiB")
-        return KVMemory(source=MemorySource.LOGGED, available_bytes=int(available_gib * GiB))
+        return KVMemory(source=MemorySource.LOGGED,
+                        available_bytes=_gib("--available-gib", available_gib, positive=True))
     assert total_bytes is not None and utilization is not None and rules is not None
     product = total_bytes * utilization
     requested = math.ceil(product) if rules.requested_memory_ceil else int(product)

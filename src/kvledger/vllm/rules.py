@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from kvledger.gpus import GPU, GpuArch
+from kvledger.registry import RuleRegistry
 from kvledger.units import GiB
 
 
@@ -117,9 +118,8 @@ class VllmRules:
         return granule
 
 
-RULES: dict[str, VllmRules] = {
-    rule.name: rule
-    for rule in (
+RULES: RuleRegistry[VllmRules] = RuleRegistry(
+    (
         VllmRules(
             name="vllm-0.13",
             default_gpu_memory_utilization=0.9,
@@ -145,14 +145,9 @@ RULES: dict[str, VllmRules] = {
             subtracts_cudagraph_estimate=True,
             requested_memory_ceil=True,
         ),
-    )
-}
-DEFAULT_VLLM_RULES = "vllm-0.33"
-
-
-def get_vllm_rules(name: str) -> VllmRules:
-    try:
-        return RULES[name]
-    except KeyError:
-        raise ValueError(f"--rules {name!r}: expected one of {', '.join(RULES)} for --engine vllm"
-                         ) from None
+    ),
+    default="vllm-0.33",
+    hint=" for --engine vllm",
+)
+DEFAULT_VLLM_RULES = RULES.default
+get_vllm_rules = RULES.lookup

@@ -80,3 +80,87 @@ def test_dense_variant_has_no_experts(load_dict):
     cfg = granite() | {"num_local_experts": 0}
     p = load_dict(cfg).params
     assert p.experts == 0 and p.mlp == 8 * 3 * 512 * 512
+    # the time model: no routed experts, every weight multiplied through
+    from kvledger.model.compute import compute_profile
+
+    prof = compute_profile(load_dict(cfg))
+    assert (prof.moe_layers, prof.expert_params) == (0, 0)
+    assert prof.active_params == prof.dense_params == p.total
+
+
+def test_compute_profile_routes_top_k_of_every_layers_experts(load_dict):
+    # transformers' GraniteMoeHybridDecoderLayer: a block_sparse_moe (8 experts of 1,024,
+    # top 2) on each of the 8 layers; the shared MLP, router, mixers, attention and the tied
+    # embedding (it is the lm_head) are multiplied through by every token.
+    from kvledger.model.compute import compute_profile
+
+    p = compute_profile(load_dict(granite()))
+    assert (p.moe_layers, p.num_experts, p.top_k) == (8, 8, 2)
+    assert p.expert_params == 3 * 512 * 1_024 == 1_572_864
+    embedding = 49_152 * 512
+    assert p.dense_params == embedding + 2_097_152 + 10_278_912 + 6_324_224 == 43_866_112
+    assert p.active_params == 43_866_112 + 8 * 2 * 1_572_864 == 69_031_936
+    assert p.attn_pair_flops == 2 * 8 * (64 + 64) == 2_048  # 8 heads, qk and v 64 wide
+    # Mamba2 per token: state update + read-out 4 · 8 heads · 128 · 128, plus the chunked
+    # scan at mamba_chunk_size (256, transformers' default): 2 · 8 · 256 · (128 + 128)
+    assert p.linear_token_flops == 4 * 8 * 128 * 128 + 2 * 8 * 256 * 256 == 1_572_864
+    assert (p.full_layers, p.linear_layers, p.index_layers) == (2, 6, 0)
+    chunked = compute_profile(load_dict(granite() | {"mamba_chunk_size": 64}))
+    assert chunked.linear_token_flops == 4 * 8 * 128 * 128 + 2 * 8 * 64 * 256
+
+
+def test_roofline_step_flops_and_bytes_by_hand(load_dict):
+    # One step on one H200: a 512-token prefill chunk at positions 0..511 and one request
+    # decoding at context 1,024. bf16 weights (2 B per parameter), tp 1.
+    from kvledger.gpus import get_gpu
+    from kvledger.plan import make_plan
+    from kvledger.sim.timing import Roofline, StepWork
+
+    arch = load_dict(granite())
+    plan = make_plan(arch, available_gib=10)
+    r = Roofline.for_plan(plan, get_gpu("h200"))
+    flops, moved = r.flops_and_bytes(StepWork(prefill_spans=((0, 512),),
+                                              decode_contexts=(1_024,)))
+    tokens = 513
+    pairs = 512 * 513 // 2 + 1_024  # causal pairs of the chunk + the decode's keys
+    assert flops == (tokens * 2 * 69_031_936  # weights, top-2 experts per layer
+                     + tokens * 6 * 1_572_864  # Mamba2 layers
+                     + pairs * 2 * 2_048)  # 2 attention layers
+    # 513 tokens touch 8 · (1 − (6/8)^513) ≈ 8 of each layer's 8 experts: all of them
+    experts = 8 * (1 - (1 - 2 / 8) ** 513)
+    kv_row = 2 * 2 * 8 * 64 * 2  # 2 layers · K+V · 8 heads · 64 · bf16 = 4,096 B
+    slot = 3_191_808  # one Mamba2 state slot (test_golden_ledgers)
+    assert moved == pytest.approx(43_866_112 * 2 + 8 * experts * 1_572_864 * 2
+                                  + (512 + 1_024) * kv_row  # rows read: the prefix, the context
+                                  + tokens * kv_row  # rows written
+                                  + 2 * 2 * slot, rel=1e-12)  # 2 requests read + write a state
+    # decode alone reads 2 of 8 experts per layer, not all 64 (the dense count did)
+    _, one = r.flops_and_bytes(StepWork(decode_contexts=(1_024,)))
+    assert one == pytest.approx(43_866_112 * 2 + 8 * 2 * 1_572_864 * 2 + 1_025 * kv_row
+                                + 2 * slot, rel=1e-12)
+
+
+def test_simulate_times_granite_on_the_roofline(load_dict, tmp_path):
+    # `kvledger simulate --model <granite config>`: one request alone (1,024 prompt tokens, 8
+    # generated), so each decode step is the roofline's one-token step at its context.
+    import json
+
+    from typer.testing import CliRunner
+
+    from kvledger.cli import app
+    from kvledger.gpus import get_gpu
+    from kvledger.plan import make_plan
+    from kvledger.sim.timing import Roofline, StepWork
+
+    arch = load_dict(granite())
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text('{"timestamp": 0, "input_length": 1024, "output_length": 8, '
+                     '"hash_ids": [1, 2]}\n')
+    result = CliRunner().invoke(app, ["simulate", "--model", arch.source, "--trace", str(trace),
+                                      "--available-gib", "10", "--no-progress", "--json"])
+    assert result.exit_code == 0, result.output
+    latency = json.loads(result.output)["latency"]
+    assert latency["model"].startswith("roofline on H200")
+    r = Roofline.for_plan(make_plan(arch, available_gib=10), get_gpu("h200"))
+    steps = [r.step_ms(StepWork(decode_contexts=(1_024 + i,))) for i in range(1, 8)]
+    assert latency["tpot_ms"]["p50"] == pytest.approx(sorted(steps)[3], rel=1e-3)

@@ -1,10 +1,16 @@
 """Lossy what-if (never the default, never in verify's bit-identical matrix): 8-bit checkpoints.
 
 Running requests keep full-precision working and track slots (their kernels compute in the
-SSM dtype); only the states the prefix cache keeps are stored as int8 or fp8 — one byte per
-element plus one float32 scale per row of the last dimension (per d_v row of the temporal
-state, per kept time step of the conv window). The cache's share of the state pool,
-(K − N · held) full slots, then holds more checkpoints at the same memory.
+SSM dtype); only the states the prefix cache keeps are stored as int8 or fp8 (e4m3) — one
+byte per element plus one float32 scale per row of the last dimension (per d_v row of the
+temporal state, per kept time step of the conv window). The cache's share of the state pool,
+(K − N · held) full slots, then holds more checkpoints at the same memory. int8 and fp8 cost
+the same bytes; they differ in the error (`kvledger.engine.lossy` measures it).
+
+The simulated what-if (`lossy_plan`) gives the state pool the gained slots: at N running the
+cache then holds exactly `cache_lossy_slots` checkpoints; with fewer running, the rows those
+requests do not pin would hold slot_bytes / checkpoint_slot_bytes checkpoints each but hold
+one, so the simulated hit is exact at full concurrency and a lower bound below it.
 
 Per layer, a tensor of shape (…, w) with E elements costs E · 1 + (E / w) · 4 bytes.
 
@@ -23,15 +29,28 @@ Worked example (one layer, conv (3, 8) bf16, temporal (2, 4, 4) fp32): full 48 +
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from enum import Enum
 from math import prod
 
 from kvledger.plan import Plan
 from kvledger.specs import StateSpec
 
-LABEL = "lossy what-if: 8-bit checkpoint states (int8/fp8, float32 scale per row)"
+LABEL = "what-if (lossy, not bit-exact): 8-bit checkpoint states, float32 scale per row"
 QUANT_ITEMSIZE = 1  # int8 or fp8_e4m3
 SCALE_BYTES = 4  # one float32 scale per row of the last dimension
+
+
+class LossyCheckpoints(Enum):
+    """How cached checkpoints are stored in the what-if (`--lossy-checkpoints`)."""
+
+    INT8 = "int8"  # symmetric, absmax / 127 per row
+    FP8 = "fp8"  # float8 e4m3, absmax / 448 per row
+
+
+def label(kind: LossyCheckpoints) -> str:
+    """The what-if's label for `kind`, as tables and JSON print it."""
+    return f"{LABEL} ({kind.value})"
 
 
 def _quantized_bytes(shape: tuple[int, ...]) -> int:
@@ -80,3 +99,11 @@ def lossy_states(plan: Plan) -> LossyStates:
                        slot_bytes=cap.slot_bytes,
                        checkpoint_slot_bytes=checkpoint_bytes(
                            lay.state, layers=plan.model.num_linear_layers))
+
+
+def lossy_plan(plan: Plan, lossy: LossyStates, kind: LossyCheckpoints) -> Plan:
+    """`plan` with the gained slots given to the state pool (the simulated what-if), its notes
+    carrying the label. Requests still hold today's slots, so at N running the cache holds
+    exactly `cache_lossy_slots`; fewer running, less than the what-if would (a lower bound)."""
+    cap = replace(plan.capacity, state_slots=plan.capacity.state_slots + lossy.gained_slots)
+    return replace(plan, capacity=cap, notes=(*plan.notes, label(kind)))
