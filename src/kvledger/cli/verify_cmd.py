@@ -9,9 +9,9 @@ import typer
 from rich.table import Table
 
 from kvledger.cache.policies.choice import StateAdmission, StateEviction
+from kvledger.cache.policies.lossy_states import LossyCheckpoints
 from kvledger.cli.app import command, console, emit_json, user_errors
 from kvledger.cli.options import JsonOpt
-from kvledger.cache.policies.lossy_states import LossyCheckpoints
 from kvledger.cli.sim_cmd import AdmissionOpt, EvictionOpt
 
 if TYPE_CHECKING:
