@@ -15,13 +15,14 @@ RANKS = {
     "units": 0, "registry": 0, "lazy": 0, "limits": 0, "extras": 0, "model": 1, "deploy": 2, "rules": 2, "gpus": 2,
     "specs": 2, "launch": 3,
     "memfraction": 2, "resolve": 3, "ledger": 4, "statebudget": 4, "requestlimits": 4,
-    "rankweights": 5, "capacity": 5, "hicache": 5,
+    "rankweights": 5, "capacity": 5, "hicache_share": 4.5, "hicache": 5,
     "plan": 6, "vllm": 6, "scaling": 6.5, "logs": 7, "sizing": 7, "pools": 7, "tree": 7,
     "store": 7, "l3plan": 6, "host": 8, "cache": 9, "engine": 10, "sim": 10, "sequential": 10.5, "report": 11, "api": 11,
     "cli": 12, "__main__": 13, "__init__": 14,
 }
 PLANNING = {"units", "registry", "limits", "model", "deploy", "rules", "gpus", "specs", "launch", "resolve", "ledger",
             "statebudget", "requestlimits", "memfraction", "rankweights", "capacity", "hicache",
+            "hicache_share",
             "plan", "vllm", "logs", "scaling", "sizing", "extras", "l3plan"}
 HEAVY = {"torch", "matplotlib"}
 

@@ -17,6 +17,9 @@ pool_host/mamba.py `MambaPoolHost.__init__`):
    state slots have page size 1. The INDEXER pool has the KV pool's token count (derived
    host indices: `indices_from_pool=KV`).
 
+kvledger's what-if, never the default: `--hicache-state-share F` keeps the budget either
+flag gives and splits it anew, F to state slots (`kvledger.hicache_share`).
+
 Our choice beyond SGLang, size mode only: a floor on host state slots. Host KV is useful only
 below a node whose state is cached (a match must end at a state), so each state slot must be
 able to pair with at most one full context of host KV:
@@ -43,6 +46,8 @@ from dataclasses import dataclass
 from enum import Enum
 from math import ceil, inf
 
+from kvledger.hicache_share import FLAG as SHARE_FLAG
+from kvledger.hicache_share import StateShare
 from kvledger.ledger import Ledger, LedgerRow, state_ledger
 from kvledger.resolve import CacheLayout
 from kvledger.rules import RULES, RuleSet
@@ -141,6 +146,7 @@ class HostPlan:
     size_bytes: int | None
     views: tuple[HostLedger, HostLedger]  # (article's, ours)
     notes: tuple[str, ...]
+    state_share: float | None = None  # --hicache-state-share (kvledger's what-if), if given
 
 
 def host_token_ledger(lay: CacheLayout, rules: HostRules) -> Ledger:
@@ -200,14 +206,20 @@ def _split(lay: CacheLayout, rules: HostRules, total: int, token_pool_bytes: int
 
 
 def plan_host(lay: CacheLayout, *, device_tokens: int, device_state_slots: int,
-              device_token_pool_bytes: int, device_state_pool_bytes: int) -> HostPlan:
-    """Host pools per rank for the deployment's --hicache-ratio / --hicache-size.
+              device_token_pool_bytes: int, device_state_pool_bytes: int,
+              state_share: float | None = None) -> HostPlan:
+    """Host pools per rank for the deployment's --hicache-ratio / --hicache-size, split anew
+    by `state_share` (--hicache-state-share) when given.
 
     `device_tokens` and `device_state_slots` are the usable T and K; the pool bytes include
     padding (they only weigh the split of --hicache-size).
     """
     dep = lay.deployment
     notes: list[str] = []
+    share = None if state_share is None else StateShare(state_share)
+    if share is not None and lay.state is None:
+        raise ValueError(f"{SHARE_FLAG} {state_share!r}: {lay.model.name} has no "
+                         "linear-attention state; its whole host budget is KV")
     views: list[HostLedger] = []
     ratio = dep.hicache_ratio or DEFAULT_HICACHE_RATIO
     if dep.hicache_size_gb is None and device_tokens * ratio >= inf:
@@ -216,12 +228,14 @@ def plan_host(lay: CacheLayout, *, device_tokens: int, device_state_slots: int,
     # The first view is the release --rules names (the article's by default), not always the
     # article's: its column in the tables is labelled with that release.
     for rules in (HostRules.from_rules(lay.rules), OUR_HOST):
-        if dep.hicache_size_gb is not None:
+        if dep.hicache_size_gb is not None and share is None:
             total = int(dep.hicache_size_gb * GB)
             raw_tokens, raw_slots = _split(lay, rules, total, device_token_pool_bytes,
                                            device_state_pool_bytes)
         else:
             raw_tokens, raw_slots = int(device_tokens * ratio), int(device_state_slots * ratio)
+        if share is not None:
+            raw_tokens, raw_slots = _share(lay, rules, share, raw_tokens, raw_slots, notes)
         view = _view(lay, rules, raw_tokens, raw_slots)
         if view.host_tokens <= device_tokens:
             notes.append(f"{rules.name}: host KV pool ({view.host_tokens:,} tokens) is not larger "
@@ -229,6 +243,24 @@ def plan_host(lay: CacheLayout, *, device_tokens: int, device_state_slots: int,
         views.append(view)
     if dep.hicache_size_gb is not None:
         return HostPlan(mode=SizingMode.SIZE, ratio=None, size_bytes=int(dep.hicache_size_gb * GB),
-                        views=(views[0], views[1]), notes=tuple(notes))
-    return HostPlan(mode=SizingMode.RATIO, ratio=ratio,
-                    size_bytes=None, views=(views[0], views[1]), notes=tuple(notes))
+                        views=(views[0], views[1]), notes=tuple(notes), state_share=state_share)
+    return HostPlan(mode=SizingMode.RATIO, ratio=ratio, size_bytes=None,
+                    views=(views[0], views[1]), notes=tuple(notes), state_share=state_share)
+
+
+def _share(lay: CacheLayout, rules: HostRules, share: StateShare, raw_tokens: int,
+           raw_slots: int, notes: list[str]) -> tuple[int, int]:
+    """The budget of the view's SGLang sizing (--hicache-size G, or the ratio's two pools)
+    split anew by --hicache-state-share."""
+    token_bytes = host_token_ledger(lay, rules).total_bytes
+    slot_bytes = state_ledger(lay).total_bytes
+    dep = lay.deployment
+    if dep.hicache_size_gb is not None:
+        budget = int(dep.hicache_size_gb * GB)
+    else:
+        budget = share.ratio_budget(raw_tokens=raw_tokens, raw_slots=raw_slots,
+                                    token_bytes=token_bytes, slot_bytes=slot_bytes)
+    tokens, slots = share.split(budget, token_bytes=token_bytes, slot_bytes=slot_bytes,
+                                page_tokens=lay.page_tokens)
+    notes.append(f"{rules.name}: {share.note(budget, slots, tokens)}")
+    return tokens, slots

@@ -130,8 +130,12 @@ def make_plan(
     requests: int | None = None,
     context_tokens: int | None = None,
     kv_cache_dtype: str | None = None,
+    host_state_share: float | None = None,
 ) -> Plan:
-    """Resolve, ledger and plan capacity; errors name the flag or field at fault."""
+    """Resolve, ledger and plan capacity; errors name the flag or field at fault.
+
+    `host_state_share`: --hicache-state-share, kvledger's what-if split of the host budget
+    between state slots and KV (`kvledger.hicache_share`); needs the host tier."""
     arch = load_model(model, family=family) if isinstance(model, str) else model
     dep = deployment or Deployment()
     if kv_cache_dtype is not None:
@@ -155,11 +159,15 @@ def make_plan(
                       state=state_ledger(layout), request=request_ledger(layout),
                       weights=weights_ledger(arch, layout.deployment))
     host = None
+    if host_state_share is not None and not layout.deployment.enable_hierarchical_cache:
+        raise ValueError(f"--hicache-state-share {host_state_share!r}: has no effect without "
+                         "--enable-hierarchical-cache")
     if layout.deployment.enable_hierarchical_cache:
         host = plan_host(layout, device_tokens=capacity.max_total_tokens,
                          device_state_slots=capacity.state_slots,
                          device_token_pool_bytes=capacity.token_pool_bytes,
-                         device_state_pool_bytes=capacity.state_pool_bytes)
+                         device_state_pool_bytes=capacity.state_pool_bytes,
+                         state_share=host_state_share)
     estimated = (weights_gib is None and ledgers.weights is not None
                  and memory.pre_load_free_bytes - memory.available_bytes
                  == ledgers.weights.total_bytes

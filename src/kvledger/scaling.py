@@ -76,5 +76,6 @@ def scale_plan(plan: Plan, scale: ScaleDown) -> Plan:
         host = plan_host(layout, device_tokens=capacity.max_total_tokens,
                          device_state_slots=capacity.state_slots,
                          device_token_pool_bytes=capacity.token_pool_bytes,
-                         device_state_pool_bytes=capacity.state_pool_bytes)
+                         device_state_pool_bytes=capacity.state_pool_bytes,
+                         state_share=plan.host.state_share)
     return replace(plan, layout=layout, capacity=capacity, workload=None, host=host)

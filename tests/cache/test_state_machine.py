@@ -9,7 +9,9 @@ was cached, a running request's cached prefix is exactly its locked tree path, a
 holds more than the plan's slots. Variants: real bytes and accounting, each device-only and
 with state slots so few that they bind before request rows; accounting without a state
 component (dense); real bytes with a write_back host tier; accounting with the plan-built
-host tier (page 64).
+host tier (page 64); both host variants again with kvledger's `junctions` state backup
+(pass-through states only into free host slots, so KV-only host nodes occur), the real-bytes
+one write_through with 1 host state slot so the rule binds.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from kvledger.cache import HybridCache, Shortfall
 from kvledger.cache import accounting as plan_cache
 from kvledger.engine.memory import HostTier
 from kvledger.host.policy import BackupPolicy
+from kvledger.host.state_backup import HostStateBackup
 from sim.sim_factories import small_plan
 
 
@@ -142,6 +145,19 @@ class AccountingHostMachine(CacheMachine):
         host_policy=BackupPolicy.WRITE_BACK))
 
 
+class JunctionsHostMachine(CacheMachine):
+    build = staticmethod(lambda: real_cache(
+        num_pages=6, host=HostTier(num_pages=6, num_state_slots=1,
+                                   state_backup=HostStateBackup.JUNCTIONS)))
+
+
+class AccountingJunctionsHostMachine(CacheMachine):
+    build = staticmethod(lambda: plan_cache.accounting_cache(
+        small_plan(max_total_tokens=6 * 64, max_mamba_cache_size=8, max_running_requests=3,
+                   enable_hierarchical_cache=True, hicache_ratio=1.0),
+        host_state_backup=HostStateBackup.JUNCTIONS))
+
+
 STEPS = settings(max_examples=20, stateful_step_count=30, deadline=None)
 TestRealBytes = CacheMachine.TestCase
 TestAccounting = AccountingMachine.TestCase
@@ -150,6 +166,9 @@ TestRealBytesSlotBound = SlotBoundMachine.TestCase
 TestAccountingSlotBound = AccountingSlotBoundMachine.TestCase
 TestRealBytesHost = HostMachine.TestCase
 TestAccountingHost = AccountingHostMachine.TestCase
+TestRealBytesJunctionsHost = JunctionsHostMachine.TestCase
+TestAccountingJunctionsHost = AccountingJunctionsHostMachine.TestCase
 for case in (TestRealBytes, TestAccounting, TestDense, TestRealBytesSlotBound, TestAccountingSlotBound,
-             TestRealBytesHost, TestAccountingHost):
+             TestRealBytesHost, TestAccountingHost, TestRealBytesJunctionsHost,
+             TestAccountingJunctionsHost):
     case.settings = STEPS

@@ -14,6 +14,7 @@ from engine.engine_factories import CheckedCache
 from kvledger.cache.policies import StateAdmission, StateEviction
 from kvledger.engine.verify import verify
 from kvledger.engine.workloads import WORKLOADS
+from kvledger.host.state_backup import HostStateBackup
 
 PAIRS = [(a, e) for a in StateAdmission for e in StateEviction]
 
@@ -38,3 +39,27 @@ def test_the_policies_change_what_is_cached():
     filtered = verify(WORKLOADS["multi-turn"], admission=StateAdmission.REUSE_FILTERED)
     assert engine.all_match and filtered.all_match
     assert (engine.cached_prompt_tokens, filtered.cached_prompt_tokens) == (256, 48)
+
+
+HOST_WORKLOADS = [name for name, w in WORKLOADS.items() if w.host is not None]
+
+
+@pytest.mark.parametrize("backup", list(HostStateBackup), ids=[b.value for b in HostStateBackup])
+def test_every_host_state_backup_is_lossless_on_every_host_workload(backup):
+    differ = {}
+    for name in HOST_WORKLOADS:
+        report = verify(WORKLOADS[name], wrap=CheckedCache, host_state_backup=backup)
+        if not report.all_match:
+            differ[name] = report.mismatched
+    assert not differ, f"--host-state-backup {backup.value}: outputs differ in {differ}"
+
+
+def test_the_host_state_backup_changes_what_is_copied():
+    """Not vacuous: with one host state slot, `junctions` declines state copies that
+    SGLang's `all` gives the slot to (evicting another state); both match the cache-free run,
+    and `all` never declines."""
+    scarce = WORKLOADS["host-scarce-states"]
+    every = verify(scarce, wrap=CheckedCache)
+    junctions = verify(scarce, wrap=CheckedCache, host_state_backup=HostStateBackup.JUNCTIONS)
+    assert every.all_match and junctions.all_match
+    assert (every.host_states_declined, junctions.host_states_declined) == (0, 5)

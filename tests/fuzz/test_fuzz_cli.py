@@ -62,6 +62,7 @@ PLAN_OPTIONS = st.one_of(
               st.one_of(PLAUSIBLE, VALUES)).map(list),
     st.tuples(st.just("--engine"), st.sampled_from(["sglang", "vllm", "sglang,vllm", "", "x"]))
     .map(list),
+    st.tuples(st.just("--hicache-state-share"), st.one_of(PLAUSIBLE, VALUES)).map(list),
 )
 
 
@@ -98,6 +99,9 @@ SIM_OPTIONS = st.one_of(
               st.sampled_from(["write_through", "write_back", "write_through_selective", "x"]))
     .map(list),
     st.just(["--enable-hierarchical-cache"]),
+    st.tuples(st.just("--host-state-backup"), st.sampled_from(["all", "junctions", "", "x"]))
+    .map(list),
+    st.tuples(st.just("--hicache-state-share"), st.one_of(PLAUSIBLE, VALUES)).map(list),
     # the labelled what-ifs: valid kinds (two replays each) and hostile spellings
     st.tuples(st.just("--lossy-checkpoints"),
               st.sampled_from(["int8", "fp8", "int8", "fp8", "INT8", "int4", "fp8_e4m3", "", "x"]))

@@ -22,6 +22,7 @@ from kvledger.host.group import HostPoolGroup
 from kvledger.host.layout import HostLayout
 from kvledger.host.movers import Mover
 from kvledger.host.policy import BackupPolicy
+from kvledger.host.state_backup import HostStateBackup
 from kvledger.host.transfer import FaultHook
 from kvledger.pools.dsa import DsaTokenPool
 from kvledger.pools.gqa import GqaKVPool
@@ -223,7 +224,8 @@ def harness(*, kind: str = "dsa", layout: HostLayout = HostLayout.PAGE_FIRST,
             policy: BackupPolicy = BackupPolicy.WRITE_THROUGH, host_pages: int = 32,
             host_state_slots: int = 8, device_pages: int = 24, device_state_slots: int = 8,
             synchronous: bool = True, fault: FaultHook | None = None, seed: int = 0,
-            mover: MoverFactory | None = None, verify: bool = True) -> Harness:
+            mover: MoverFactory | None = None, verify: bool = True,
+            state_backup: HostStateBackup = HostStateBackup.ALL) -> Harness:
     """`mover(device_bytes, host_group)` builds a mover in place of the TensorMover."""
     device = device_side(kind, num_pages=device_pages, state_slots=device_state_slots)
     host = build_host_group(device.bytes, host_tokens=host_pages * PAGE,
@@ -231,7 +233,7 @@ def harness(*, kind: str = "dsa", layout: HostLayout = HostLayout.PAGE_FIRST,
     ctrl = HiCacheController(tree=RadixTree(page_size=PAGE), device=device, host=host,
                              policy=policy, synchronous=synchronous, fault=fault,
                              mover=None if mover is None else mover(device.bytes, host),
-                             verify=verify)
+                             verify=verify, state_backup=state_backup)
     return Harness(ctrl=ctrl, seed=seed)
 
 

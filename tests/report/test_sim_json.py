@@ -20,7 +20,7 @@ def test_json_mirrors_the_summary():
                     "loadback_hit_tokens", "policy", "capacity_pages", "capacity_slots",
                     "capacity_bytes", "page_bytes", "slot_bytes", "backup_pages", "backup_slots",
                     "loadback_pages", "loadback_slots", "host_evicted_slots", "peak_pages_used",
-                    "peak_slots_used")
+                    "peak_slots_used", "state_backup", "declined_state_backups", "state_share")
     assert doc["host"] == {"available": False, "note": s.host_note,
                            **dict.fromkeys(host_numbers)}
     assert "not available" in s.host_note

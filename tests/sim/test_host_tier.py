@@ -131,7 +131,8 @@ def test_json_has_every_host_key():
         "loadback_pages": 15, "loadback_slots": 1,
         "loadback_bytes": 15 * PAGE_BYTES + SLOT_BYTES, "host_evicted_pages": 0,
         "host_evicted_slots": 0, "loadback_hit_tokens": 960, "peak_pages_used": 46,
-        "peak_slots_used": 2,
+        "peak_slots_used": 2, "state_backup": "all", "declined_state_backups": 0,
+        "state_share": None,
     }
 
 

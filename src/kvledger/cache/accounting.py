@@ -26,6 +26,7 @@ from kvledger.cache.policies import StatePolicies
 from kvledger.cache.seq import CheckpointMode
 from kvledger.deploy import MambaStrategy
 from kvledger.host.policy import BackupPolicy
+from kvledger.host.state_backup import HostStateBackup
 from kvledger.plan import Plan
 from kvledger.pools.ids import StateSlotAllocator
 from kvledger.tree import FULL_ONLY, RadixTree
@@ -45,9 +46,11 @@ def checkpoint_mode(plan: Plan) -> CheckpointMode:
 def accounting_cache(plan: Plan, *, mamba_chunk_tokens: int = MAMBA_CHUNK_TOKENS,
                      track_interval_tokens: int | None = None,
                      host_policy: BackupPolicy | None = None,
-                     policies: StatePolicies | None = None) -> HybridCache:
+                     policies: StatePolicies | None = None,
+                     host_state_backup: HostStateBackup = HostStateBackup.ALL) -> HybridCache:
     """`host_policy`: the host tier's write policy when the plan enables the host tier
-    (--enable-hierarchical-cache); None then means write_through, SGLang's default."""
+    (--enable-hierarchical-cache); None then means write_through, SGLang's default.
+    `host_state_backup`: which states get host room (`kvledger.host.state_backup`)."""
     lay, cap = plan.layout, plan.capacity
     page = lay.page_tokens
     grid = lcm(mamba_chunk_tokens, page)
@@ -64,7 +67,7 @@ def accounting_cache(plan: Plan, *, mamba_chunk_tokens: int = MAMBA_CHUNK_TOKENS
         from kvledger.cache.hicache_tier import HiCacheTier
 
         host = HiCacheTier.for_plan(plan, host_policy or BackupPolicy.WRITE_THROUGH, tree,
-                                    rows.allocator, states)
+                                    rows.allocator, states, state_backup=host_state_backup)
     return HybridCache(rows=rows, tree=tree, states=states,
                        held_slots_per_request=lay.held_slots_per_request, mode=mode,
                        track_interval_tokens=track_interval_tokens, host=host,

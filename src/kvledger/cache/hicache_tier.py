@@ -43,6 +43,7 @@ from kvledger.host.device import DeviceBytes, DeviceSide
 from kvledger.host.movers import IndexOnlyMover
 from kvledger.host.policy import BackupPolicy
 from kvledger.host.results import LoadbackResult
+from kvledger.host.state_backup import HostStateBackup
 from kvledger.plan import Plan
 from kvledger.pools.build import build_pools
 from kvledger.pools.ids import StateSlotAllocator
@@ -51,16 +52,19 @@ from kvledger.tree import EvictResult, InsertResult, LockReceipt, MatchResult, N
 
 
 class HiCacheTier:
-    def __init__(self, ctrl: HiCacheController, *, unit_tokens: int) -> None:
+    def __init__(self, ctrl: HiCacheController, *, unit_tokens: int,
+                 state_share: float | None = None) -> None:
         self.ctrl = ctrl
         self.unit_tokens = unit_tokens  # tokens per tree unit (1, or P when keying pages)
+        self.state_share = state_share  # --hicache-state-share the pools were sized with
         self.gained_units = 0  # hit units admitted requests got through loadbacks
         self.peak_pages_used = 0
         self.peak_slots_used = 0
 
     @classmethod
     def for_plan(cls, plan: Plan, policy: BackupPolicy, tree: RadixTree,
-                 pages: PagedTokenAllocator, slots: StateSlotAllocator | None) -> HiCacheTier:
+                 pages: PagedTokenAllocator, slots: StateSlotAllocator | None, *,
+                 state_backup: HostStateBackup = HostStateBackup.ALL) -> HiCacheTier:
         """Accounting mode: the controller for `plan`'s rank over a page-keyed tree and the
         cache's own allocators (page ids are the "token slots")."""
         page = plan.layout.page_tokens
@@ -80,8 +84,9 @@ class HiCacheTier:
         device = DeviceSide(bytes=dev, token_allocator=pages, state_allocator=slots,
                             mamba_pool=None)  # requests' state copies are not simulated
         ctrl = HiCacheController(tree=tree, device=device, host=group, policy=policy,
-                                 mover=IndexOnlyMover(page_tokens=1))
-        return cls(ctrl, unit_tokens=page)
+                                 mover=IndexOnlyMover(page_tokens=1), state_backup=state_backup)
+        return cls(ctrl, unit_tokens=page,
+                   state_share=None if plan.host is None else plan.host.state_share)
 
     # ---- the facade's calls ----------------------------------------------------------------
 
@@ -139,7 +144,9 @@ class HiCacheTier:
     def stats(self) -> HostStats:
         t, host = self.ctrl.traffic, self.ctrl.host
         return HostStats(
-            policy=self.ctrl.policy.policy, capacity_pages=host.kv.pages.capacity,
+            policy=self.ctrl.policy.policy, state_backup=self.ctrl.state_backup.policy,
+            declined_state_backups=t.declined_state_backups, state_share=self.state_share,
+            capacity_pages=host.kv.pages.capacity,
             capacity_slots=0 if host.state is None else host.state.slots.capacity,
             page_bytes=host.page_bytes, slot_bytes=host.state_slot_bytes,
             backup_pages=t.backup_tokens, backup_slots=t.backup_state_slots,

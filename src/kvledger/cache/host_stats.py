@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvledger.host.policy import BackupPolicy
+from kvledger.host.state_backup import HostStateBackup
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -43,6 +44,19 @@ class HostStats:
     loadback_hit_tokens: int  # prompt tokens admitted requests took from host, not recomputed
     peak_pages_used: int
     peak_slots_used: int
+    state_backup: HostStateBackup = HostStateBackup.ALL  # which states got host room
+    declined_state_backups: int = 0  # state copies the state backup rule declined
+    state_share: float | None = None  # --hicache-state-share the pools were sized with
+
+    @property
+    def state_backup_label(self) -> str:
+        """What kvledger's host options changed, for the note: '' under SGLang's defaults."""
+        label = ""
+        if self.state_backup is not HostStateBackup.ALL:
+            label += f", state backup {self.state_backup.value} (kvledger)"
+        if self.state_share is not None:
+            label += f", state share {self.state_share!r} (kvledger what-if)"
+        return label
 
     @property
     def capacity_bytes(self) -> int:

@@ -59,6 +59,9 @@ def plans_for(inputs: PlanInputs, eng: EngineInputs, extra: list[str], *,
     """(SGLang plan, vLLM plan, ignored flags); the engine not asked for is None."""
     choice = choose_engines(eng.engine, inputs.rules, extra)
     engines = choice.engines
+    if inputs.hicache_state_share is not None and engines != ("sglang",):
+        raise ValueError(f"--hicache-state-share {inputs.hicache_state_share!r}: a what-if for "
+                         "SGLang's host tier; not with --engine vllm")
     if engines == ("sglang",):
         plan, ignored = plan_from(inputs, extra, requests=requests, context=context)
         return plan, None, ignored

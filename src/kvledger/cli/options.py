@@ -59,6 +59,10 @@ ContextOpt = Annotated[int | None, typer.Option(
     "--context", help="Workload check: tokens per request (default: the context length).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables (one "
                                         "envelope for every command; see the README).")]
+StateShareOpt = Annotated[float | None, typer.Option(
+    "--hicache-state-share", help="What-if, not an SGLang flag: the share (0-1) of the host "
+    "budget (--hicache-ratio or --hicache-size) given to state slots, the rest to KV; "
+    "default SGLang's sizing. Needs --enable-hierarchical-cache.")]
 CheckOpt = Annotated[bool, typer.Option(
     "--check", help="Exit with status 1 when the workload (--requests/--context) does not fit.")]
 
@@ -74,6 +78,7 @@ class PlanInputs:
     family: FamilyOpt = None
     available_gib: AvailOpt = None
     weights_gib: WeightsOpt = None
+    hicache_state_share: StateShareOpt = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -137,7 +142,7 @@ def plan_from(inputs: PlanInputs, extra_args: list[str], *, requests: int | None
         model or parsed.model_ref or DEFAULT_MODEL, parsed.deployment, rules=inputs.rules,
         gpu=inputs.gpu, available_gib=inputs.available_gib, weights_gib=inputs.weights_gib,
         gpu_memory_gib=inputs.gpu_memory_gib, family=inputs.family,
-        requests=requests, context_tokens=context,
+        requests=requests, context_tokens=context, host_state_share=inputs.hicache_state_share,
     )
     return plan, parsed.ignored
 

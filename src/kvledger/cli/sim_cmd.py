@@ -14,6 +14,7 @@ from kvledger.cli.app import command, console, emit_json, err_console, user_erro
 from kvledger.cli.groups import option_group
 from kvledger.cli.options import JsonOpt, PlanInputs, plan_from
 from kvledger.host.policy import BackupPolicy
+from kvledger.host.state_backup import HostStateBackup
 from kvledger.limits import (
     MAX_COUNT,
     MAX_GENERATED_REQUESTS,
@@ -81,6 +82,10 @@ RooflineOverheadOpt = Annotated[float, typer.Option(
 WritePolicyOpt = Annotated[BackupPolicy | None, typer.Option(
     "--hicache-write-policy", help="Host tier write policy (SGLang's flag; default "
     f"{SIM_DEFAULTS.hicache_write_policy.value}); needs --enable-hierarchical-cache.")]
+StateBackupOpt = Annotated[HostStateBackup | None, typer.Option(
+    "--host-state-backup", help="Which states get host room with their KV: all (SGLang's, "
+    "the default), junctions (kvledger's: leaves and junctions always, a pass-through state "
+    "only into a free host slot). Lossless; needs --enable-hierarchical-cache.")]
 L3SizeOpt = Annotated[float | None, typer.Option(
     "--l3-size", help="GiB of a store tier below host, replayed in accounting mode: every "
     "cached prefix written through, restored past the device/host hit.")]
@@ -117,6 +122,7 @@ class SimInputs:
     hbm_efficiency: HbmEffOpt = EFF_DEFAULTS.hbm
     roofline_overhead_ms: RooflineOverheadOpt = EFF_DEFAULTS.overhead_ms
     hicache_write_policy: WritePolicyOpt = None
+    host_state_backup: StateBackupOpt = None
     l3_size: L3SizeOpt = None
     l3_backend: L3BackendOpt = None
 
@@ -159,6 +165,10 @@ class SimInputs:
         if policy is not None and not plan.layout.deployment.enable_hierarchical_cache:
             raise ValueError(f"--hicache-write-policy {policy.value}: has no effect without "
                              "--enable-hierarchical-cache")
+        backup = self.host_state_backup
+        if backup is not None and not plan.layout.deployment.enable_hierarchical_cache:
+            raise ValueError(f"--host-state-backup {backup.value}: has no effect without "
+                             "--enable-hierarchical-cache")
         linear = (self.step_overhead_ms, self.prefill_ms_per_token, self.decode_ms_per_token)
         cost = None
         if any(v is not None for v in linear):
@@ -180,6 +190,7 @@ class SimInputs:
             efficiency=Efficiency(flops=self.flops_efficiency, hbm=self.hbm_efficiency,
                                   overhead_ms=self.roofline_overhead_ms),
             hicache_write_policy=policy or SIM_DEFAULTS.hicache_write_policy,
+            host_state_backup=backup or SIM_DEFAULTS.host_state_backup,
             l3=None if self.l3_size is None else L3Config(
                 capacity_bytes=int(self.l3_size * 2**30),
                 backend=self.l3_backend or BackendKind.MOONCAKE),

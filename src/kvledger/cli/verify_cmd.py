@@ -12,7 +12,8 @@ from kvledger.cache.policies.choice import StateAdmission, StateEviction
 from kvledger.cache.policies.lossy_states import LossyCheckpoints
 from kvledger.cli.app import command, console, emit_json, user_errors
 from kvledger.cli.options import JsonOpt
-from kvledger.cli.sim_cmd import AdmissionOpt, EvictionOpt
+from kvledger.cli.sim_cmd import AdmissionOpt, EvictionOpt, StateBackupOpt
+from kvledger.host.state_backup import HostStateBackup
 
 if TYPE_CHECKING:
     from kvledger.engine.verify import VerifyReport
@@ -59,6 +60,7 @@ def _row(r: VerifyReport) -> dict:
 def verify(workload: VerifyWorkloadOpt = None,
            state_admission: AdmissionOpt = StateAdmission.ENGINE,
            state_eviction: EvictionOpt = StateEviction.LRU,
+           host_state_backup: StateBackupOpt = None,
            lossy_checkpoints: LossyOpt = None, json: JsonOpt = False) -> None:
     from kvledger.extras import MEMORY
     from kvledger.report.envelope import envelope
@@ -74,22 +76,30 @@ def verify(workload: VerifyWorkloadOpt = None,
     if lossy_checkpoints is not None:  # a labelled measurement, exit 0: never a proof
         from kvledger.cli.verify_lossy import run_lossy_verify
 
+        if host_state_backup is not None:
+            with user_errors():
+                raise ValueError(f"--host-state-backup {host_state_backup.value}: part of the "
+                                 "bit-identical proof, not of --lossy-checkpoints")
+
         with user_errors():
             run_lossy_verify(_names(workload), named=workload not in (None, ALL),
                              kind=lossy_checkpoints, admission=state_admission,
                              eviction=state_eviction, json=json)
         return
     with user_errors():
-        reports = [run_verify(name, admission=state_admission, eviction=state_eviction)
-                   for name in _names(workload)]
+        backup = host_state_backup or HostStateBackup.ALL
+        reports = [run_verify(name, admission=state_admission, eviction=state_eviction,
+                              host_state_backup=backup) for name in _names(workload)]
     matched = all(r.all_match for r in reports)
     if json:
         emit_json(envelope("verify", {
             "all_match": matched, "workloads": [_row(r) for r in reports],
-            "state_policies": f"{state_admission.value} + {state_eviction.value}"}))
+            "state_policies": f"{state_admission.value} + {state_eviction.value}",
+            "host_state_backup": backup.value}))
     else:
         table = Table(title="Cached vs cache-free outputs, tiny GLM-5.3-shaped model (state "
-                      f"policies {state_admission.value} + {state_eviction.value})",
+                      f"policies {state_admission.value} + {state_eviction.value}, host state "
+                      f"backup {backup.value})",
                       caption="prompt, loadback and evicted in tokens; loadback tokens / states")
         table.add_column("workload", no_wrap=True)
         for col in ("requests", "prompt", "hit rate", "loadback", "evicted"):

@@ -31,6 +31,7 @@ from kvledger.host.kv_pool import HostKVPool
 from kvledger.host.layout import HostLayout
 from kvledger.host.policy import BackupPolicy
 from kvledger.host.side_pools import HostIndexerPool, HostStatePool
+from kvledger.host.state_backup import HostStateBackup
 from kvledger.pools.dsa import DsaTokenPool
 from kvledger.pools.errors import IntegrityError
 from kvledger.pools.hybrid import HybridLinearKVPool
@@ -108,6 +109,7 @@ class HostTier:
     # True: no host copy of index keys, sglang-0.5.21's defect (loadbacks leave stale keys)
     reproduce_missing_indexer_defect: bool = False
     host_row_bytes: int | None = None  # None: the device row; anything else is refused
+    state_backup: HostStateBackup = HostStateBackup.ALL  # which states get host room
 
 
 def build_host_tier(pools: TinyPools, tree: RadixTree, tier: HostTier) -> HiCacheController:
@@ -136,7 +138,8 @@ def build_host_tier(pools: TinyPools, tree: RadixTree, tier: HostTier) -> HiCach
     group = HostPoolGroup(kv=host_kv, indexer=indexer, state=states)
     return HiCacheController(
         tree=tree, device=side, host=group, policy=tier.policy, synchronous=True,
-        reproduce_missing_indexer_defect=tier.reproduce_missing_indexer_defect)
+        reproduce_missing_indexer_defect=tier.reproduce_missing_indexer_defect,
+        state_backup=tier.state_backup)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -28,6 +28,7 @@ from kvledger.engine.request import RequestCache
 from kvledger.engine.script import run_script
 from kvledger.engine.store_setup import store_spec
 from kvledger.engine.workloads import WORKLOADS, Workload
+from kvledger.host.state_backup import HostStateBackup
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -44,6 +45,7 @@ class VerifyReport:
     branch_states: int
     store_restored_tokens: int = 0  # tokens restored from the store tier (0 without one)
     store_groups_written: int = 0  # object groups the store tier committed
+    host_states_declined: int = 0  # state copies the host state backup rule declined
     mismatched: tuple[int, ...]  # request ids whose tokens or logits differ
     cached_seconds: float
     fresh_seconds: float
@@ -78,10 +80,13 @@ def engine_policies_for(admission: StateAdmission, eviction: StateEviction, *,
 def verify(workload: Workload | str,
            wrap: Callable[[RequestCache], RequestCache] = lambda cache: cache, *,
            admission: StateAdmission = StateAdmission.ENGINE,
-           eviction: StateEviction = StateEviction.LRU) -> VerifyReport:
+           eviction: StateEviction = StateEviction.LRU,
+           host_state_backup: HostStateBackup = HostStateBackup.ALL) -> VerifyReport:
     """Run ``workload`` twice and compare; ``wrap`` decorates both caches (tests use it to
     check integrity after every call); ``admission`` / ``eviction`` pick the cached run's
-    state policies (`kvledger.cache.policies`; every one must keep outputs identical)."""
+    state policies (`kvledger.cache.policies`; every one must keep outputs identical);
+    ``host_state_backup`` which states its host tier copies (`kvledger.host.state_backup`;
+    workloads without a host tier ignore it)."""
     if isinstance(workload, str):
         if workload not in WORKLOADS:
             raise ValueError(f"--workload {workload!r}: expected one of {', '.join(WORKLOADS)}")
@@ -98,7 +103,9 @@ def verify(workload: Workload | str,
     with contextlib.ExitStack() as stack:
         spec = (None if workload.store is None else
                 stack.enter_context(store_spec(workload.store, what=f"--workload {workload.name}")))
-        cache = prefix_cache(workload.config, sizes, host=workload.host,
+        host = (None if workload.host is None
+                else replace(workload.host, state_backup=host_state_backup))
+        cache = prefix_cache(workload.config, sizes, host=host,
                              mamba_chunk_tokens=workload.mamba_chunk_tokens, store=spec,
                              policies=policies)
         for request_cache in (cache, fresh):
@@ -115,6 +122,7 @@ def verify(workload: Workload | str,
     mismatched = tuple(a.rid for a, b in zip(cached_out, fresh_out, strict=True)
                        if not same_output(a, b))
     cs = cache.cache.stats
+    host_stats = cache.cache.tier.stats()
     return VerifyReport(
         workload=workload.name, requests=stats.requests, prompt_tokens=stats.prompt_tokens,
         generated_tokens=stats.generated_tokens, cached_prompt_tokens=stats.cached_prompt_tokens,
@@ -123,5 +131,6 @@ def verify(workload: Workload | str,
         branch_states=cs.branch_states,
         store_restored_tokens=0 if tier is None else tier.stats.restored_pages * sizes.page_tokens,
         store_groups_written=0 if tier is None else tier.stats.groups_committed,
+        host_states_declined=0 if host_stats is None else host_stats.declined_state_backups,
         mismatched=mismatched, cached_seconds=cached_s, fresh_seconds=fresh_s,
     )

@@ -113,6 +113,11 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
                build=revisit, sizes=_HOSTED, max_running_requests=2,
                host=HostTier(num_pages=64, num_state_slots=32, policy=policy))
       for policy in BackupPolicy),
+    # One host state slot: every state backup competes for it, so `--host-state-backup`
+    # decides which nodes go to host KV-only (`kvledger.host.state_backup`).
+    Workload(name="host-scarce-states", about="three conversations, one host state slot: "
+             "the host state backup rule decides", build=multi_turn, sizes=_HOSTED,
+             max_running_requests=2, host=HostTier(num_pages=64, num_state_slots=1)),
     # Device (8 pages) and host (4 pages) both drop the first prompts before their revisit:
     # the store tier (write-through) serves them, on a real server started for the run.
     *(Workload(name=f"l3-{kind.value}",

@@ -8,8 +8,8 @@ Files: controller (policy and routing) → backup, loadback, write_back (decide 
 or free) → transfers (the one object they act on: locks, allocations in flight, verify) →
 transfer (queue, faults) → movers (bytes) and digests (prefix-keyed verification); moves
 (one transfer's pairs); tiers (integrity across tiers); group, kv_pool, side_pools, layout,
-runs, copy, allocator (host pools); device (device bytes); build, coverage, policy, results,
-traffic, device_only.
+runs, copy, allocator (host pools); device (device bytes); build, coverage, policy (write policies),
+state_backup (which states get host room), results, traffic, device_only.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ _HOMES = {
     "HostKVPool": "kv_pool", "HostRowError": "kv_pool",
     "HostLayout": "layout",
     "POLICIES": "policy", "BackupPolicy": "policy",
+    "STATE_BACKUPS": "state_backup", "HostStateBackup": "state_backup",
     "BackupOutcome": "results", "LoadStatus": "results", "LoadbackResult": "results",
     "HostIndexerPool": "side_pools", "HostStatePool": "side_pools",
     "Traffic": "traffic",

@@ -15,6 +15,10 @@ after host LRU eviction if short) and recorded in the tree only when acknowledge
 transfer frees them. Values are recorded by token range, so a split of B or N while the
 transfer is in flight changes nothing. Every lock taken is released on every path that does
 not submit (host full, an exception while making room), and by the acknowledgement otherwise.
+
+Whether N's state is copied is the state backup rule's call (`kvledger.host.state_backup`;
+SGLang's `all` by default): a declined state leaves N backed up KV-only, and a later backup
+of N copies the state alone if the rule then wants it.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import numpy as np
 
 from kvledger.host.moves import Moves
 from kvledger.host.results import BackupOutcome
+from kvledger.host.state_backup import STATE_BACKUPS, HostStateBackup, StateBackupRule
 from kvledger.host.transfer import Direction
 from kvledger.host.transfers import Flight, Transfers
 from kvledger.tree import Component, LockReceipt, Node
@@ -36,7 +41,8 @@ __all__ = ["EMPTY", "Moves", "backup", "concat", "path_spans"]
 MakeRoom = Callable[[int, int], None]  # (host tokens, host state slots) → evict host LRU
 
 
-def backup(transfers: Transfers, node: Node, make_room: MakeRoom) -> BackupOutcome:
+def backup(transfers: Transfers, node: Node, make_room: MakeRoom,
+           state_rule: StateBackupRule = STATE_BACKUPS[HostStateBackup.ALL]) -> BackupOutcome:
     """Back up what `node` lacks on host; see the module docstring."""
     tree, host = transfers.tree, transfers.host
     if node.parent is None or node.full.value is None:
@@ -45,6 +51,9 @@ def backup(transfers: Transfers, node: Node, make_room: MakeRoom) -> BackupOutco
     missing = [span for span in spans if span[0].full.host_value is None]
     need_state = (host.state is not None and node.mamba.value is not None
                   and node.mamba.host_value is None)
+    if need_state and not state_rule.wants_state(node, free_state_slots=host.state.slots.num_free):
+        need_state = False
+        transfers.traffic.declined_state_backups += 1
     if not missing and not need_state:
         return BackupOutcome.ALREADY
     start = missing[0][1] if missing else spans[-1][2]

@@ -2,6 +2,8 @@
 
 Contract for the facade that drives it (`kvledger.cache`):
 
+* which states get host room with their KV is `state_backup`'s call
+  (`kvledger.host.state_backup`; SGLang's `all` by default);
 * after every `tree.insert`, call `on_insert(result)`; when a request reuses a cached
   prefix, `on_hit(node)`. Both count a hit on every node of the path and back up each node
   the write policy says is due (`kvledger.host.policy`);
@@ -51,6 +53,7 @@ from kvledger.host.loadback import loadback
 from kvledger.host.movers import Mover
 from kvledger.host.policy import POLICIES, BackupPolicy
 from kvledger.host.results import BackupOutcome, LoadbackResult
+from kvledger.host.state_backup import STATE_BACKUPS, HostStateBackup
 from kvledger.host.tiers import check_tiers
 from kvledger.host.traffic import Traffic
 from kvledger.host.transfer import FaultHook, TransferQueue
@@ -68,13 +71,18 @@ class HiCacheController:
     def __init__(self, *, tree: RadixTree, device: DeviceSide, host: HostPoolGroup,
                  policy: BackupPolicy = BackupPolicy.WRITE_THROUGH, synchronous: bool = True,
                  fault: FaultHook | None = None, mover: Mover | None = None,
-                 verify: bool = True, reproduce_missing_indexer_defect: bool = False) -> None:
+                 verify: bool = True, reproduce_missing_indexer_defect: bool = False,
+                 state_backup: HostStateBackup = HostStateBackup.ALL) -> None:
         if tree.page_size != device.bytes.page_tokens or tree.page_size != host.kv.page_tokens:
             raise ValueError(f"page sizes differ: tree {tree.page_size}, device "
                              f"{device.bytes.page_tokens}, host {host.kv.page_tokens}")
         if not isinstance(policy, BackupPolicy):
             raise ValueError(f"policy: expected a BackupPolicy "
                              f"({', '.join(p.value for p in BackupPolicy)}), got {policy!r}")
+        if not isinstance(state_backup, HostStateBackup):
+            raise ValueError(f"state_backup: expected a HostStateBackup "
+                             f"({', '.join(p.value for p in HostStateBackup)}), "
+                             f"got {state_backup!r}")
         host.check_device(device.bytes)
         if device.bytes.index_pages and host.indexer is None and not reproduce_missing_indexer_defect:
             raise ValueError(
@@ -85,6 +93,7 @@ class HiCacheController:
         self.device = device
         self.host = host
         self.policy = POLICIES[policy]
+        self.state_backup = STATE_BACKUPS[state_backup]
         self.transfers = Transfers(tree=tree, device=device, host=host, mover=mover,
                                    synchronous=synchronous, fault=fault, verify=verify)
         self.hits: dict[Node, int] = {}
@@ -123,7 +132,7 @@ class HiCacheController:
 
     def backup(self, node: Node) -> BackupOutcome:
         """Back up `node` now, whatever the policy (ancestors first)."""
-        return backup(self.transfers, node, self.make_host_room)
+        return backup(self.transfers, node, self.make_host_room, self.state_backup)
 
     # ---- transfers -------------------------------------------------------------------------
 

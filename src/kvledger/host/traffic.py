@@ -32,6 +32,11 @@ class Traffic:
     device_evicted_state_slots: int = 0
     host_evicted_tokens: int = 0  # KV tokens the tree dropped from host
     host_evicted_state_slots: int = 0
+    # backups that would have copied a node's device state and did not, by the state backup
+    # rule (`kvledger.host.state_backup`; 0 under SGLang's `all`): the node went to host
+    # KV-only, or kept only the KV it had there. A node declined again on a later hit counts
+    # again.
+    declined_state_backups: int = 0
 
     def moved(self, direction: Direction, *, num_tokens: int, num_state_slots: int) -> None:
         match direction:

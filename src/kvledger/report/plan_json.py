@@ -19,7 +19,7 @@ kvledger_version, ignored_flags, notes — the plan's and the host plan's assump
         verify_bytes, side_bytes}
     workload|null{requests, requests_per_rank, context_tokens, fits, first_overflow,
         rows[{ledger, label, need, capacity, need_bytes, max_requests, fits}]}
-    host|null{mode, ratio, size_bytes, notes[], views[{name, host_tokens, host_state_slots,
+    host|null{mode, ratio, size_bytes, state_share|null, notes[], views[{name, host_tokens, host_state_slots,
         total_bytes, per_token{ledger}, pools{ledger}, coverage{object: status}}]}
 
 Codes: `binding` and the `limits` keys are max_running_requests (the flag binds),
@@ -77,7 +77,7 @@ def host_json(plan: Plan) -> dict[str, Any] | None:
               "coverage": {obj.value: status.value for obj, status in v.coverage.items()}}
              for v in host.views]
     return {"mode": host.mode.value, "ratio": host.ratio, "size_bytes": host.size_bytes,
-            "notes": list(host.notes), "views": views}
+            "state_share": host.state_share, "notes": list(host.notes), "views": views}
 
 
 def plan_notes(plan: Plan) -> list[str]:

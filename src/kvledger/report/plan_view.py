@@ -107,6 +107,8 @@ def host_tables(plan: Plan) -> list[Table]:
         return []
     how = (f"{host.mode.value} {host.ratio:g}" if host.ratio is not None
            else f"{host.mode.value} {host.size_bytes / GB:g} GB")
+    if host.state_share is not None:
+        how += f", --hicache-state-share {host.state_share:g} (what-if, not SGLang)"
     pools = Table(title=f"Host tier (HiCache) per rank — {how}", title_justify="left")
     pools.add_column("host ledger")
     for view in host.views:

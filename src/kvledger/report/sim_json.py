@@ -12,7 +12,10 @@ kvledger_version, ignored_flags, notes — the plan's assumptions, then the repl
     host{available, note, backup_bytes, loadback_bytes, host_evicted_pages,
          loadback_hit_tokens, policy, capacity_pages, capacity_slots, capacity_bytes,
          page_bytes, slot_bytes, backup_pages, backup_slots, loadback_pages, loadback_slots,
-         host_evicted_slots, peak_pages_used, peak_slots_used} (null when not available;
+         host_evicted_slots, peak_pages_used, peak_slots_used, state_backup,
+         declined_state_backups, state_share} (null when not available; state_backup is
+         --host-state-backup, declined_state_backups the state copies it declined,
+         state_share --hicache-state-share or null;
          pages are the plan's pages; loadback_hit_tokens are the prompt tokens that became
          usable hits through a loadback: KV pages loaded back, or KV already on device made
          usable by a state loaded back, so it can be non-zero with loadback_pages 0),
@@ -85,6 +88,7 @@ def sim_body(s: SimSummary, *, csv: str | None = None) -> dict[str, Any]:
         "host": {"available": host is not None, "note": s.host_note,
                  **{f.name: getattr(host, f.name) if host else None for f in fields(HostStats)},
                  "policy": host.policy.value if host else None,
+                 "state_backup": host.state_backup.value if host else None,
                  "capacity_bytes": host.capacity_bytes if host else None},
         "store": None if s.store is None else {
             f.name: (v.value if f.name == "backend" else v)

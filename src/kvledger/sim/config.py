@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from kvledger.cache.policies import StateAdmission, StateEviction
 from kvledger.host.policy import BackupPolicy
+from kvledger.host.state_backup import HostStateBackup
 from kvledger.sim.l3 import L3Config
 from kvledger.sim.timing import Efficiency, StepCost, StepWork
 
@@ -40,6 +41,9 @@ class SimConfig:
     # SGLang --hicache-write-policy (default write_through); used only when the plan enables
     # the host tier (--enable-hierarchical-cache)
     hicache_write_policy: BackupPolicy = BackupPolicy.WRITE_THROUGH
+    # which states get host room with their KV (`kvledger.host.state_backup`); `all` is
+    # SGLang's behaviour, anything else kvledger's design
+    host_state_backup: HostStateBackup = HostStateBackup.ALL
     # state policies (`kvledger.cache.policies`); the defaults are the engine's behaviour
     state_admission: StateAdmission = StateAdmission.ENGINE
     state_eviction: StateEviction = StateEviction.LRU

@@ -64,6 +64,7 @@ class Replay:
         self.cache = accounting_cache(plan, mamba_chunk_tokens=config.mamba_chunk_tokens,
                                       track_interval_tokens=config.mamba_track_interval_tokens,
                                       host_policy=config.hicache_write_policy,
+                                      host_state_backup=config.host_state_backup,
                                       policies=self.policies)
         # host → device bytes per loaded-back page and state, to time loadbacks
         self.page_bytes, self.slot_bytes = cap.token_bytes * lay.page_tokens, cap.slot_bytes
@@ -312,7 +313,8 @@ class Replay:
         c.loadback_bytes = self.timed_transfer_bytes
         host_note = ("not available: no host tier in this run (--enable-hierarchical-cache "
                      "is off)" if stats is None else
-                     f"{stats.policy.value}: host pools of {stats.capacity_pages:,} pages and "
+                     f"{stats.policy.value}{stats.state_backup_label}: host pools of "
+                     f"{stats.capacity_pages:,} pages and "
                      f"{stats.capacity_slots:,} state slots, replayed in accounting mode "
                      "(indices only, no bytes moved)")
         evicted = self.host.device_evictions()  # tree units: pages

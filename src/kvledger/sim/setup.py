@@ -5,9 +5,11 @@ checkpoint grid, and notes where the replay differs from the deployment (a host 
 release could not build, rank 0's share under attention DP). `step_timer` picks the
 step-time model; `policies_for` builds one rank's state admission and eviction.
 
->>> from kvledger.api import plan
+>>> from kvledger.deploy import Deployment
 >>> from kvledger.sim.config import SimConfig
->>> dp = plan(flags="--tp 8 --enable-dp-attention --dp-size 8", gpu="h200")
+>>> from kvledger.plan import make_plan
+>>> dp = make_plan(deployment=Deployment(tp_size=8, enable_dp_attention=True, dp_size=8),
+...                gpu="h200")
 >>> check_plan(dp, SimConfig())
 ["attention DP 8: rank 0's round-robin share of the requests is replayed against one rank's pools"]
 >>> step_timer(dp, SimConfig())[1]
