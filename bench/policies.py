@@ -80,7 +80,7 @@ def run_host_policies(trace: Path) -> dict:
                          "state_share": share, "host_state_slots": s.host.capacity_slots,
                          "host_pages": s.host.capacity_pages,
                          "host_bytes": s.host.capacity_bytes,
-                         "usable_hit": round(s.counters.usable_hit_rate, 4),
+                         "usable_hit": round(s.counters.usable_hit_rate, 6),
                          "ttft_p95_s": round(s.latency.ttft_ms.p95 / 1e3, 1),
                          "declined_state_backups": s.host.declined_state_backups})
     base = rows[0]
