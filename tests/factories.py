@@ -15,6 +15,9 @@ from kvledger.rules import RULES
 # embedded copies of the same files (tests/model checks they are identical).
 _SHARED = Path(__file__).resolve().parents[2] / "shared" / "configs"
 SHARED_CONFIGS = _SHARED if _SHARED.is_dir() else CONFIG_DIR
+# Embedded models SGLang cannot serve, with the words of its refusal: resolve_transformers_arch
+# (SGLang's model_loader/utils.py) refuses Jamba's Transformers fallback.
+REFUSED_BY_SGLANG = {"jamba-1.5-mini": "has no native JambaForCausalLM"}
 
 
 def glm_layout(rules: str = "sglang-0.5.21", **deploy) -> CacheLayout:

@@ -12,14 +12,13 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from factories import REFUSED_BY_SGLANG
 from kvledger.cli import app
 from kvledger.model.config import embedded_names
 
 runner = CliRunner()
 REFUSED_AT_TP8 = {"glm-5.2": "weights of 173.08 GiB per rank do not fit"}
-# SGLang has no Jamba model class and its loader refuses the Transformers fallback, so a
-# side-by-side plan of Jamba stops at the SGLang half (vLLM plans it alone).
-REFUSED_BY_SGLANG = {"jamba-1.5-mini": "has no native JambaForCausalLM"}
+# A side-by-side plan of a model SGLang refuses stops at the SGLang half (vLLM plans it alone).
 
 
 def plan(*args: str):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from factories import SHARED_CONFIGS
+from factories import REFUSED_BY_SGLANG, SHARED_CONFIGS
 from kvledger.deploy import Deployment, DeploymentError, KVDtype
 from kvledger.launch import parse_flags
 from kvledger.plan import make_plan
@@ -15,9 +15,6 @@ from kvledger.rules import RULES
 from kvledger.scaling import scale_plan
 
 CONFIGS = sorted(p for p in SHARED_CONFIGS.glob("*.json"))
-# Embedded configs that SGLang cannot serve (a clean clone tests the embedded copies, which
-# include them): resolve_transformers_arch in SGLang's model_loader/utils.py refuses Jamba.
-REFUSED_BY_SGLANG = {"jamba-1.5-mini": "has no native JambaForCausalLM"}
 
 
 def test_shared_configs_are_found():
@@ -27,7 +24,7 @@ def test_shared_configs_are_found():
 @pytest.mark.parametrize("rules", list(RULES))
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.stem)
 def test_full_size_allocation_equals_ledger_bytes(config, rules):
-    if config.stem in REFUSED_BY_SGLANG:
+    if config.stem in REFUSED_BY_SGLANG:  # a clean clone tests the embedded configs too
         with pytest.raises(DeploymentError, match=REFUSED_BY_SGLANG[config.stem]):
             make_plan(str(config), rules=rules)
         return
