@@ -40,7 +40,7 @@ from kvledger.host.moves import Moves
 from kvledger.host.runs import pages_to_slots
 from kvledger.pools.dsa import DsaTokenPool
 from kvledger.pools.state import MambaPool
-from kvledger.specs import IndexKeySpec, LatentRowSpec, RowLayout, StateSpec
+from kvledger.sglang.specs import IndexKeySpec, LatentRowSpec, RowLayout, StateSpec
 
 PAGE = 64
 LAYERS = 11

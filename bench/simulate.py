@@ -30,8 +30,8 @@ import sys
 import time
 from pathlib import Path
 
-from kvledger.deploy import Deployment, KVDtype
-from kvledger.plan import Plan, make_plan
+from kvledger.sglang.deploy import Deployment, KVDtype
+from kvledger.sglang.plan import Plan, make_plan
 from kvledger.sim.generators import GENERATORS, GeneratorParams
 from kvledger.sim.pages import PageKeyer
 from kvledger.sim.replay import simulate

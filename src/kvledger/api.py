@@ -22,10 +22,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kvledger.launch import parse_flags
 from kvledger.model.config import DEFAULT_MODEL
-from kvledger.plan import Plan, make_plan
-from kvledger.rules import DEFAULT_RULES
+from kvledger.sglang.launch import parse_flags
+from kvledger.sglang.plan import Plan, make_plan
+from kvledger.sglang.rules import DEFAULT_RULES
 
 if TYPE_CHECKING:
     from kvledger.sim.replay import SimResult
@@ -78,7 +78,7 @@ def simulate(plan: Plan, workload: str | None = "chat", *, trace: str | Path | N
     tier traffic), `series` (the per-step time series) and the finished `requests`. A plan
     with --enable-hierarchical-cache needs the `memory` extra (torch).
     """
-    from kvledger.extras import MEMORY
+    from kvledger.core.extras import MEMORY
     from kvledger.sim.replay import simulate as replay
     from kvledger.sim.sources import load_workload
 
@@ -112,7 +112,7 @@ def sweep(model: str = DEFAULT_MODEL, flags: Flags = (), *, gpu: object = None,
     vLLM rows need `gpu`), with `totals` over all its GPUs (`row.totals.running_requests`,
     `.tokens`, `.token_pool_bytes`, …) or `error`.
     """
-    from kvledger.deploy import KVDtype, StateDtype
+    from kvledger.sglang.deploy import KVDtype, StateDtype
     from kvledger.sizing import Axes
     from kvledger.sizing import sweep as run
 

@@ -109,7 +109,7 @@ def test_a_trillion_generated_requests_are_refused_before_generation():
 
 
 def test_pools_full_on_cpu_is_checked_against_the_machine(monkeypatch):
-    monkeypatch.setattr("kvledger.limits.available_memory_bytes", lambda: 24 << 30)
+    monkeypatch.setattr("kvledger.core.limits.available_memory_bytes", lambda: 24 << 30)
     msg = _error("pools", "--full")
     # SPEC §5 pools of GLM-5.3-Flash at 100 GiB, bf16 rows by default here: ~100 GiB.
     assert "pools --full on cpu (glm-5.3-flash) needs 100." in msg

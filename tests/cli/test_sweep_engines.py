@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from kvledger.cli import app
-from kvledger.deploy import Deployment
 from kvledger.model.config import embedded_names
+from kvledger.sglang.deploy import Deployment
 from kvledger.sizing import Axes, sweep
 from kvledger.sizing.vllm_point import vllm_deployment
 from kvledger.vllm.deploy import VllmDeployment
@@ -239,7 +239,7 @@ def test_compare_vllm_side_needs_a_gpu():
 def test_replicas_without_dp_attention_multiply_one_copys_totals():
     # SGLang --dp-size R alone: DataParallelController.launch_dp_schedulers launches one
     # tp group per dp_rank (base_gpu_id += tp_size), each with its own pools: tp × R GPUs
-    from kvledger.plan import make_plan
+    from kvledger.sglang.plan import make_plan
 
     rows = sweep("qwen3-next-80b-a3b-instruct", Axes(gpus=("H200",), tp=(4,), replicas=(1, 2)),
                  engines=("sglang", "vllm"))

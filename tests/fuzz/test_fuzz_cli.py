@@ -1,7 +1,7 @@
 """Fuzz the CLI's flags: `plan`, `pools`, `simulate`, `verify`, `replay`, in-process.
 
 Each case is a command line drawn from the real flag tables (kvledger's own options and every
-SGLang flag `kvledger.launch` knows), with values drawn from the hostile set — NaN, ±inf,
+SGLang flag `kvledger.sglang.launch` knows), with values drawn from the hostile set — NaN, ±inf,
 1e308, 1e400, 400-digit integers, negatives, zero, empty and non-numeric text — or valid
 ones. `fuzz_harness.check_invocation` holds each to exit 0 or 2, no traceback, strict JSON.
 
@@ -21,8 +21,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fuzz.fuzz_harness import check_invocation, fuzz_settings
-from kvledger.launch.flags import FLAGS
 from kvledger.model.config import embedded_names
+from kvledger.sglang.launch.flags import FLAGS
 
 HOSTILE = ["0", "-1", "1", "2", "nan", "NaN", "inf", "-inf", "1e308", "1e400", "-1e308",
            "9" * 400, "", " ", "abc", "1.5", "0.5", "1e-300", "0x10", "1_000", "128k", "128K",

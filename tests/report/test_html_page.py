@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
-from kvledger.plan import make_plan
 from kvledger.report.html_page import render_report
+from kvledger.sglang.plan import make_plan
 from kvledger.sim.generators import GENERATORS, GeneratorParams
 from kvledger.sim.replay import simulate
 

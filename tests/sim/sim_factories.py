@@ -6,8 +6,8 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from kvledger.deploy import Deployment, KVDtype
-from kvledger.plan import Plan, make_plan
+from kvledger.sglang.deploy import Deployment, KVDtype
+from kvledger.sglang.plan import Plan, make_plan
 from kvledger.sim.workload import Request, Workload
 
 # The Mooncake FAST'25 synthetic trace shipped next to the repository (Apache-2.0).

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from kvledger.units import GiB, MiB
+from kvledger.core.units import GiB, MiB
 from kvledger.vllm.capacity import KVCacheMemoryError
 from kvledger.vllm.deploy import VllmDeployment
 from kvledger.vllm.plan import make_vllm_plan
@@ -149,7 +149,7 @@ def test_memory_sources_are_exclusive():
 
 def test_default_max_num_seqs_follows_the_gpu():
     # EngineArgs._set_default_args: 1024 on ≥ 70 GiB GPUs other than the A100, else 256.
-    from kvledger.gpus import get_gpu
+    from kvledger.core.gpus import get_gpu
     from kvledger.vllm.rules import RULES
 
     rules = RULES["vllm-0.33"]

@@ -62,10 +62,10 @@ from kvledger.cache.policies.ghost import prefix_hashes
 from kvledger.cache.rows import Rows
 from kvledger.cache.seq import CacheSeq, CacheStats, CheckpointMode, Extension, Shortfall
 from kvledger.cache.tier import HostTier, NoHostTier
+from kvledger.core.units import cdiv
 from kvledger.host.results import LoadStatus
 from kvledger.pools.ids import StateSlotAllocator
 from kvledger.tree import Node, RadixTree
-from kvledger.units import cdiv
 
 if TYPE_CHECKING:
     from kvledger.cache.store_tier import StoreTier

@@ -1,16 +1,28 @@
-"""Command-line edge: `kvledger plan | explain | models | …`. Thin: parse, call, render."""
+"""Command-line edge: `kvledger plan | explain | models | …`. Thin: parse, call, render.
 
-from kvledger.cli import (  # noqa: F401  (registers commands)
-    checklog_cmd,
-    plan_cmd,
-    pools_cmd,
-    replay_cmd,
-    report_cmd,
-    sim_cmd,
-    sweep_cmd,
-    verify_cmd,
-)
+Rooms, bottom up (a room imports only the ones above it in this list):
+- `app.py`: the typer app and the conventions every command shares (flag spelling, one
+  `error: …` line, the JSON envelope, exit codes).
+- `options/`: option schemas, dataclasses of typer options (`plan.py`: the deployment and
+  engine inputs; `sim.py`: workload and simulation; `groups.py`: folds a dataclass of options
+  into one parameter).
+- `runners/`: use cases run from those inputs (`simulation.py`, the `simulate` what-ifs
+  `sim_compare.py`, `sim_lossy.py`, `sim_slot_economy.py`, `verify_lossy.py`, and
+  `engines.py`, one plan per engine asked for).
+- `commands/`: the commands themselves, one module per command family.
+"""
+
 from kvledger.cli.app import app
+from kvledger.cli.commands import (  # noqa: F401  (registers commands)
+    checklog,
+    plan,
+    pools,
+    replay,
+    report,
+    sim,
+    sweep,
+    verify,
+)
 
 
 def main() -> None:

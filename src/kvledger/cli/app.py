@@ -2,7 +2,7 @@
 
 One convention for every command, as SGLang's own argparse parser behaves:
 - an unambiguous prefix of an option is that option (`--avail 80`, `--speculative-algo`);
-  an ambiguous or unknown one exits 2 with a did-you-mean (`kvledger.launch.spellings`);
+  an ambiguous or unknown one exits 2 with a did-you-mean (`kvledger.sglang.launch.spellings`);
 - `-h` / `--help` on every command, `kvledger --version`;
 - every error is one line, `error: <flag or field>: <what was expected>`, on stderr;
 - exit status 0 on success, 1 when a check fails (`--check`, `verify`, `pools`), 2 for bad
@@ -23,8 +23,8 @@ from rich.markup import escape
 from typer.core import TyperCommand, TyperGroup
 
 from kvledger import __version__
-from kvledger.extras import MissingExtra
-from kvledger.launch.spellings import SGLANG_SPELLINGS, UnknownFlag, read_flag
+from kvledger.core.extras import MissingExtra
+from kvledger.sglang.launch.spellings import SGLANG_SPELLINGS, UnknownFlag, read_flag
 from kvledger.vllm.flags import VLLM_SPELLINGS
 
 # Piped output is not a terminal: rich would wrap and truncate tables to 80 columns. A wide
@@ -118,7 +118,7 @@ class KvCommand(TyperCommand):
         out: list[str] = []
         takes_value = False
         for i, word in enumerate(args):
-            if word == "--":  # a pasted launch command follows: kvledger.launch reads it
+            if word == "--":  # a pasted launch command follows: kvledger.sglang.launch reads it
                 return out + args[i:]
             if takes_value or not word.startswith("--") or word == "--":
                 out.append(word)
@@ -184,7 +184,7 @@ def _root(version: Annotated[bool, typer.Option(
 
 
 # Commands that take SGLang deployment flags accept them as extra arguments (or after `--`
-# as a pasted launch command), parsed by kvledger.launch.
+# as a pasted launch command), parsed by kvledger.sglang.launch.
 HELP = {"help_option_names": ["-h", "--help"]}
 EXTRA_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True, **HELP}
 

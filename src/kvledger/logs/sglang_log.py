@@ -1,4 +1,4 @@
-"""Reconcile an SGLang boot log with kvledger's SGLang plan (kvledger.plan.make_plan).
+"""Reconcile an SGLang boot log with kvledger's SGLang plan (kvledger.sglang.plan.make_plan).
 
 The deployment comes from the logged `server_args=ServerArgs(…)` (its attribute names are the
 flags' names, `--tp-size` ↔ `tp_size`), the memory from `Load weight end … avail mem=X GB,
@@ -14,14 +14,14 @@ from __future__ import annotations
 import ast
 from dataclasses import fields
 
-from kvledger.deploy import FIELD_FLAGS
-from kvledger.launch import parse_flags
-from kvledger.launch.parse import DIRECT_FIELDS
+from kvledger.core.units import GiB
 from kvledger.logs.lines import Engine, LogError, LogScan
 from kvledger.logs.reconcile import Reconciliation, Row, Status
-from kvledger.plan import Plan, make_plan
-from kvledger.rules import DEFAULT_RULES
-from kvledger.units import GiB
+from kvledger.sglang.deploy import FIELD_FLAGS
+from kvledger.sglang.launch import parse_flags
+from kvledger.sglang.launch.parse import DIRECT_FIELDS
+from kvledger.sglang.plan import Plan, make_plan
+from kvledger.sglang.rules import DEFAULT_RULES
 
 HALF_CENT = 0.005  # half the last printed digit of a two-decimal GB figure
 

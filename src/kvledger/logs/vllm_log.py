@@ -22,14 +22,14 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from kvledger.gpus import get_gpu
+from kvledger.core.gpus import get_gpu
+from kvledger.core.units import GiB
 from kvledger.logs.detect import vllm_rules_for
 from kvledger.logs.lines import Engine, LogError, LogScan
 from kvledger.logs.reconcile import Reconciliation, Row, Status, compare, span
 from kvledger.logs.vllm_args import vllm_deployment_from_args
 from kvledger.model.arch import ModelError
 from kvledger.model.config import load_model
-from kvledger.units import GiB
 from kvledger.vllm.deploy import VllmDeployment
 from kvledger.vllm.flags import parse_vllm_command
 from kvledger.vllm.layout import VllmLayout, vllm_layout

@@ -17,7 +17,7 @@ import json
 import os
 from pathlib import Path
 
-from kvledger.limits import MAX_CONFIG_BYTES, MAX_JSON_DEPTH, json_depth_ok
+from kvledger.core.limits import MAX_CONFIG_BYTES, MAX_JSON_DEPTH, json_depth_ok
 from kvledger.model.arch import ModelArch, ModelError
 from kvledger.model.families import ADAPTERS
 from kvledger.model.reader import ConfigReader

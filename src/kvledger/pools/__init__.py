@@ -6,7 +6,7 @@ are numpy-only, so the simulator's accounting mode can use them without loading 
 
 from __future__ import annotations
 
-from kvledger.lazy import lazy_getattr
+from kvledger.core.lazy import lazy_getattr
 
 _HOMES = {
     "PoolBytes": "accounting", "account": "accounting",

@@ -1,6 +1,6 @@
 """`kvledger explain`: every number of a plan as one derivation line, like the article.
 
->>> from kvledger.plan import make_plan
+>>> from kvledger.sglang.plan import make_plan
 >>> lines = explain(make_plan(kv_cache_dtype="fp8_e4m3"))
 >>> "528 B × 11 layers = 5,808 B/token" in "\\n".join(lines)
 True
@@ -8,9 +8,15 @@ True
 
 from __future__ import annotations
 
-from kvledger.plan import Plan
-from kvledger.specs import FP8_SCALE_BYTES, FP8_SCALE_GROUP, GqaRowSpec, LatentRowSpec, RowLayout
-from kvledger.statebudget import StateSource
+from kvledger.sglang.plan import Plan
+from kvledger.sglang.specs import (
+    FP8_SCALE_BYTES,
+    FP8_SCALE_GROUP,
+    GqaRowSpec,
+    LatentRowSpec,
+    RowLayout,
+)
+from kvledger.sglang.statebudget import StateSource
 
 
 def _row_formula(spec: LatentRowSpec | GqaRowSpec) -> str:

@@ -10,7 +10,6 @@ from datetime import UTC, datetime
 from html import escape
 
 from kvledger import __version__
-from kvledger.plan import Plan
 from kvledger.report.figures import draw_all
 from kvledger.report.figures.canvas import svg_text
 from kvledger.report.html_tables import (
@@ -21,6 +20,7 @@ from kvledger.report.html_tables import (
     workload_table,
 )
 from kvledger.report.plan_json import plan_notes
+from kvledger.sglang.plan import Plan
 from kvledger.sim.replay import SimResult
 
 CSS = """

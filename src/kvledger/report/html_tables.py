@@ -1,6 +1,6 @@
 """HTML tables for the report page: ledgers, capacity, simulation results. Escaped, no scripts.
 
->>> from kvledger.ledger import Ledger, LedgerRow
+>>> from kvledger.core.ledger import Ledger, LedgerRow
 >>> print(ledger_table(Ledger(name="per token", per="token", rows=(
 ...     LedgerRow(component="KV <row>", count=11, unit_bytes=528),))).splitlines()[0])
 <table class="ledger"><caption>per token — 5,808 B per token</caption>
@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from html import escape
 
-from kvledger.ledger import Ledger
-from kvledger.plan import Plan
 from kvledger.report.plan_view import slack_share
+from kvledger.sglang.ledger import Ledger
+from kvledger.sglang.plan import Plan
 from kvledger.sim.metrics import SimSummary
 from kvledger.sim.series import Constraint
 

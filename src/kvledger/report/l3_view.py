@@ -1,4 +1,4 @@
-"""The store tier's sizing (`kvledger.l3plan`) as a rich table and as JSON."""
+"""The store tier's sizing (`kvledger.sglang.l3plan`) as a rich table and as JSON."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from kvledger.l3plan import KEY_BYTES, L3Plan
-from kvledger.units import fmt_bytes
+from kvledger.core.units import fmt_bytes
+from kvledger.sglang.l3plan import KEY_BYTES, L3Plan
 
 
 def l3_json(l3: L3Plan) -> dict[str, Any]:

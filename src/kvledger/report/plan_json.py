@@ -35,9 +35,9 @@ from dataclasses import fields
 from enum import Enum
 from typing import Any
 
-from kvledger.ledger import Ledger, LedgerRow
-from kvledger.plan import Plan
+from kvledger.core.ledger import Ledger, LedgerRow
 from kvledger.report.envelope import envelope, schema_name
+from kvledger.sglang.plan import Plan
 
 SCHEMA = schema_name("plan")
 # WorkloadCheck rows are labelled in words (capacity.check_workload); JSON carries codes.

@@ -6,9 +6,9 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from kvledger.ledger import Ledger
-from kvledger.plan import Plan
-from kvledger.units import GB, MB, GiB, MiB, fmt_bytes, fmt_gib
+from kvledger.core.units import GB, MB, GiB, MiB, fmt_bytes, fmt_gib
+from kvledger.sglang.ledger import Ledger
+from kvledger.sglang.plan import Plan
 
 
 def ledger_table(ledger: Ledger, title: str) -> Table:
@@ -30,8 +30,8 @@ def ledger_table(ledger: Ledger, title: str) -> Table:
 def slack_share(plan: Plan) -> str:
     """The slack's share as the row's label promises: `1 − 0.9 = 0.1`, not the fraction.
 
-    >>> from kvledger.plan import make_plan
-    >>> from kvledger.deploy import Deployment
+    >>> from kvledger.sglang.plan import make_plan
+    >>> from kvledger.sglang.deploy import Deployment
     >>> slack_share(make_plan(deployment=Deployment(tp_size=8, mem_fraction_static=0.9),
     ...                       gpu="H200"))
     '1 − 0.9 = 0.1'

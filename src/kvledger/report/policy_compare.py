@@ -19,7 +19,7 @@ from rich import box
 from rich.table import Table
 
 from kvledger.cache.policies import StateAdmission, StateEviction
-from kvledger.plan import Plan
+from kvledger.sglang.plan import Plan
 from kvledger.sim.ceiling import ceiling_pool_tokens, full_only_hits
 from kvledger.sim.config import SimConfig
 from kvledger.sim.metrics import SimSummary

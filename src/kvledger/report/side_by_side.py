@@ -13,10 +13,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from kvledger.plan import Plan
 from kvledger.report.envelope import envelope, schema_name
 from kvledger.report.plan_json import plan_json
 from kvledger.report.vllm_json import vllm_plan_json
+from kvledger.sglang.plan import Plan
 from kvledger.vllm.plan import VllmPlan
 
 SCHEMA = schema_name("engines")

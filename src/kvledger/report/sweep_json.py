@@ -31,8 +31,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvledger.plan import Plan
 from kvledger.report.envelope import envelope
+from kvledger.sglang.plan import Plan
 from kvledger.sizing import Difference, Recommendation, Recommendations, SweepRow
 from kvledger.vllm.plan import VllmPlan
 

@@ -9,9 +9,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from kvledger.core.units import fmt_gib
 from kvledger.report.sweep_json import recommendation_json, sweep_row_json
 from kvledger.sizing import Difference, Recommendations, SweepRow
-from kvledger.units import fmt_gib
 
 COLUMNS = ("gpu", "nodes", "engine", "tp", "dp", "replicas", "attn_tp", "kv", "state", "GPUs",
            "workers", "running requests", "tokens", "token pools", "state pools", "side buffers",

@@ -6,8 +6,8 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from kvledger.core.units import fmt_bytes, fmt_gib
 from kvledger.report.plan_view import ledger_table
-from kvledger.units import fmt_bytes, fmt_gib
 from kvledger.vllm.plan import VllmPlan
 
 

@@ -5,9 +5,9 @@ checkpoint grid, and notes where the replay differs from the deployment (a host 
 release could not build, rank 0's share under attention DP). `step_timer` picks the
 step-time model; `policies_for` builds one rank's state admission and eviction.
 
->>> from kvledger.deploy import Deployment
+>>> from kvledger.sglang.deploy import Deployment
 >>> from kvledger.sim.config import SimConfig
->>> from kvledger.plan import make_plan
+>>> from kvledger.sglang.plan import make_plan
 >>> dp = make_plan(deployment=Deployment(tp_size=8, enable_dp_attention=True, dp_size=8),
 ...                gpu="h200")
 >>> check_plan(dp, SimConfig())
@@ -21,10 +21,10 @@ from __future__ import annotations
 from math import lcm
 
 from kvledger.cache.policies import StateEviction, StatePolicies, build_policies
-from kvledger.gpus import get_gpu
-from kvledger.hicache import HostRules
+from kvledger.core.gpus import get_gpu
 from kvledger.model.compute import compute_profile
-from kvledger.plan import Plan
+from kvledger.sglang.hicache import HostRules
+from kvledger.sglang.plan import Plan
 from kvledger.sim.config import DEFAULT_TIME_GPU, SimConfig
 from kvledger.sim.timing import Roofline, StepCost
 from kvledger.sim.workload import WorkloadError

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kvledger.limits import check_allocation
+from kvledger.core.limits import check_allocation
 from kvledger.sim.generators import GeneratorParams, get_generator
 from kvledger.sim.trace import read_trace
 from kvledger.sim.workload import Workload, WorkloadError

@@ -11,7 +11,7 @@ cache's page keys at any page size, follow deterministically from the id.
 
 Blank lines are skipped; lines are replayed in timestamp order (ties keep file order).
 Anything else wrong is a TraceError naming the line and the field: a timestamp that is not a
-finite number in [0, 1e13] ms, lengths beyond 2**24 tokens (`kvledger.limits`), NaN or
+finite number in [0, 1e13] ms, lengths beyond 2**24 tokens (`kvledger.core.limits`), NaN or
 Infinity (which Python's json reads), nesting deeper than 64, a line that is not UTF-8.
 
 >>> import io
@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
-from kvledger.limits import (
+from kvledger.core.limits import (
     MAX_JSON_DEPTH,
     MAX_OUTPUT_TOKENS,
     MAX_PROMPT_TOKENS,

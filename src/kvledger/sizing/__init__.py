@@ -1,6 +1,6 @@
 """Sizing: many deployments of one model: a grid sweep, a side-by-side comparison, recommendations.
 
-Built on the one planning call (`kvledger.plan.make_plan`); deployment-wide numbers are the
+Built on the one planning call (`kvledger.sglang.plan.make_plan`); deployment-wide numbers are the
 plan's own totals (`CapacityPlan.totals`), never recomputed here.
 
 - axes.py       the grid: comma lists of GPUs, nodes, tp, dp, dtypes → deployment points

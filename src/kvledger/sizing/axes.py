@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from itertools import product
 from typing import TypeVar
 
-from kvledger.deploy import Deployment, KVDtype, StateDtype
+from kvledger.sglang.deploy import Deployment, KVDtype, StateDtype
 
 # An HGX/DGX node; --nodes N means N × 8 GPUs under one tensor-parallel group.
 GPUS_PER_NODE = 8

@@ -7,8 +7,8 @@ DP engines × per-engine figures, concurrency from num_gpu_blocks ÷ blocks per 
 request), None where SGLang's quantity has no vLLM counterpart (state slots, per-token bytes),
 and adds vLLM's own (blocks, concurrency, max_model_len), None on an SGLang side.
 
->>> from kvledger.deploy import Deployment
->>> from kvledger.plan import make_plan
+>>> from kvledger.sglang.deploy import Deployment
+>>> from kvledger.sglang.plan import make_plan
 >>> a = make_plan(deployment=Deployment(tp_size=8), gpu="H200")
 >>> b = make_plan(deployment=Deployment(tp_size=8, dp_size=8, enable_dp_attention=True),
 ...               gpu="H200")
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvledger.plan import Plan
+from kvledger.sglang.plan import Plan
 from kvledger.sizing.vllm_point import vllm_binding, vllm_fits, vllm_totals
 from kvledger.vllm.plan import VllmPlan
 

@@ -5,12 +5,12 @@ from vLLM's defaults, in vLLM's spellings (`VllmDeployment` field metadata); it 
 with `kvledger.vllm.flags.parse_vllm_command`, which the tests check.
 
 Only flags that differ from SGLang's defaults are written, in their spelling every release
-accepts (`kvledger.launch.flags`); the command parses back to the same deployment
-(`kvledger.launch.parse_flags`), which the tests check. A multi-node deployment adds
+accepts (`kvledger.sglang.launch.flags`); the command parses back to the same deployment
+(`kvledger.sglang.launch.parse_flags`), which the tests check. A multi-node deployment adds
 SGLang's --nnodes/--node-rank/--dist-init-addr: run the same line on every node with its
 own --node-rank.
 
->>> from kvledger.deploy import Deployment, KVDtype
+>>> from kvledger.sglang.deploy import Deployment, KVDtype
 >>> sglang_command("zai-org/GLM-5.3-Flash", Deployment(tp_size=8, dp_size=8,
 ...                enable_dp_attention=True, kv_cache_dtype=KVDtype.FP8_E4M3))
 'python -m sglang.launch_server --model-path zai-org/GLM-5.3-Flash --tp-size 8 --dp-size 8 --enable-dp-attention --kv-cache-dtype fp8_e4m3'
@@ -22,8 +22,8 @@ import shlex
 from dataclasses import fields
 from enum import Enum
 
-from kvledger.deploy import Deployment
-from kvledger.launch.flags import FLAGS
+from kvledger.sglang.deploy import Deployment
+from kvledger.sglang.launch.flags import FLAGS
 from kvledger.vllm.deploy import FIELD_FLAGS as VLLM_FLAGS
 from kvledger.vllm.deploy import VllmDeployment
 

@@ -29,11 +29,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from kvledger.deploy import Deployment, KVDtype
-from kvledger.gpus import CATALOGUE
+from kvledger.core.gpus import CATALOGUE
 from kvledger.model.arch import ModelArch
 from kvledger.model.config import REPO_IDS, load_model
-from kvledger.rules import DEFAULT_RULES
+from kvledger.sglang.deploy import Deployment, KVDtype
+from kvledger.sglang.rules import DEFAULT_RULES
 from kvledger.sizing.axes import Axes
 from kvledger.sizing.launch_line import sglang_command, vllm_command
 from kvledger.sizing.run import SweepRow, sweep

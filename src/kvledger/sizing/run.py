@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvledger.capacity import DeploymentTotals
-from kvledger.deploy import Deployment
 from kvledger.model.arch import ModelArch
 from kvledger.model.config import load_model
-from kvledger.plan import Plan, make_plan
-from kvledger.rules import DEFAULT_RULES
+from kvledger.sglang.capacity import DeploymentTotals
+from kvledger.sglang.deploy import Deployment
+from kvledger.sglang.plan import Plan, make_plan
+from kvledger.sglang.rules import DEFAULT_RULES
 from kvledger.sizing.axes import Axes, Point
 from kvledger.sizing.vllm_point import (
     EP_NOTE,

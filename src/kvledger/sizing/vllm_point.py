@@ -1,6 +1,6 @@
 """A sweep point planned with vLLM's rules: the same GPUs, vLLM's flags, vLLM's own totals.
 
-Mapping (the flags both engines share, `kvledger.vllm.translate`, plus the layout):
+Mapping (the flags both engines share, `kvledger.sizing.translate`, plus the layout):
 - SGLang `--tp T` alone → `--tensor-parallel-size T` (T GPUs, one engine);
 - SGLang `--tp T --dp D --enable-dp-attention` (T GPUs, D attention workers) → vLLM's
   `--tensor-parallel-size T/D --data-parallel-size D` on the same T GPUs: D engines, each
@@ -22,7 +22,7 @@ Totals (deployment-wide, as `CapacityPlan.totals` for SGLang):
 - token_pool_bytes = num_gpu_blocks × bytes per block × GPUs: vLLM's one block pool, which
   attention pages and Mamba states share (no separate state pool: state_pool_bytes = 0).
 
->>> from kvledger.deploy import Deployment
+>>> from kvledger.sglang.deploy import Deployment
 >>> v = vllm_deployment(Deployment(tp_size=8, dp_size=4, enable_dp_attention=True), 32_768)
 >>> v.tensor_parallel_size, v.data_parallel_size, v.max_model_len
 (2, 4, 32768)
@@ -32,11 +32,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kvledger.capacity import DeploymentTotals
-from kvledger.deploy import Deployment
+from kvledger.sglang.capacity import DeploymentTotals
+from kvledger.sglang.deploy import Deployment
+from kvledger.sizing.translate import vllm_from_sglang
 from kvledger.vllm.deploy import VllmDeployment
 from kvledger.vllm.plan import VllmPlan
-from kvledger.vllm.translate import vllm_from_sglang
 
 EP_NOTE = ("vLLM rows: --data-parallel-size ranks are independent engines; expert "
            "parallelism is not modelled, so each holds a tensor-parallel replica's weights")

@@ -10,7 +10,7 @@ and the model decide (`kvledger.vllm.layers`).
 >>> VllmDeployment(gpu_memory_utilization=1.5)
 Traceback (most recent call last):
 ...
-kvledger.deploy.DeploymentError: --gpu-memory-utilization 1.5: expected a number in (0, 1]
+kvledger.core.errors.DeploymentError: --gpu-memory-utilization 1.5: expected a number in (0, 1]
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields
 
-from kvledger.deploy import DeploymentError
+from kvledger.core.errors import DeploymentError
 from kvledger.vllm.rules import MambaCacheMode
 
 # --kv-cache-dtype choices (CacheDType in vllm/config/cache.py) and their bytes per element.

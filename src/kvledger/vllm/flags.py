@@ -2,7 +2,7 @@
 
 Accepted shapes: bare flags; `vllm serve MODEL …`; `python -m vllm.entrypoints.openai.api_server
 --model MODEL …` (words before the launcher and shell syntax after it are set aside, as for
-SGLang commands, `kvledger.launch.command`). Flags follow EngineArgs
+SGLang commands, `kvledger.sglang.launch.command`). Flags follow EngineArgs
 (vllm/engine/arg_utils.py): `--flag value` or `--flag=value`; booleans take `--no-` forms.
 Flags that change no memory are skipped with their values and listed in `ignored`; flags that
 change memory in ways kvledger does not model are refused naming the flag.
@@ -20,9 +20,9 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 
-from kvledger.deploy import DeploymentError
-from kvledger.launch.command import split_words
-from kvledger.launch.values import human_int, integer
+from kvledger.core.errors import DeploymentError
+from kvledger.core.values import human_int, integer
+from kvledger.core.words import split_words
 from kvledger.vllm.deploy import VllmDeployment
 from kvledger.vllm.rules import MambaCacheMode
 

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from kvledger.deploy import DeploymentError
-from kvledger.gpus import GPU
+from kvledger.core.errors import DeploymentError
+from kvledger.core.gpus import GPU
+from kvledger.core.units import cdiv
 from kvledger.model.arch import AttnKind, LinearKind, ModelArch, ShardingError
-from kvledger.units import cdiv
 from kvledger.vllm.align import BlockAlignment, align_block
 from kvledger.vllm.deploy import KV_CACHE_DTYPES, VllmDeployment
 from kvledger.vllm.groups import KVCacheGroup, glm5_next_groups, group_size, kv_cache_groups

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvledger.gpus import GPU, get_gpu
-from kvledger.ledger import Ledger, LedgerRow
+from kvledger.core.gpus import GPU, get_gpu
+from kvledger.core.ledger import Ledger, LedgerRow
+from kvledger.core.units import GiB, cdiv
 from kvledger.model.arch import ModelArch
 from kvledger.model.config import load_model
-from kvledger.units import GiB, cdiv
 from kvledger.vllm.capacity import VllmCapacity, vllm_capacity
 from kvledger.vllm.deploy import VllmDeployment
 from kvledger.vllm.layout import (

@@ -17,7 +17,7 @@ Per layer, a tensor of shape (…, w) with E elements costs E · 1 + (E / w) · 
 Worked example (one layer, conv (3, 8) bf16, temporal (2, 4, 4) fp32): full 48 + 128 = 176 B;
 8-bit (24 + 3·4) + (32 + 8·4) = 100 B (cached share 82 full slots → 144).
 
->>> from kvledger.specs import StateSpec
+>>> from kvledger.sglang.specs import StateSpec
 >>> spec = StateSpec(conv_shape=(3, 8), conv_itemsize=2, temporal_shape=(2, 4, 4),
 ...                  temporal_itemsize=4)
 >>> checkpoint_bytes(spec, layers=1)
@@ -33,8 +33,8 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from math import prod
 
-from kvledger.plan import Plan
-from kvledger.specs import StateSpec
+from kvledger.sglang.plan import Plan
+from kvledger.sglang.specs import StateSpec
 
 LABEL = "what-if (lossy, not bit-exact): 8-bit checkpoint states, float32 scale per row"
 QUANT_ITEMSIZE = 1  # int8 or fp8_e4m3

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from kvledger.plan import Plan
+from kvledger.sglang.plan import Plan
 
 DEFAULT_POOL_SLOTS = 8  # shared track slots: enough for 8 checkpoints saved in one step
 LABEL = "what-if (not SGLang today): shared track-slot pool"

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from kvledger.plan import Plan
 from kvledger.report.figures.canvas import save_figure, stamp
 from kvledger.report.figures.hicache_cover import hicache_cover
 from kvledger.report.figures.index_page import index_page
@@ -23,6 +22,7 @@ from kvledger.report.figures.layer_map import layer_map
 from kvledger.report.figures.pool_tree import pool_tree
 from kvledger.report.figures.sim_plots import hit_rates, occupancy
 from kvledger.report.figures.token_bytes import token_bytes
+from kvledger.sglang.plan import Plan
 from kvledger.sim.replay import SimResult
 
 

@@ -14,7 +14,7 @@ import matplotlib as mpl
 from matplotlib.figure import Figure
 
 if TYPE_CHECKING:
-    from kvledger.plan import Plan
+    from kvledger.sglang.plan import Plan
 
 # One colour per thing the article distinguishes, used the same way in every figure.
 PALETTE = {

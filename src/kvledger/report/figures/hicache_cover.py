@@ -1,7 +1,7 @@
 """Figure 5 of the article: what HiCache covers, in the article's release and in ours.
 
 Left: each object HBM holds for one rank, its device bytes, and whether a host copy exists
-under each view (`kvledger.hicache`: the article's 0.5.21 host pools vs the corrected ones).
+under each view (`kvledger.sglang.hicache`: the article's 0.5.21 host pools vs the corrected ones).
 Right: host bytes per cached token under each view next to the device's, which shows the
 article release's two defects at a glance (a host KV row narrower than the device row, and no
 index keys on host).
@@ -12,9 +12,9 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from kvledger.hicache import OUR_HOST, CopyStatus, HostObject, HostRules, host_token_ledger
-from kvledger.plan import Plan
 from kvledger.report.figures.canvas import PALETTE, gib, new_figure
+from kvledger.sglang.hicache import OUR_HOST, CopyStatus, HostObject, HostRules, host_token_ledger
+from kvledger.sglang.plan import Plan
 
 STATUS_COLOUR = {
     CopyStatus.COPIED: PALETTE["ok"],

@@ -12,8 +12,8 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from kvledger.plan import Plan
 from kvledger.report.figures.canvas import PALETTE, new_figure
+from kvledger.sglang.plan import Plan
 
 
 def index_page(plan: Plan) -> Figure | str:

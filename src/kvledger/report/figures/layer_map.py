@@ -11,8 +11,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from kvledger.model.arch import LayerKind
-from kvledger.plan import Plan
 from kvledger.report.figures.canvas import PALETTE, new_figure
+from kvledger.sglang.plan import Plan
 
 
 def layer_map(plan: Plan) -> Figure:

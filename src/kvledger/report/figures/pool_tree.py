@@ -18,9 +18,9 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from kvledger.plan import Plan
 from kvledger.report.figures.canvas import PALETTE, gib, new_figure
-from kvledger.specs import GqaRowSpec
+from kvledger.sglang.plan import Plan
+from kvledger.sglang.specs import GqaRowSpec
 
 
 class Box(NamedTuple):

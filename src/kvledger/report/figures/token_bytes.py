@@ -13,13 +13,13 @@ from dataclasses import replace
 
 from matplotlib.figure import Figure
 
-from kvledger.deploy import DeploymentError, DsaBackend, KVDtype
-from kvledger.ledger import Ledger, token_ledger
 from kvledger.model.arch import AttnKind
-from kvledger.plan import Plan
 from kvledger.report.figures.canvas import PALETTE, new_figure
-from kvledger.resolve import resolve
-from kvledger.rules import RULES
+from kvledger.sglang.deploy import DeploymentError, DsaBackend, KVDtype
+from kvledger.sglang.ledger import Ledger, token_ledger
+from kvledger.sglang.plan import Plan
+from kvledger.sglang.resolve import resolve
+from kvledger.sglang.rules import RULES
 
 
 def _variants(plan: Plan) -> list[tuple[str, Ledger]]:

@@ -1,0 +1,1 @@
+"""Option schemas: dataclasses of typer options, one per group of flags."""

@@ -1,0 +1,1 @@
+"""Use cases the commands run: a simulation, its what-ifs, plans per engine."""

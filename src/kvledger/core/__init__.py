@@ -1,0 +1,14 @@
+"""Engine-neutral basics every other package stands on.
+
+Files:
+- `units.py`: byte units and integer helpers (`GiB`, `cdiv`, `align_down`).
+- `limits.py`: the one table of input bounds and how values are shown in errors.
+- `errors.py`: `DeploymentError`, raised for bad deployment input by either engine.
+- `ledger.py`: `LedgerRow` and `Ledger`, the itemised shape of every byte account.
+- `values.py`: flag-value parsers (`integer`, `human_int`, choices).
+- `words.py`: a pasted command line split as a POSIX shell splits it.
+- `registry.py`: `RuleRegistry`, the release table each engine's rule sets live in.
+- `gpus.py`: the GPU catalogue behind `--gpu`.
+- `extras.py`: which optional extra installs what, and the error when it is missing.
+- `lazy.py`: lazy package exports (PEP 562).
+"""
