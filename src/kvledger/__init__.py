@@ -13,8 +13,6 @@ Packages, bottom up (the import graph points down this list; `tests/test_imports
 
 __version__ = "0.1.0"
 
-# `kvledger.plan` names the function below, not the module of that name: the module is
-# imported first (by kvledger.api) so the function's binding is the one that stays.
 from kvledger.api import compare, plan, recommend, simulate, sweep  # noqa: E402
 
 __all__ = ["__version__", "compare", "plan", "recommend", "simulate", "sweep"]
