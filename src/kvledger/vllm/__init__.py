@@ -9,6 +9,5 @@
 - layout.py: model + deployment + rules → VllmLayout;
 - memory.py: the KV cache memory (logged, flag, or GPU budget);
 - capacity.py: num_gpu_blocks, concurrency, the logged token count, start-up refusals;
-- plan.py: VllmPlan and its itemised ledgers;
-- translate.py: the shared flags between the engines, for side-by-side plans.
+- plan.py: VllmPlan and its itemised ledgers.
 """

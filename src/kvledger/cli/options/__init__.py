@@ -1,1 +1,7 @@
-"""Option schemas: dataclasses of typer options, one per group of flags."""
+"""Option schemas: dataclasses of typer options, one per group of flags.
+
+- `plan.py`: `PlanInputs` (model, GPU, memory, workload check, SGLang flags after `--`), the
+  engine choice (`--engine`, `--rules`) and `plan_from`;
+- `sim.py`: `SimInputs`, the workload and simulation options of `simulate`, `figures`, `report`;
+- `groups.py`: `option_group`, which folds a dataclass of options into one parameter.
+"""
