@@ -19,6 +19,7 @@ from rich import box
 from rich.table import Table
 
 from kvledger.cache.policies import StateAdmission, StateEviction
+from kvledger.report.show import show_fraction, show_ms, show_ratio
 from kvledger.sglang.plan import Plan
 from kvledger.sim.ceiling import ceiling_pool_tokens, full_only_hits
 from kvledger.sim.config import SimConfig
@@ -105,14 +106,15 @@ def compare_table(comparison: Comparison) -> Table:
     table = Table(title=f"State policies on one trace and memory (×: over {base.label})",
                   title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
     table.add_column("admission + eviction", no_wrap=True)
-    for name in ("token\nhit", "usable\nhit", "×", "states\nevicted", "TTFT\np95 s", "×"):
+    for name in ("token\nhit", "usable\nhit", "×", "states\nevicted", "TTFT\np95", "×"):
         table.add_column(name, justify="right")
     for row in comparison.rows:
-        ratio = f"{row.usable_hit / base.usable_hit:.2f}" if base.usable_hit else "—"
-        ttft = "—" if row.ttft_p95_ms is None else f"{row.ttft_p95_ms / 1e3:,.2f}"
+        ratio = show_ratio(row.usable_hit / base.usable_hit) if base.usable_hit else "—"
+        ttft = "—" if row.ttft_p95_ms is None else show_ms(row.ttft_p95_ms)
         ttft_ratio = ("—" if row.ttft_p95_ms is None or not base.ttft_p95_ms
-                      else f"{row.ttft_p95_ms / base.ttft_p95_ms:.2f}")
-        table.add_row(row.label, f"{row.token_hit:.3f}", f"{row.usable_hit:.3f}", ratio,
+                      else show_ratio(row.ttft_p95_ms / base.ttft_p95_ms))
+        table.add_row(row.label, show_fraction(row.token_hit), show_fraction(row.usable_hit),
+                      ratio,
                       "—" if row.state_evictions is None else f"{row.state_evictions:,}",
                       ttft, ttft_ratio)
     table.caption = ("states evicted: from device. FULL-only ceiling: no states, the "

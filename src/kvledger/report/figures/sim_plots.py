@@ -12,6 +12,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from kvledger.report.figures.canvas import PALETTE, new_figure
+from kvledger.report.show import show_fraction
 from kvledger.sim.metrics import SimSummary
 from kvledger.sim.replay import SimResult
 from kvledger.sim.series import Constraint, TimeSeries
@@ -71,8 +72,8 @@ def hit_rates(result: SimResult) -> Figure:
     ax.set_ylabel("share of prompt tokens")
     ax.legend(fontsize=7, loc="upper left")
     s = result.summary
-    ax.set_title(f"{s.workload}: token hit {s.counters.token_hit_rate:.1%}, usable "
-                 f"{s.counters.usable_hit_rate:.1%}")
+    ax.set_title(f"{s.workload}: token hit {show_fraction(s.counters.token_hit_rate)}, usable "
+                 f"{show_fraction(s.counters.usable_hit_rate)}")
     return fig
 
 
