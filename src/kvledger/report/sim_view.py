@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kvledger.cache.host_stats import HostStats
+from kvledger.report import hit_rates
 from kvledger.report.show import show_bytes, show_ms, show_share, show_size
 from kvledger.sim.l3 import StoreSummary
 from kvledger.sim.metrics import SimSummary
@@ -147,7 +148,7 @@ def render_sim(s: SimSummary, console: Console) -> None:
         parts.append(Text(f"unfinished: request {u.rid}: {u.reason}", style="red"))
     if len(s.unfinished) > 10:
         parts.append(Text(f"… and {len(s.unfinished) - 10:,} more unfinished", style="red"))
-    for note in s.notes:
+    for note in (*s.notes, hit_rates.SIMULATE):
         parts.append(Text(f"note: {note}", style="yellow"))
     binding = s.binding
     verdict = (f"binding ledger: {binding.value}" if binding
