@@ -47,10 +47,14 @@ def run_compare(plan: Plan, work: SimInputs, *, figure_dir: Path | None, json: b
                                       on_progress=advance if progress else None)
     written: list[str] = []
     if figure_dir is not None:
-        from kvledger.report.figures.canvas import save_figure
+        from kvledger.report.figures.canvas import save_figure, stamp
         from kvledger.report.figures.policy_bars import policy_bars
 
-        written = [str(p) for p in save_figure(policy_bars(comparison), figure_dir, "policies")]
+        title = (f"State policies on {workload.name}: prefix-cache hit, state churn and TTFT "
+                 f"p95 (FULL-only ceiling: {comparison.ceiling_pool_tokens:,} KV tokens, no "
+                 "states)")
+        figure = stamp(policy_bars(comparison, title), plan)
+        written = [str(p) for p in save_figure(figure, figure_dir, "policies")]
     if json:
         body = {**comparison_json(comparison), "figures": written}
         from kvledger.report import hit_rates
