@@ -220,3 +220,11 @@ def test_a_padding_warning_kvledger_does_not_expect_is_a_difference_not_a_crash(
     r = check_log("\n".join(lines) + "\n", model=MODEL)
     assert [(d.quantity, d.logged, d.kvledger) for d in r.differs] == [
         ("padding layers, % wasted", "3, 10.00", "none")]
+
+
+def test_an_internal_kv_dtype_in_the_config_keeps_the_arguments_value():
+    lines = [line.replace("kv_cache_dtype=fp8,", "kv_cache_dtype=fp8_ds_mla,")
+             for line in complete_652()]
+    r = check_log("\n".join(lines) + "\n", model=MODEL)
+    assert r.verdict is Verdict.RECONCILES  # the arguments' fp8 stands
+    assert any("kv_cache_dtype=fp8_ds_mla is not a --kv-cache-dtype choice" in n for n in r.notes)

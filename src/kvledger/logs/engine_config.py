@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass, fields, replace
 
 from kvledger.logs.lines import LogError, LogScan
-from kvledger.vllm.deploy import VllmDeployment
+from kvledger.vllm.deploy import KV_CACHE_DTYPES, VllmDeployment
 from kvledger.vllm.rules import MambaCacheMode
 
 # Keys every V1 release from 0.10 on prints (VllmConfig.__str__); one missing means a cut line.
@@ -141,16 +141,23 @@ def apply_engine_config(scan: LogScan, dep: VllmDeployment, model: str | None
         raise LogError(f"line {fact.line_no}: {exc}") from None
     defaults = {f.name: f.default for f in fields(VllmDeployment)}
     notes = []
-    for name, value in cfg.settings.items():
+    settings = dict(cfg.settings)
+    dtype = settings.get("kv_cache_dtype")
+    if dtype is not None and dtype not in KV_CACHE_DTYPES:
+        # an internal layout name (e.g. a sparse-MLA fp8 row), not a --kv-cache-dtype choice
+        del settings["kv_cache_dtype"]
+        notes.append(f"line {fact.line_no}: the engine config's kv_cache_dtype={dtype} is not a "
+                     "--kv-cache-dtype choice; the arguments' value is used")
+    for name, value in settings.items():
         asked = getattr(dep, name)
         if asked != value and asked != defaults[name]:
             notes.append(f"line {fact.line_no}: the engine ran {name}={_shown(value)} where the "
                          f"server arguments asked {_shown(asked)}; the engine's value is used")
     try:
-        dep = replace(dep, **cfg.settings)
+        dep = replace(dep, **settings)
     except (TypeError, ValueError) as exc:
         raise LogError(f"line {fact.line_no}: the engine config: {exc}") from None
     notes.append(f"deployment settings from the engine config on line {fact.line_no}"
-                 + (f" ({', '.join(f'{k}={_shown(v)}' for k, v in sorted(cfg.settings.items()))})"
-                    if cfg.settings else ""))
+                 + (f" ({', '.join(f'{k}={_shown(v)}' for k, v in sorted(settings.items()))})"
+                    if settings else ""))
     return dep, model or cfg.model, notes
