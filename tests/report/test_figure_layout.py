@@ -108,3 +108,17 @@ def test_the_policies_figure_has_a_title_and_legible_axes():
     assert fig.get_suptitle().startswith("State policies on shared-prompt\nglm-5.3-flash · ")
     assert layout_problems(fig) == []
     assert policy_bars(comparison).get_suptitle().startswith("State policies side by side")
+
+
+def test_simulation_figures_are_legible():
+    # the stamped deployment line of Qwen3-Next on an H200 is wider than the 8-inch
+    # occupancy figure: it wraps instead of being cut at both edges
+    from kvledger.report.figures import SIM_FIGURES
+    from kvledger.sim.generators import GENERATORS, GeneratorParams
+    from kvledger.sim.replay import simulate
+
+    plan = make_plan("qwen3-next-80b-a3b-instruct", Deployment(tp_size=2), gpu="H200")
+    result = simulate(plan, GENERATORS["chat"].generate(GeneratorParams(num_requests=30, seed=4)))
+    for spec in SIM_FIGURES:
+        fig = stamp(spec.draw(result), plan)
+        assert layout_problems(fig) == [], spec.stem

@@ -59,7 +59,12 @@ def stamp(fig: Figure, plan: Plan) -> Figure:
     """Add the deployment line to the figure's title (above any title it has)."""
     own = fig.get_suptitle()
     line = deployment_line(plan)
-    fig.suptitle(f"{own}\n{line}" if own else line, fontsize=10 if own else 8)
+    title = f"{own}\n{line}" if own else line
+    size = 10.0 if own else 8.0
+    # a narrow figure: a smaller title rather than one cut at both edges (down to 6 points)
+    while size > 6 and not fits_width(title, fig.get_figwidth() - 0.3, size):
+        size -= 0.5
+    fig.suptitle(title, fontsize=size)
     return fig
 
 

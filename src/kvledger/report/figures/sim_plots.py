@@ -11,7 +11,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from kvledger.report.figures.canvas import PALETTE, new_figure
+from kvledger.report.figures.canvas import PALETTE, count_axis, new_figure
 from kvledger.report.show import show_fraction
 from kvledger.sim.metrics import SimSummary
 from kvledger.sim.replay import SimResult
@@ -114,6 +114,7 @@ def occupancy(result: SimResult) -> Figure:
     pages.axhline(s.token_pages, color="black", lw=0.8, ls="--", label=f"T = {s.token_pages:,} pages")
     _shade(pages, b, Constraint.TOKENS)
     pages.set_ylabel("token pages")
+    count_axis(pages.yaxis)  # millions of pages: separators, not a "1e6" offset
     slots.stackplot(b.seconds, b.at_end("slots_requests"), b.at_end("slots_cache"),
                     colors=[PALETTE["state"], PALETTE["conv"]],
                     labels=["held by running requests", "checkpoints in the cache"], step="pre")
