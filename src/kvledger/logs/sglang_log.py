@@ -15,6 +15,7 @@ import ast
 from dataclasses import fields
 
 from kvledger.core.units import GiB
+from kvledger.logs.expected import missing_sglang_lines
 from kvledger.logs.lines import Engine, LogError, LogScan
 from kvledger.logs.reconcile import Reconciliation, Row, Status
 from kvledger.sglang.deploy import FIELD_FLAGS
@@ -155,4 +156,5 @@ def reconcile_sglang(scan: LogScan, *, model: str | None = None, rules: str | No
     assert {f.name for f in fields(dep)}
     return Reconciliation(engine=Engine.SGLANG, version=None, rules=rule_set, model=lay.model.name,
                           rows=tuple(rows), binding=cap.binding.value, derived=derived,
-                          notes=tuple(notes + list(low.notes)))
+                          notes=tuple(notes + list(low.notes)),
+                          missing=missing_sglang_lines(scan, has_state_pool=lay.state is not None))

@@ -25,6 +25,8 @@ from dataclasses import replace
 from kvledger.core.gpus import get_gpu
 from kvledger.core.units import GiB
 from kvledger.logs.detect import vllm_rules_for
+from kvledger.logs.engine_config import apply_engine_config
+from kvledger.logs.expected import missing_vllm_lines
 from kvledger.logs.lines import Engine, LogError, LogScan
 from kvledger.logs.reconcile import Reconciliation, Row, Status, compare, span
 from kvledger.logs.vllm_args import vllm_deployment_from_args
@@ -112,7 +114,8 @@ def reconcile_vllm(scan: LogScan, *, model: str | None = None, rules: str | None
             notes.append(note)
     rule_set = get_vllm_rules(rules)
     dep, logged_model, dep_notes = _deployment(scan)
-    notes += dep_notes
+    dep, logged_model, config_notes = apply_engine_config(scan, dep, logged_model)
+    notes += dep_notes + config_notes
     conc = scan.get("vllm_concurrency")
     if conc is not None:
         logged_len = conc.int(0)
@@ -206,4 +209,4 @@ def reconcile_vllm(scan: LogScan, *, model: str | None = None, rules: str | None
     return Reconciliation(engine=Engine.VLLM,
                           version=version_fact.value if version_fact else None, rules=rules,
                           model=arch.name, rows=tuple(rows), binding=binding, derived=derived,
-                          notes=tuple(notes))
+                          notes=tuple(notes), missing=missing_vllm_lines(scan, lay))

@@ -39,6 +39,7 @@ from dataclasses import asdict, fields
 from typing import Any
 
 from kvledger.cache.host_stats import HostStats
+from kvledger.report import hit_rates
 from kvledger.report.envelope import envelope, schema_name
 from kvledger.sim.metrics import SimSummary
 from kvledger.sim.series import Constraint
@@ -59,7 +60,7 @@ def sim_json(s: SimSummary, *, ignored_flags: tuple[str, ...] = (),
              notes: tuple[str, ...] = (), csv: str | None = None) -> dict[str, Any]:
     """The `kvledger simulate --json` document; `notes` are the plan's (the replay's follow)."""
     return envelope("simulate", sim_body(s, csv=csv), ignored_flags=ignored_flags,
-                    notes=[*notes, *s.notes])
+                    notes=[*notes, *s.notes, hit_rates.SIMULATE])
 
 
 def sim_body(s: SimSummary, *, csv: str | None = None) -> dict[str, Any]:

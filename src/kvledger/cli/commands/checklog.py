@@ -1,4 +1,7 @@
-"""`kvledger check-log FILE|-`: reconcile a boot log number by number; exit 0, 1 or 2."""
+"""`kvledger check-log FILE|-`: reconcile a boot log number by number; exit 0, 1 or 2.
+
+0: complete and every number equal; 1: a number differs, or a line the engine prints for this
+deployment is missing (verdict `differs` / `incomplete`); 2: the log cannot be read."""
 
 from __future__ import annotations
 
@@ -7,8 +10,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
-from rich.text import Text
 
 from kvledger.cli.app import HELP, KvCommand, app, console, emit_json, print_error
 from kvledger.cli.options.plan import JsonOpt
@@ -38,7 +39,9 @@ def _read(path: str) -> str:
 
 
 @app.command("check-log", cls=KvCommand, context_settings=HELP, help="Reconcile an SGLang or vLLM boot log with kvledger's rules: "
-             "one row per logged number; exit 0 when all reconcile, 1 when one differs, 2 when "
+             "one row per logged number, and one per line the engine prints for the deployment that "
+             "the log lacks; exit 0 when the log is complete and every number reconciles, 1 when "
+             "a number differs or an expected line is missing (the verdict says which), 2 when "
              "the log cannot be read.")
 def check_log_cmd(file: FileArg, model: ModelOpt = None, rules: RulesOpt = None,
                   gpu: GpuOpt = None, json: JsonOpt = False) -> None:
@@ -50,33 +53,12 @@ def check_log_cmd(file: FileArg, model: ModelOpt = None, rules: RulesOpt = None,
         print_error(str(exc))
         raise typer.Exit(2) from None
     if json:
+        from kvledger.report.checklog_view import checklog_doc
         from kvledger.report.envelope import envelope
 
-        emit_json(envelope("check-log", {
-            "engine": result.engine.value,
-            "version": result.version, "rules": result.rules, "model": result.model,
-            "rows": [{"line": r.line_no, "quantity": r.quantity, "logged": r.logged,
-                      "kvledger": r.kvledger, "status": r.status.value, "reason": r.reason}
-                     for r in result.rows],
-            "derived": dict(result.derived), "binding": result.binding,
-            "reconciles": not result.differs}, notes=result.notes))
+        emit_json(envelope("check-log", checklog_doc(result), notes=result.notes))
     else:
-        title = (f"{result.engine.value} {result.version or '(version not logged)'} — "
-                 f"{result.model}, rules {result.rules}")
-        table = Table(title=title, title_justify="left")
-        for col in ("line", "logged number", "logged", "kvledger", "status"):
-            table.add_column(col, justify="right" if col in ("line", "logged", "kvledger") else "left")
-        for r in result.rows:
-            style = "bold red" if r.status.value == "DIFFERS" else None
-            status = r.status.value + (f": {r.reason}" if r.reason else "")
-            table.add_row(str(r.line_no), r.quantity, r.logged, r.kvledger, Text(status, style=style))
-        console.print(table)
-        for name, value in result.derived:
-            console.print(f"  {name}: {value}", highlight=False)
-        console.print(Text(f"binding constraint (never logged): {result.binding}", style="bold"))
-        for note in result.notes:
-            console.print(f"note: {note}", style="yellow", highlight=False)
-        verdict = ("every logged number reconciles" if not result.differs else
-                   f"{len(result.differs)} logged number(s) differ")
-        console.print(Text(verdict, style="bold green" if not result.differs else "bold red"))
+        from kvledger.report.checklog_view import print_checklog
+
+        print_checklog(console, result)
     raise typer.Exit(result.exit_code)

@@ -11,6 +11,7 @@ import typer
 from kvledger.cli.app import command, console, emit_json, err_console, user_errors
 from kvledger.cli.options.groups import option_group
 from kvledger.cli.options.plan import JsonOpt, PlanInputs, plan_from
+from kvledger.report.hit_rates import REPLAY as REPLAY_NOTE
 from kvledger.sequential.spec import Checkpoints, Components, MatchKey, ReplaySpec
 
 
@@ -127,6 +128,7 @@ def replay(ctx: typer.Context, inputs: PlanInputs,
         spec, notes = _spec(inputs, ctx.args, pool_tokens=pool_tokens, state_slots=state_slots,
                             page_size=page_size, components=components,
                             checkpoints=checkpoints, match_key=match_key)
+        notes.append(REPLAY_NOTE)
         with trace.open(encoding="utf-8") as handle:
             requests = parse_trace_lines(handle, source=trace.name)
         if not requests:

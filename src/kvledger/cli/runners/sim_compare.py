@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 def run_compare(plan: Plan, work: SimInputs, *, figure_dir: Path | None, json: bool,
                 progress: bool, ignored: list[str]) -> None:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from kvledger.report.envelope import envelope
     from kvledger.report.policy_compare import (
@@ -30,21 +30,37 @@ def run_compare(plan: Plan, work: SimInputs, *, figure_dir: Path | None, json: b
     workload = load_workload(trace=work.trace, generator=work.workload,
                              num_requests=work.num_requests, seed=work.seed,
                              rate_per_s=work.rate, time_scale=work.time_scale)
+    # On stderr and transient: stdout (the table or the --json document) never sees it.
     bar = Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                   console=err_console, transient=True, disable=not progress)
+                   TimeElapsedColumn(), console=err_console, transient=True,
+                   disable=not progress)
+    runs = len(COMPARE_PAIRS) + 1  # every pair, then the ceiling
+
+    def advance(label: str, done: int, total: int) -> None:
+        run = min(done * runs // max(total, 1) + 1, runs)
+        bar.update(task, completed=done, total=total,
+                   description=f"{workload.name}: run {run}/{runs}, {label} (requests)")
+
     with bar:
-        task = bar.add_task(f"policies on {workload.name}", total=len(COMPARE_PAIRS))
+        task = bar.add_task(f"policies on {workload.name}", total=None)
         comparison = compare_policies(plan, workload, config,
-                                      on_done=lambda label: bar.advance(task))
+                                      on_progress=advance if progress else None)
     written: list[str] = []
     if figure_dir is not None:
-        from kvledger.report.figures.canvas import save_figure
+        from kvledger.report.figures.canvas import save_figure, stamp
         from kvledger.report.figures.policy_bars import policy_bars
 
-        written = [str(p) for p in save_figure(policy_bars(comparison), figure_dir, "policies")]
+        title = (f"State policies on {workload.name}: prefix-cache hit, state churn and TTFT "
+                 f"p95 (FULL-only ceiling: {comparison.ceiling_pool_tokens:,} KV tokens, no "
+                 "states)")
+        figure = stamp(policy_bars(comparison, title), plan)
+        written = [str(p) for p in save_figure(figure, figure_dir, "policies")]
     if json:
         body = {**comparison_json(comparison), "figures": written}
-        emit_json(envelope("simulate-compare", body, ignored_flags=ignored, notes=plan.notes))
+        from kvledger.report import hit_rates
+
+        emit_json(envelope("simulate-compare", body, ignored_flags=ignored,
+                           notes=[*plan.notes, hit_rates.SIMULATE, hit_rates.CEILING]))
         return
     console.print(compare_table(comparison))
     for path in written:

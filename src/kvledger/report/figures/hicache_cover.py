@@ -12,7 +12,7 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from kvledger.report.figures.canvas import PALETTE, gib, new_figure
+from kvledger.report.figures.canvas import PALETTE, count_axis, gib, new_figure
 from kvledger.sglang.hicache import OUR_HOST, CopyStatus, HostObject, HostRules, host_token_ledger
 from kvledger.sglang.plan import Plan
 
@@ -81,6 +81,7 @@ def hicache_cover(plan: Plan) -> Figure:
     bars.invert_yaxis()
     bars.set_xlim(0, max(values) * 1.35)
     bars.set_xlabel("bytes per cached token (all full layers)")
+    count_axis(bars.xaxis)
     fig.suptitle(f"{plan.model.name}: what HiCache copies to host — {lay.rules.name} vs "
                  "kvledger's host tier", fontsize=10)
     return fig

@@ -14,7 +14,7 @@ from dataclasses import replace
 from matplotlib.figure import Figure
 
 from kvledger.model.arch import AttnKind
-from kvledger.report.figures.canvas import PALETTE, new_figure
+from kvledger.report.figures.canvas import PALETTE, count_axis, new_figure
 from kvledger.sglang.deploy import DeploymentError, DsaBackend, KVDtype
 from kvledger.sglang.ledger import Ledger, token_ledger
 from kvledger.sglang.plan import Plan
@@ -72,6 +72,7 @@ def token_bytes(plan: Plan) -> Figure:
     ax.set_yticks(range(len(labels)), labels, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("bytes per token on one rank (all full layers)")
+    count_axis(ax.xaxis)
     ax.set_xlim(0, max(r.total_bytes for _, r in variants) * 1.45)
     model = plan.model
     # Only a model with a DSA indexer has index keys to hatch (Nemotron-H has none).
