@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 
 from cache.cache_factories import PAGE, Keys, real_cache, run_request
-from kvledger.cache import Shortfall
 from kvledger.engine.memory import HostTier
 from kvledger.host.policy import BackupPolicy
 from kvledger.host.transfer import Direction
