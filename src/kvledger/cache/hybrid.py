@@ -31,6 +31,11 @@ recency) when request rows, pages (free + evictable − reserved) or state slots
 evictable) are short, so a request waits instead of failing later; once admitted it never
 waits: its pages are reserved and its slots are held.
 
+Faults: whatever a step raises (a loadback or backup copy, its commit, a state copy,
+KeyboardInterrupt included), the cache stays consistent and the error propagates. ``admit``
+gives back all it took (`kvledger.cache.unwind`), ``release`` still releases, ``commit`` and
+``extend`` leave the request running; the host tier frees its transfer's allocations first.
+
 >>> from kvledger.cache.page_rows import PageRows
 >>> from kvledger.pools.ids import StateSlotAllocator
 >>> from kvledger.tree import RadixTree
@@ -287,7 +292,9 @@ class HybridCache:
 
     def commit(self, seq: CacheSeq, keys: np.ndarray, num_new_tokens: int, *,
                cache_unfinished: bool) -> None:
-        """The forward ran; after a prefill forward cache the prefix so far."""
+        """The forward ran; after a prefill forward cache the prefix so far. If caching
+        raises (a backup the insert started), the request stays running and consistent,
+        its prefix cached: the caller goes on or releases it."""
         seq.computed_tokens += num_new_tokens
         if cache_unfinished:
             self._cache(seq, keys, finishing=False)
