@@ -42,7 +42,7 @@ from kvledger.host.neighbours import NeighbourGuard
 from kvledger.host.runs import pages_to_slots
 from kvledger.pools.dsa import DsaTokenPool
 from kvledger.pools.state import MambaPool
-from kvledger.specs import IndexKeySpec, LatentRowSpec, RowLayout, StateSpec
+from kvledger.sglang.specs import IndexKeySpec, LatentRowSpec, RowLayout, StateSpec
 
 PAGE = 64
 LAYERS = 11

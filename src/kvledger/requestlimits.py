@@ -2,14 +2,14 @@
 
 mem_cache/kv_cache_configurator.py, `KVCacheConfigurator.resolve_max_num_reqs` (both rule
 sets): the configured `--max-running-requests // attn_dp` (at least 1 where the rule set
-floors it; see `kvledger.resolve`), else the context heuristic clamp(T / context · 512, 2048,
+floors it; see `kvledger.sglang.resolve`), else the context heuristic clamp(T / context · 512, 2048,
 4096); either capped at `token_capacity // 2`; on hybrids then at
 `max_mamba_cache_size // _calculate_mamba_ratio()` (the layout's slots per request).
 
 >>> from kvledger.model.config import load_model
->>> from kvledger.deploy import Deployment
->>> from kvledger.resolve import resolve
->>> from kvledger.rules import RULES
+>>> from kvledger.sglang.deploy import Deployment
+>>> from kvledger.sglang.resolve import resolve
+>>> from kvledger.sglang.rules import RULES
 >>> lay = resolve(load_model("llama-3.1-8b"), Deployment(max_running_requests=512),
 ...               RULES["sglang-0.5.21"])
 >>> request_limits(lay, tokens=256, state_slots=None)[Limit.TOKENS]
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from kvledger.resolve import CacheLayout
+from kvledger.sglang.resolve import CacheLayout
 
 CONTEXT_HEURISTIC_SCALE = 512  # SGLang: max_num_reqs = T / context_len · 512, clamped
 CONTEXT_HEURISTIC_MIN = 2048

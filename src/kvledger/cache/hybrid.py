@@ -71,7 +71,7 @@ from kvledger.cache.unwind import Admission, abandon_admission
 from kvledger.host.results import LoadStatus
 from kvledger.pools.ids import StateSlotAllocator
 from kvledger.tree import Node, RadixTree
-from kvledger.units import cdiv
+from kvledger.core.units import cdiv
 
 if TYPE_CHECKING:
     from kvledger.cache.store_tier import StoreTier
