@@ -20,11 +20,11 @@ import pytest
 from typer.testing import CliRunner
 
 from kvledger.cli import app
-from kvledger.deploy import Deployment
+from kvledger.sglang.deploy import Deployment
 from kvledger.model.config import load_model
-from kvledger.requestlimits import Limit, request_limits
-from kvledger.resolve import resolve
-from kvledger.rules import RULES
+from kvledger.sglang.requestlimits import Limit, request_limits
+from kvledger.sglang.resolve import resolve
+from kvledger.sglang.rules import RULES
 
 runner = CliRunner()
 
