@@ -50,6 +50,7 @@ def request_limits(lay: CacheLayout, tokens: int, state_slots: int | None) -> di
     if dep.max_running_requests is not None:
         limits[Limit.CONFIGURED] = max(dep.max_running_requests // dep.attn_dp_size, 1)
     else:
+        # SGLang divides, scales, then truncates: int(T / context · 512), not T // context · 512
         heuristic = int(tokens / lay.context_tokens * CONTEXT_HEURISTIC_SCALE)
         limits[Limit.CONTEXT_HEURISTIC] = min(
             max(heuristic, CONTEXT_HEURISTIC_MIN), CONTEXT_HEURISTIC_MAX)
