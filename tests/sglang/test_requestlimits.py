@@ -20,8 +20,8 @@ import pytest
 from typer.testing import CliRunner
 
 from kvledger.cli import app
-from kvledger.sglang.deploy import Deployment
 from kvledger.model.config import load_model
+from kvledger.sglang.deploy import Deployment
 from kvledger.sglang.requestlimits import Limit, request_limits
 from kvledger.sglang.resolve import resolve
 from kvledger.sglang.rules import RULES
