@@ -84,6 +84,31 @@ def test_plan(args, json):
     check_invocation("plan", ["plan", *args, *(["--json"] if json else [])])
 
 
+VLLM_VALUE_FLAGS = ["--tensor-parallel-size", "-tp", "--data-parallel-size",
+                    "--gpu-memory-utilization", "--kv-cache-memory-bytes", "--max-model-len",
+                    "--max-num-seqs", "--block-size", "--kv-cache-dtype",
+                    "--mamba-ssm-cache-dtype", "--mamba-cache-mode", "--tp", "--context-length",
+                    "--page-size", "--dp"]  # the last four: SGLang's spellings
+VLLM_OPTIONS = st.one_of(
+    st.tuples(st.sampled_from(VLLM_VALUE_FLAGS),
+              st.one_of(PLAUSIBLE, VALUES, st.sampled_from(["auto", "fp8", "align", "none"])))
+    .map(list),
+    st.sampled_from([["--enforce-eager"], ["--no-enable-prefix-caching"],
+                     ["--disable-radix-cache"], ["--speculative-config",
+                                                 '{"num_speculative_tokens": 1e400}']]),
+    st.tuples(st.sampled_from(["--activation-gib", "--non-torch-gib", "--cudagraph-gib"]),
+              st.one_of(PLAUSIBLE, VALUES)).map(list),
+)
+
+
+@fuzz_settings(30)
+@given(args=_command(VLLM_OPTIONS, max_flags=3), model=st.sampled_from(["llama-3.1-8b",
+                                                                       "qwen3-next-80b-a3b-instruct"]))
+def test_vllm_plan(args, model):
+    check_invocation("plan --engine vllm", ["plan", "--engine", "vllm", "--gpu", "H200",
+                                            "--model", model, *args, "--json"])
+
+
 @fuzz_settings(40)
 @given(args=_command(st.one_of(PLAN_OPTIONS, SGLANG_FLAGS), max_flags=2),
        device=st.sampled_from(["cpu", "meta", "gpu", ""]))
