@@ -1,6 +1,9 @@
 """Command-line edge: `kvledger plan | explain | models | …`. Thin: parse, call, render.
 
 Rooms, bottom up (a room imports only the ones above it in this list):
+- `streams.py`: the standard streams at the edge (closed, full, unable to encode).
+- `bounds.py`, `reading.py`: the range of every numeric option, and how words are read
+  (spellings, abbreviations, values that do not parse).
 - `app.py`: the typer app and the conventions every command shares (flag spelling, one
   `error: …` line, the JSON envelope, exit codes).
 - `options/`: option schemas, dataclasses of typer options (`plan.py`: the deployment and
@@ -26,4 +29,8 @@ from kvledger.cli.commands import (  # noqa: F401  (registers commands)
 
 
 def main() -> None:
-    app()
+    import sys
+
+    from kvledger.cli.streams import run
+
+    sys.exit(run(app))

@@ -16,6 +16,10 @@ ValueError: --rate nan: expected a finite number in (0, 1,000,000]
 Traceback (most recent call last):
 ...
 ValueError: --seed -1: expected an integer in [0, 4,294,967,295]
+>>> check_count("--replicas", 2**64, high=MAX_GPUS)
+Traceback (most recent call last):
+...
+ValueError: --replicas of 20 digits: expected a positive integer (at most 1,048,576)
 """
 
 from __future__ import annotations
@@ -38,6 +42,13 @@ MAX_OUTPUT_TOKENS = 2**24  # one request's output
 MAX_SEED = 2**32 - 1  # numpy's seed range
 MAX_GENERATED_REQUESTS = 1_000_000  # a generated workload (1,000× the default; ~2 GiB)
 MAX_STEP_MS = 1e9  # step-time model costs per step or per token
+MAX_GPUS = 1 << 20  # GPUs, nodes or engine instances of one deployment (5x the largest cluster)
+MIN_RATE_PER_S = 1e-6  # a generated rate below one session per ~12 days is no workload
+MIN_EFFICIENCY = 1e-3  # roofline efficiencies: below 0.1 % of peak no kernel runs (subnormals
+# admitted by (0, 1] made step times infinite)
+MIN_STEP_MS = 1e-6  # a fixed step cost below a nanosecond (subnormals made throughput infinite)
+MAX_LINE_BYTES = 4 << 20  # one trace line (a 16 Mi-token prompt's hash ids take ~400 KB)
+MAX_LOG_BYTES = 64 << 20  # a boot log (real ones take < 1 MB; a whole server log is not one)
 MEMORY_SHARE = 0.8  # an allocation may take at most this share of the memory available now
 
 
@@ -68,6 +79,14 @@ def check_int(where: str, value: object, *, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ValueError(f"{where} {show_value(value)}: expected an integer in "
                          f"[{_num(low)}, {_num(high)}]")
+    return value
+
+
+def check_count(where: str, value: object, *, high: int = MAX_COUNT) -> int:
+    """`value` as a positive int of at most `high` (a count of tokens, slots, GPUs, ...)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
+        raise ValueError(f"{where} {show_value(value)}: expected a positive integer (at most "
+                         f"{_num(high)})")
     return value
 
 

@@ -13,6 +13,8 @@ import typer
 
 from kvledger.cli.app import HELP, KvCommand, app, console, emit_json, print_error
 from kvledger.cli.options.plan import JsonOpt
+from kvledger.core.inputs import check_regular, read_capped
+from kvledger.core.limits import MAX_LOG_BYTES
 
 FileArg = Annotated[str, typer.Argument(help="The boot log, or - for standard input.")]
 ModelOpt = Annotated[str | None, typer.Option(
@@ -24,14 +26,20 @@ GpuOpt = Annotated[str | None, typer.Option("--gpu", help="GPU from the catalogu
                                             "block size depends on it.")]
 
 
+# A boot log is read whole: capped, so an endless pipe ends with an error, not a MemoryError.
+TOO_LONG = "a boot log is its first lines (`head -n 5000 LOG | kvledger check-log -`)"
+
+
 def _read(path: str) -> str:
     if path == "-":
-        data = sys.stdin.buffer.read()
+        if sys.stdin is None:  # `kvledger check-log - <&-`
+            raise ValueError("-: standard input is closed; pipe the log in or give its file")
+        data = read_capped(sys.stdin.buffer, "standard input", MAX_LOG_BYTES, TOO_LONG)
     else:
         file = Path(path)
-        if not file.is_file():
-            raise ValueError(f"{path}: no such file")
-        data = file.read_bytes()
+        check_regular(path, file)  # a FIFO would block, a device never end
+        with file.open("rb") as handle:
+            data = read_capped(handle, path, MAX_LOG_BYTES, TOO_LONG)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

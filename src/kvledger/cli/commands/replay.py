@@ -118,6 +118,7 @@ def replay(ctx: typer.Context, inputs: PlanInputs,
     import numpy as np
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
+    from kvledger.core.inputs import bounded_lines, check_regular
     from kvledger.sequential.replay import replay as run_replay
     from kvledger.sequential.summary import summary
     from kvledger.sim.trace import parse_trace_lines
@@ -129,8 +130,9 @@ def replay(ctx: typer.Context, inputs: PlanInputs,
                             page_size=page_size, components=components,
                             checkpoints=checkpoints, match_key=match_key)
         notes.append(REPLAY_NOTE)
+        check_regular(f"--trace {trace}", trace)  # a FIFO would block, /dev/zero never end
         with trace.open(encoding="utf-8") as handle:
-            requests = parse_trace_lines(handle, source=trace.name)
+            requests = parse_trace_lines(bounded_lines(handle, trace.name), source=trace.name)
         if not requests:
             raise ValueError(f"--trace {trace}: no requests")
         if no_progress:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from kvledger.cli.app import command, console, emit_json, user_errors
+from kvledger.cli.app import check_finite, command, console, emit_json, user_errors
 from kvledger.cli.options.groups import option_group
 from kvledger.cli.options.plan import JsonOpt, PlanInputs, plan_from
 from kvledger.cli.options.sim import LossyOpt, SimInputs
@@ -74,10 +74,12 @@ def simulate(ctx: typer.Context, inputs: PlanInputs, sim: SimInputs,
         result = run_simulation(plan, sim, progress=not no_progress)
         if csv is not None:
             result.series.write_csv(csv)
+    doc = sim_json(result.summary, ignored_flags=ignored, notes=plan.notes,
+                   csv=str(csv) if csv else None)
     if json:
-        emit_json(sim_json(result.summary, ignored_flags=ignored, notes=plan.notes,
-                           csv=str(csv) if csv else None))
+        emit_json(doc)
         return
+    check_finite(doc)  # the table shows the same numbers
     render_sim(result.summary, console)
     if csv is not None:
         console.print(f"time series: {len(result.series):,} rows → {csv}")

@@ -21,6 +21,7 @@ from kvledger.cli.options.plan import (
     WeightsOpt,
     choose_engines,
 )
+from kvledger.core.limits import MAX_GPUS
 from kvledger.model.config import DEFAULT_MODEL
 from kvledger.sglang.launch import parse_flags
 from kvledger.sglang.launch.flags import BY_SPELLING
@@ -29,7 +30,8 @@ from kvledger.sglang.rules import DEFAULT_RULES
 GpusOpt = Annotated[str | None, typer.Option(
     "--gpu", help="GPUs from the catalogue, comma-separated (H100,H200,B200).")]
 NodesOpt = Annotated[str | None, typer.Option(
-    "--nodes", help="Nodes of 8 GPUs, comma-separated; sets --tp when --tp is not swept.")]
+    "--nodes", "--nnodes", help="Nodes of 8 GPUs, comma-separated; sets --tp when --tp is not "
+    "swept (--nnodes: SGLang's spelling).")]
 TpOpt = Annotated[str | None, typer.Option("--tp", help="Tensor-parallel sizes (1,2,4,8).")]
 DpOpt = Annotated[str | None, typer.Option(
     "--dp", help="Attention-DP sizes (1,2,8); dp > 1 turns on --enable-dp-attention.")]
@@ -63,19 +65,42 @@ def _parser(spelling: str):
     return parse
 
 
-def _axes(gpu, nodes, tp, dp, kv, ssm, replicas=None):
+def _count(high: int):
+    """An axis value: a positive integer of at most `high` (`kvledger.core.limits`)."""
+    integer = _parser("--tp")
+
+    def parse(text: str) -> int:
+        value = integer(text)
+        if not 1 <= value <= high:
+            raise ValueError(f"expected a positive integer (at most {high:,})")
+        return value
+
+    return parse
+
+
+def _axes(gpu, nodes, tp, dp, kv, ssm, replicas=None, base_tp: int = 1):
     from kvledger.sizing import Axes, parse_axis
+    from kvledger.sizing.axes import GPUS_PER_NODE
 
     kv_parse, ssm_parse = _parser("--kv-cache-dtype"), _parser("--mamba-ssm-dtype")
-    integer = _parser("--tp")
-    return Axes(
+    gpus = _count(MAX_GPUS)
+    axes = Axes(
         gpus=parse_axis("--gpu", gpu, str) if gpu else (None,),
-        nodes=parse_axis("--nodes", nodes, integer) if nodes else (None,),
-        tp=parse_axis("--tp", tp, integer) if tp else (None,),
-        dp=parse_axis("--dp", dp, integer) if dp else (1,),
-        replicas=parse_axis("--replicas", replicas, integer) if replicas else (1,),
+        nodes=parse_axis("--nodes", nodes, _count(MAX_GPUS // GPUS_PER_NODE)) if nodes
+        else (None,),
+        tp=parse_axis("--tp", tp, gpus) if tp else (None,),
+        dp=parse_axis("--dp", dp, gpus) if dp else (1,),
+        replicas=parse_axis("--replicas", replicas, gpus) if replicas else (1,),
         kv_cache_dtype=parse_axis("--kv-cache-dtype", kv, kv_parse) if kv else (None,),
         mamba_ssm_dtype=parse_axis("--mamba-ssm-dtype", ssm, ssm_parse) if ssm else (None,))
+    # Each value may be sane and the deployment still absurd: replicas × tp GPUs.
+    widest = max([base_tp, *(t for t in axes.tp if t),
+                  *(n * GPUS_PER_NODE for n in axes.nodes if n)])
+    if widest * max(axes.replicas) > MAX_GPUS:
+        raise ValueError(f"--replicas {max(axes.replicas):,}: {max(axes.replicas):,} × "
+                         f"{widest:,} GPUs is {widest * max(axes.replicas):,} GPUs; expected "
+                         f"at most {MAX_GPUS:,}")
+    return axes
 
 
 @command(help="Plan a grid of deployments of one model (comma lists for --gpu, --nodes, --tp, "
@@ -107,10 +132,11 @@ def sweep(ctx: typer.Context, model: ModelOpt = None, rules: RulesOpt = DEFAULT_
         if check and requests is None and context is None:
             raise ValueError("--check: needs a workload to check; give --requests and/or "
                              "--context")
-        axes = _axes(gpu, nodes, tp, dp, kv_cache_dtype, mamba_ssm_dtype, replicas)
+        parsed = parse_flags(ctx.args)
+        axes = _axes(gpu, nodes, tp, dp, kv_cache_dtype, mamba_ssm_dtype, replicas,
+                     base_tp=parsed.deployment.tp_size)
         if axes.size() > 10_000:
             raise ValueError(f"the grid has {axes.size():,} deployments; expected at most 10,000")
-        parsed = parse_flags(ctx.args)
         name = model or parsed.model_ref or DEFAULT_MODEL
         rows = run_sweep(name, axes, parsed.deployment, rules=sglang_rules,
                          available_gib=available_gib, weights_gib=weights_gib,

@@ -1,12 +1,13 @@
 """The workload and simulation options of `simulate`, `figures` and `report`: one schema.
 
 Each option's default is the simulator's own (`SimConfig`, `StepCost`, `Efficiency`), and
-`SimInputs.check` bounds every value before any work starts.
+`SimInputs.check` bounds every value before any work starts (`cli.bounds`, for callers that
+build the inputs themselves; the command line has checked them once already).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -14,16 +15,9 @@ import typer
 
 from kvledger.cache.policies.choice import StateAdmission, StateEviction
 from kvledger.cache.policies.lossy_states import LossyCheckpoints
-from kvledger.core.limits import (
-    MAX_COUNT,
-    MAX_GENERATED_REQUESTS,
-    MAX_RATE_PER_S,
-    MAX_SEED,
-    MAX_STEP_MS,
-    MAX_TIME_SCALE,
-    check_int,
-    check_number,
-)
+from kvledger.cli.bounds import check_option
+from kvledger.core.inputs import check_regular
+from kvledger.core.limits import MAX_GENERATED_REQUESTS, check_int, check_number
 from kvledger.host.policy import BackupPolicy
 from kvledger.host.state_backup import HostStateBackup
 from kvledger.sim.config import DEFAULT_TIME_GPU, SimConfig, StepCost
@@ -127,28 +121,14 @@ class SimInputs:
     l3_backend: L3BackendOpt = None
 
     def check(self) -> None:
-        """Every value in range before any work starts (the CLI boundary; kvledger.core.limits)."""
-        if self.num_requests is not None:
-            high = MAX_COUNT if self.trace is not None else MAX_GENERATED_REQUESTS
-            check_int("--num-requests", self.num_requests, low=1, high=high)
-        check_int("--seed", self.seed, low=0, high=MAX_SEED)
-        if self.rate is not None:
-            check_number("--rate", self.rate, low=0, high=MAX_RATE_PER_S, low_open=True)
-        check_number("--time-scale", self.time_scale, low=0, high=MAX_TIME_SCALE, low_open=True)
-        check_int("--chunked-prefill-size", self.chunked_prefill_size, low=1, high=MAX_COUNT)
-        check_int("--mamba-track-interval", self.mamba_track_interval, low=1, high=MAX_COUNT)
-        if self.step_overhead_ms is not None:
-            check_number("--step-overhead-ms", self.step_overhead_ms, low=0, high=MAX_STEP_MS,
-                         low_open=True)
-        for flag, value in (("--prefill-ms-per-token", self.prefill_ms_per_token),
-                            ("--decode-ms-per-token", self.decode_ms_per_token)):
-            if value is not None:
-                check_number(flag, value, low=0, high=MAX_STEP_MS)
-        for flag, value in (("--flops-efficiency", self.flops_efficiency),
-                            ("--hbm-efficiency", self.hbm_efficiency)):
-            check_number(flag, value, low=0, high=1, low_open=True)
-        check_number("--roofline-overhead-ms", self.roofline_overhead_ms, low=0,
-                     high=MAX_STEP_MS)
+        """Every value in range before any work starts: each option's row of the one table
+        (`cli.bounds`), then what depends on the others."""
+        if self.trace is not None:
+            check_regular(f"--trace {self.trace}", self.trace)  # a FIFO would block forever
+        for field in fields(self):
+            check_option("--" + field.name.replace("_", "-"), getattr(self, field.name))
+        if self.num_requests is not None and self.trace is None:
+            check_int("--num-requests", self.num_requests, low=1, high=MAX_GENERATED_REQUESTS)
         if self.l3_size is not None:
             check_number("--l3-size", self.l3_size, low=0, high=MAX_L3_GIB, low_open=True)
         elif self.l3_backend is not None:

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kvledger.cli.app import console, emit_json, err_console
+from kvledger.cli.runners.simulation import load_inputs
 
 if TYPE_CHECKING:
     from kvledger.cli.options.sim import SimInputs
@@ -23,13 +24,10 @@ def run_compare(plan: Plan, work: SimInputs, *, figure_dir: Path | None, json: b
         compare_table,
         comparison_json,
     )
-    from kvledger.sim.sources import load_workload
 
     work.check()
     config = work.config(plan)
-    workload = load_workload(trace=work.trace, generator=work.workload,
-                             num_requests=work.num_requests, seed=work.seed,
-                             rate_per_s=work.rate, time_scale=work.time_scale)
+    workload = load_inputs(work)
     # On stderr and transient: stdout (the table or the --json document) never sees it.
     bar = Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn(), console=err_console, transient=True,

@@ -200,12 +200,25 @@ IGNORED: frozenset[str] = frozenset({
     "--hicache-storage-backend", "--model-type",
 })
 
+# vLLM's spellings of SGLang flags that mean the same, read exactly as written (SGLang's own
+# parser knows none of them, so none is a prefix target): one spelling policy for every
+# command, whichever engine plans. vLLM's --data-parallel-size is SGLang's own spelling.
+VLLM_ALIASES: dict[str, str] = {
+    "--max-model-len": "--context-length", "--block-size": "--page-size",
+    "--mamba-ssm-cache-dtype": "--mamba-ssm-dtype",
+    "--no-enable-prefix-caching": "--disable-radix-cache",
+}
+
 BY_SPELLING: dict[str, Flag] = {s: f for f in FLAGS for s in f.spellings}
 UNSUPPORTED_BY_SPELLING: dict[str, Unsupported] = {s: u for u in UNSUPPORTED for s in u.spellings}
 KNOWN: frozenset[str] = frozenset(BY_SPELLING) | frozenset(UNSUPPORTED_BY_SPELLING) | IGNORED
 assert len(KNOWN) == len(BY_SPELLING) + len(UNSUPPORTED_BY_SPELLING) + len(IGNORED), (
     "a spelling is listed twice"
 )
+assert set(VLLM_ALIASES.values()) <= set(BY_SPELLING) and not set(VLLM_ALIASES) & KNOWN
+# What an abbreviation may name: a flag that is read or refused, never one that is ignored
+# (`--engine` must not quietly become --engine-info-bootstrap-port).
+PREFIX_TARGETS: frozenset[str] = frozenset(BY_SPELLING) | frozenset(UNSUPPORTED_BY_SPELLING)
 
 _DEFAULTS = {f.name: f.default for f in fields(Deployment)}
 _DEFAULT_TEXT = {"model_path": "the kvledger default model",
@@ -242,9 +255,12 @@ def flags_help() -> str:
     lines.append(_wrap("Refused unless given the neutral value (not modelled): " + ", ".join(
         u.spellings[0] + (f"={u.neutral}" if u.neutral else "") for u in UNSUPPORTED)))
     lines.append(_wrap("Ignored, no effect on the cache ledgers: " + ", ".join(sorted(IGNORED))))
+    lines.append(_wrap("vLLM's spellings of the same flags are read too: " + ", ".join(
+        f"{v} = {s}" for v, s in VLLM_ALIASES.items()) + "."))
     lines.append(_wrap("Any other SGLang flag is ignored and reported as not recognised; a "
                        "flag SGLang does not know is an error (exit 2). Unambiguous prefixes "
-                       "are read as the flag, as SGLang's argparse parser reads them."))
+                       "of a flag read or refused are read as the flag, as SGLang's argparse "
+                       "parser reads them; a prefix of an ignored flag only is an error."))
     return "\n".join(lines)
 
 

@@ -13,6 +13,9 @@ unambiguous abbreviation):
    or one SGLang does not know (`--tpp`) is an error, with a did-you-mean.
 6. Defaults SGLang derives from flags alone are applied and named in `notes`: the draft tokens
    of a speculative algorithm, and --max-running-requests 48 under speculative decoding.
+7. vLLM's spelling of a flag that means the same (`--max-model-len 32k` = --context-length,
+   `--block-size`, `--mamba-ssm-cache-dtype`, `--no-enable-prefix-caching`) is read as the
+   SGLang flag, spelled in full (`flags.VLLM_ALIASES`).
 
 >>> p = parse_flags("python -m sglang.launch_server --model-path zai-org/GLM-5.3-Flash "
 ...                 "--tp 8 --dp 8 --enable-dp-attention --kv-cache-dtype fp8_e4m3 --port 30000")
@@ -31,6 +34,7 @@ from kvledger.sglang.launch.flags import (
     BY_SPELLING,
     IGNORED,
     UNSUPPORTED_BY_SPELLING,
+    VLLM_ALIASES,
     Flag,
     Unsupported,
 )
@@ -131,6 +135,9 @@ def parse_flags(argv: Sequence[str] | str) -> ParsedFlags:
     ignored: list[str] = []
     unrecognised: list[str] = []
     for word, args in _groups(launch.flags):
+        if word in VLLM_ALIASES:  # vLLM's spelling, read exactly (module doc, rule 7)
+            _take(BY_SPELLING[VLLM_ALIASES[word]], word, args, values, spelled)
+            continue
         name = read_flag(word, SGLANG_SPELLINGS)
         if name in BY_SPELLING:
             _take(BY_SPELLING[name], name, args, values, spelled)
