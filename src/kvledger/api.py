@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from kvledger.model.config import DEFAULT_MODEL
 from kvledger.sglang.launch import parse_flags
-from kvledger.sglang.plan import Plan, make_plan
+from kvledger.sglang.plan import SglangPlan, make_plan
 from kvledger.sglang.rules import DEFAULT_RULES
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ Flags = str | Sequence[str]
 def plan(model: str = DEFAULT_MODEL, flags: Flags = (), *, gpu: str | None = None,
          available_gib: float | None = None, weights_gib: float | None = None,
          rules: str = DEFAULT_RULES, requests: int | None = None,
-         context: int | None = None) -> Plan:
+         context: int | None = None) -> SglangPlan:
     """Ledgers and capacity for `model` deployed with SGLang `flags`.
 
     Args:
@@ -52,7 +52,7 @@ def plan(model: str = DEFAULT_MODEL, flags: Flags = (), *, gpu: str | None = Non
         context: tokens per request of the workload check.
 
     Returns:
-        The `Plan`: `ledgers` (per token, per state slot, per request), `capacity` (K, T, N
+        The `SglangPlan`: `ledgers` (per token, per state slot, per request), `capacity` (K, T, N
         per rank, every limit and the binding one, `totals` over the whole deployment),
         `workload` (the check, or None), `host` (with --enable-hierarchical-cache) and
         `notes` (every assumption made).
@@ -68,7 +68,7 @@ def plan(model: str = DEFAULT_MODEL, flags: Flags = (), *, gpu: str | None = Non
                      context_tokens=context)
 
 
-def simulate(plan: Plan, workload: str | None = "chat", *, trace: str | Path | None = None,
+def simulate(plan: SglangPlan, workload: str | None = "chat", *, trace: str | Path | None = None,
              num_requests: int | None = None, seed: int = 0,
              rate_per_s: float | None = None) -> SimResult:
     """Replay a generated workload (`chat`, `agent`, `shared-prompt`, `zipf`) or a Mooncake
@@ -137,7 +137,7 @@ def _engines(engine: object) -> tuple[str, ...]:
     return engines
 
 
-def compare(a: Plan, b: Plan) -> list[Difference]:
+def compare(a: SglangPlan, b: SglangPlan) -> list[Difference]:
     """Every quantity of plan `a` beside plan `b`; `Difference.differs` marks a change."""
     from kvledger.sizing.compare import compare as run  # the function, not its module
 

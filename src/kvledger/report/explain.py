@@ -8,7 +8,7 @@ True
 
 from __future__ import annotations
 
-from kvledger.sglang.plan import Plan
+from kvledger.sglang.plan import SglangPlan
 from kvledger.sglang.specs import (
     FP8_SCALE_BYTES,
     FP8_SCALE_GROUP,
@@ -34,7 +34,7 @@ def _row_formula(spec: LatentRowSpec | GqaRowSpec) -> str:
                     f"{size} B ({spec.layout.value}) = {spec.row_bytes:,} B")
 
 
-def explain(plan: Plan) -> list[str]:
+def explain(plan: SglangPlan) -> list[str]:
     lay, cap, dep = plan.layout, plan.capacity, plan.layout.deployment
     lines = [f"attn_tp = tp {dep.tp_size} / attn_dp {dep.attn_dp_size} / cp {dep.attn_cp_size} "
              f"= {dep.attn_tp_size}", _row_formula(lay.kv_row)]
@@ -98,7 +98,7 @@ def explain(plan: Plan) -> list[str]:
     return lines
 
 
-def _state_lines(plan: Plan) -> list[str]:
+def _state_lines(plan: SglangPlan) -> list[str]:
     """K and the verify scratch, in _handle_max_mamba_cache's order."""
     lay, cap, dep = plan.layout, plan.capacity, plan.layout.deployment
     budget = cap.state_budget

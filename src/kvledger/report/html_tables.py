@@ -13,7 +13,7 @@ from html import escape
 
 from kvledger.report.plan_view import slack_share
 from kvledger.sglang.ledger import Ledger
-from kvledger.sglang.plan import Plan
+from kvledger.sglang.plan import SglangPlan
 from kvledger.sim.metrics import SimSummary
 from kvledger.sim.series import Constraint
 
@@ -39,7 +39,7 @@ def ledger_table(ledger: Ledger) -> str:
                  ("component", "detail", "count", "unit bytes", "total bytes"), rows, "ledger")
 
 
-def capacity_table(plan: Plan) -> str:
+def capacity_table(plan: SglangPlan) -> str:
     cap, lay = plan.capacity, plan.layout
     rows: list[tuple[str, str, str]] = [
         ("memory", cap.memory.source, ""),
@@ -108,7 +108,7 @@ def sim_tables(s: SimSummary) -> str:
     return "\n".join([hits, ledgers, table("Host tier (HiCache)", ("", ""), host_rows)])
 
 
-def workload_table(plan: Plan) -> str | None:
+def workload_table(plan: SglangPlan) -> str | None:
     """The workload check (`--requests`/`--context`), as `kvledger plan` prints it."""
     work = plan.workload
     if work is None:
@@ -124,7 +124,7 @@ def workload_table(plan: Plan) -> str | None:
                  "workload")
 
 
-def host_tables(plan: Plan) -> list[str]:
+def host_tables(plan: SglangPlan) -> list[str]:
     """The host tier's pools and coverage under each view (with --enable-hierarchical-cache)."""
     host = plan.host
     if host is None:

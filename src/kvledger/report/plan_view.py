@@ -1,4 +1,4 @@
-"""Rich rendering of a Plan: the ledgers, the side buffers, capacity and the binding limit."""
+"""Rich rendering of an SglangPlan: the ledgers, the side buffers, capacity and the binding limit."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from rich.text import Text
 
 from kvledger.core.units import GB, MB, GiB, MiB, fmt_bytes, fmt_gib
 from kvledger.sglang.ledger import Ledger
-from kvledger.sglang.plan import Plan
+from kvledger.sglang.plan import SglangPlan
 
 
 def ledger_table(ledger: Ledger, title: str) -> Table:
@@ -27,7 +27,7 @@ def ledger_table(ledger: Ledger, title: str) -> Table:
     return table
 
 
-def slack_share(plan: Plan) -> str:
+def slack_share(plan: SglangPlan) -> str:
     """The slack's share as the row's label promises: `1 − 0.9 = 0.1`, not the fraction.
 
     >>> from kvledger.sglang.plan import make_plan
@@ -40,7 +40,7 @@ def slack_share(plan: Plan) -> str:
     return f"1 − {fraction:g} = {1 - fraction:.6g}"
 
 
-def capacity_table(plan: Plan) -> Table:
+def capacity_table(plan: SglangPlan) -> Table:
     cap, lay = plan.capacity, plan.layout
     table = Table(title=f"Capacity per rank ({cap.memory.source})", title_justify="left")
     table.add_column("quantity")
@@ -67,7 +67,7 @@ def capacity_table(plan: Plan) -> Table:
     return table
 
 
-def totals_table(plan: Plan) -> Table:
+def totals_table(plan: SglangPlan) -> Table:
     tot = plan.capacity.totals
     table = Table(title=f"Deployment — {tot.ranks} GPUs, {tot.workers} attention-DP "
                         f"worker{'s' if tot.workers > 1 else ''}", title_justify="left")
@@ -84,7 +84,7 @@ def totals_table(plan: Plan) -> Table:
     return table
 
 
-def workload_table(plan: Plan) -> Table | None:
+def workload_table(plan: SglangPlan) -> Table | None:
     work = plan.workload
     if work is None:
         return None
@@ -100,7 +100,7 @@ def workload_table(plan: Plan) -> Table | None:
     return table
 
 
-def host_tables(plan: Plan) -> list[Table]:
+def host_tables(plan: SglangPlan) -> list[Table]:
     """HiCache host pools and coverage side by side: the article's view and ours."""
     host = plan.host
     if host is None:
@@ -132,7 +132,7 @@ def host_tables(plan: Plan) -> list[Table]:
     return [pools, coverage]
 
 
-def render_plan(plan: Plan, console: Console, ignored: tuple[str, ...] = ()) -> None:
+def render_plan(plan: SglangPlan, console: Console, ignored: tuple[str, ...] = ()) -> None:
     lay, dep, model = plan.layout, plan.layout.deployment, plan.model
     head = (
         f"[bold]{model.name}[/] ({model.family.value}): {model.num_layers} layers = "

@@ -13,22 +13,30 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from kvledger.report.envelope import envelope, schema_name
-from kvledger.report.plan_json import plan_json
-from kvledger.report.vllm_json import vllm_plan_json
-from kvledger.sglang.plan import Plan
+from kvledger.core.engines import Engine
+from kvledger.core.envelope import envelope, schema_name
+from kvledger.core.plan import EnginePlan
+from kvledger.sglang.plan import SglangPlan
 from kvledger.vllm.plan import VllmPlan
 
 SCHEMA = schema_name("engines")
 
 
-def _sglang_lost(plan: Plan) -> int:
+def by_engine(plans: tuple[EnginePlan, ...]) -> tuple[SglangPlan, VllmPlan]:
+    """The SGLang and the vLLM plan of `plans`, in that order, whichever order was asked."""
+    engines = {plan.engine: plan for plan in plans}
+    assert len(plans) == 2 and set(engines) == {Engine.SGLANG, Engine.VLLM}, \
+        "side by side needs one SGLang and one vLLM plan"
+    return engines[Engine.SGLANG], engines[Engine.VLLM]  # type: ignore[return-value]
+
+
+def _sglang_lost(plan: SglangPlan) -> int:
     cap = plan.capacity
     # the padding state slot and token page, plus what flooring left
     return cap.slot_bytes + cap.token_bytes * plan.layout.page_tokens + cap.unused_bytes
 
 
-def side_by_side_rows(sglang: Plan, vllm: VllmPlan) -> list[tuple[str, str, str]]:
+def side_by_side_rows(sglang: SglangPlan, vllm: VllmPlan) -> list[tuple[str, str, str]]:
     s, v = sglang.capacity, vllm.capacity
     vl = vllm.layout
     return [
@@ -47,7 +55,8 @@ def side_by_side_rows(sglang: Plan, vllm: VllmPlan) -> list[tuple[str, str, str]
     ]
 
 
-def render_side_by_side(sglang: Plan, vllm: VllmPlan, console: Console) -> None:
+def render_side_by_side(plans: tuple[EnginePlan, ...], console: Console) -> None:
+    sglang, vllm = by_engine(plans)
     table = Table(title=f"{sglang.model.name} on "
                         f"{sglang.gpu.name if sglang.gpu else 'the given memory'}: SGLang vs vLLM "
                         "(per rank)", title_justify="left")
@@ -61,10 +70,12 @@ def render_side_by_side(sglang: Plan, vllm: VllmPlan, console: Console) -> None:
         console.print(f"note: {note}", style="yellow", highlight=False)
 
 
-def side_by_side_json(sglang: Plan, vllm: VllmPlan, ignored: tuple[str, ...] = ()) -> dict[str, Any]:
+def side_by_side_json(plans: tuple[EnginePlan, ...],
+                      ignored: tuple[str, ...] = ()) -> dict[str, Any]:
+    sglang, vllm = by_engine(plans)
     notes = [*(f"sglang: {n}" for n in sglang.notes), *(f"vllm: {n}" for n in vllm.notes)]
     return envelope("engines", {
         "rows": [{"quantity": q, "sglang": a, "vllm": b}
                  for q, a, b in side_by_side_rows(sglang, vllm)],
-        "sglang": plan_json(sglang, ignored), "vllm": vllm_plan_json(vllm, ignored)},
+        "sglang": sglang.to_json(ignored), "vllm": vllm.to_json(ignored)},
         ignored_flags=ignored, notes=notes)

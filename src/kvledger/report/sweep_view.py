@@ -9,9 +9,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from kvledger.core.engines import Engine
 from kvledger.core.units import fmt_gib
-from kvledger.report.sweep_json import recommendation_json, sweep_row_json
 from kvledger.sizing import Difference, Recommendations, SweepRow
+from kvledger.sizing.documents import recommendation_json, sweep_row_json
 
 COLUMNS = ("gpu", "nodes", "engine", "tp", "dp", "replicas", "attn_tp", "kv", "state", "GPUs",
            "workers", "running requests", "tokens", "token pools", "state pools", "side buffers",
@@ -107,10 +108,10 @@ def render_recommendations(rec: Recommendations, console: Console) -> None:
                      f"×{r.headroom:,.2f}")
     console.print(fits if rec.fits else Text("no layout in the search space fits", style="red"))
     for i, r in enumerate(rec.fits, 1):
-        if r.engine == "vllm":
-            console.print(f"#{i} vLLM:   {r.command}", highlight=False, soft_wrap=True)
+        own = f"{Engine(r.engine).display}:"
+        console.print(f"#{i} {own:<8}{r.command}", highlight=False, soft_wrap=True)
+        if r.vllm_command == r.command:  # a vLLM fit: its command is vLLM's already
             continue
-        console.print(f"#{i} SGLang: {r.command}", highlight=False, soft_wrap=True)
         if r.vllm_command:
             console.print(f"#{i} vLLM:   {r.vllm_command}", highlight=False, soft_wrap=True)
         else:

@@ -91,7 +91,6 @@ def sweep(ctx: typer.Context, model: ModelOpt = None, rules: RulesOpt = DEFAULT_
           weights_gib: WeightsOpt = None, requests: RequestsOpt = None,
           context: ContextOpt = None, check: CheckOpt = False, csv: CsvOpt = None,
           figure: FigureOpt = None, json: JsonOpt = False) -> None:
-    from kvledger.report.sweep_json import sweep_json
     from kvledger.report.sweep_view import sweep_table, write_sweep_csv
     from kvledger.sizing import sweep as run_sweep
 
@@ -125,13 +124,11 @@ def sweep(ctx: typer.Context, model: ModelOpt = None, rules: RulesOpt = DEFAULT_
                       else "catalogue memory − weights" if gpu else "100 GiB after weights")
             figure.parent.mkdir(parents=True, exist_ok=True)
             sweep_figure(name, rows, memory).savefig(figure)
-    notes = tuple(dict.fromkeys(n for r in rows for n in r.notes))
     if json:
-        emit_json(sweep_json(name, rules, rows, requests=requests, context_tokens=context,
-                             ignored_flags=parsed.ignored, notes=notes, engines=engines))
+        emit_json(rows.to_json(parsed.ignored))
     else:
-        console.print(sweep_table(f"{name}: {len(rows):,} deployments ({rules})", rows))
-        for note in notes:
+        console.print(sweep_table(f"{name}: {len(rows):,} deployments ({rows.rules})", rows))
+        for note in rows.notes:
             console.print(f"note: {note}", style="yellow", highlight=False)
         for path in (csv, figure):
             if path is not None:
@@ -217,7 +214,6 @@ def compare(ctx: typer.Context,
             available_gib: AvailOpt = None, weights_gib: WeightsOpt = None,
             requests: RequestsOpt = None, context: ContextOpt = None,
             json: JsonOpt = False) -> None:
-    from kvledger.report.sweep_json import compare_json
     from kvledger.report.sweep_view import compare_table
     from kvledger.sizing.compare import compare as compare_plans  # the function, not its module
 
@@ -228,10 +224,10 @@ def compare(ctx: typer.Context,
                                        requests, context)
         plan_b, ignored_b = _side_plan(b, ctx.args, model, choice, available_gib, weights_gib,
                                        requests, context)
-    diffs = compare_plans(plan_a, plan_b, requests=requests)
+    diffs = compare_plans(plan_a, plan_b, requests=requests, context_tokens=context)
     ignored = tuple(dict.fromkeys((*ignored_a, *ignored_b)))
     if json:
-        emit_json(compare_json(plan_a, plan_b, diffs, ignored_flags=ignored))
+        emit_json(diffs.to_json(ignored))
         return
     console.print(compare_table(diffs, f"A: {a}", f"B: {b}"))
     console.print(f"{sum(d.differs for d in diffs)} of {len(diffs)} quantities differ",
@@ -251,7 +247,6 @@ def recommend(ctx: typer.Context,
               engine: EngineOpt = None,
               top: Annotated[int, typer.Option("--top", help="Layouts to list.")] = 5,
               json: JsonOpt = False) -> None:
-    from kvledger.report.sweep_json import recommend_json
     from kvledger.report.sweep_view import render_recommendations
     from kvledger.sizing import parse_axis
     from kvledger.sizing.recommend import recommend as run_recommend
@@ -267,7 +262,7 @@ def recommend(ctx: typer.Context,
                             base=parsed.deployment, rules=choice.sglang_rules, top=top,
                             engines=choice.engines, vllm_rules=choice.vllm_rules)
     if json:
-        emit_json(recommend_json(name, rec, ignored_flags=parsed.ignored))
+        emit_json(rec.to_json(parsed.ignored))
     else:
         render_recommendations(rec, console)
     if rec.best is None:

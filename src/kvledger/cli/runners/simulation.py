@@ -8,11 +8,11 @@ from kvledger.cli.app import err_console
 from kvledger.cli.options.sim import SimInputs
 
 if TYPE_CHECKING:
-    from kvledger.sglang.plan import Plan
+    from kvledger.sglang.plan import SglangPlan
     from kvledger.sim.replay import SimResult
 
 
-def run_simulation(plan: Plan, work: SimInputs, *, progress: bool) -> SimResult:
+def run_simulation(plan: SglangPlan, work: SimInputs, *, progress: bool) -> SimResult:
     """Load the workload and replay it, with a progress bar on stderr when asked."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
