@@ -66,6 +66,12 @@ class ContextFit:
         """Over the whole deployment."""
         return self.per_worker * self.workers
 
+    def to_json(self) -> dict[str, Any]:
+        """The `context_fit` key of the plan, sweep and engines documents."""
+        return {"context_tokens": self.context_tokens, "requests": self.requests,
+                "per_worker": self.per_worker, "workers": self.workers,
+                "binding": self.binding.code, "binding_label": self.binding.label}
+
 
 class EnginePlan(Protocol):
     """One engine's plan of one deployment (module doc for the contract)."""
@@ -101,7 +107,8 @@ class EnginePlan(Protocol):
     def page_tokens(self) -> int: ...
 
     def fit_at(self, context_tokens: int | None = None) -> ContextFit:
-        """Requests of `context_tokens` tokens (default: `self.context_tokens`) that fit."""
+        """Requests of `context_tokens` tokens that fit at once (default: the length of the
+        workload the plan was made with, else `self.context_tokens`)."""
         ...
 
     def fits(self, requests: int | None, context_tokens: int | None) -> bool | None:

@@ -6,6 +6,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from kvledger.core.plan import EnginePlan
 from kvledger.core.units import GB, MB, GiB, MiB, fmt_bytes, fmt_gib
 from kvledger.sglang.ledger import Ledger
 from kvledger.sglang.plan import SglangPlan
@@ -167,7 +168,18 @@ def render_plan(plan: SglangPlan, console: Console, ignored: tuple[str, ...] = (
     notes = [*plan.notes, *(plan.host.notes if plan.host else ()), *(f"ignored flag: {flag}" for flag in ignored)]
     if notes:
         parts.append(Text("\n".join(f"note: {n}" for n in notes), style="yellow"))
-    parts.append(Text(f"binding constraint: {plan.capacity.binding.value}; "
+    context = plan.workload.context_tokens if plan.workload else None
+    parts.append(Text(f"{binding_line(plan, context)}; "
                       f"usable cache {fmt_gib(plan.capacity.rest_bytes)} per rank; "
                       "GB = 1e9 B, MB = 1e6 B, MiB = 2^20 B", style="bold"))
     console.print(Group(*parts))
+
+
+def binding_line(plan: EnginePlan, context_tokens: int | None) -> str:
+    """The footer's binding constraint, for the workload asked: what runs out first for
+    requests of that length (then the engine's own request limit), else the plan's."""
+    if context_tokens is None:
+        return f"binding constraint: {plan.binding.label}"
+    fit = plan.fit_at(context_tokens)
+    return (f"binding constraint for {context_tokens:,}-token requests: {fit.binding.label} "
+            f"({fit.per_worker:,} per worker); request limit: {plan.binding.label}")

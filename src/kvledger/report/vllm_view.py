@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kvledger.core.units import fmt_bytes, fmt_gib
-from kvledger.report.plan_view import ledger_table
+from kvledger.report.plan_view import binding_line, ledger_table
 from kvledger.vllm.plan import VllmPlan
 
 
@@ -81,5 +81,14 @@ def render_vllm_plan(plan: VllmPlan, console: Console, ignored: tuple[str, ...] 
     notes = [*plan.notes, *(f"ignored flag: {flag}" for flag in ignored)]
     if notes:
         parts.append(Text("\n".join(f"note: {n}" for n in notes), style="yellow"))
-    parts.append(Text(f"binding constraint: {plan.capacity.binding}; GiB = 2^30 B", style="bold"))
+    if plan.asked:
+        fit = plan.fit_at(plan.context_tokens_asked)
+        verdict = "fits" if plan.fits(None, None) else "does NOT fit"
+        asked = "" if plan.requests is None else f"{plan.requests:,} × "
+        parts.append(Text(f"Workload: {asked}{fit.context_tokens:,} tokens — {verdict}: "
+                          f"{fit.requests:,} requests of {fit.context_tokens:,} tokens fit at "
+                          f"once over {fit.workers:,} engine(s)",
+                          style="bold" if plan.fits(None, None) else "bold red"))
+    parts.append(Text(f"{binding_line(plan, plan.context_tokens_asked)}; GiB = 2^30 B",
+                      style="bold"))
     console.print(Group(*parts))

@@ -108,13 +108,19 @@ class SglangPlan:
         return self.layout.page_tokens
 
     def _check(self, requests: int | None, context_tokens: int | None) -> WorkloadCheck:
-        return check_workload(self.capacity, 1 if requests is None else requests,
-                              self.context_tokens if context_tokens is None else context_tokens)
+        """The workload check; C defaults to the plan's workload's, else the context length."""
+        if context_tokens is None:
+            context_tokens = (self.workload.context_tokens if self.workload is not None
+                              else self.context_tokens)
+        return check_workload(self.capacity, 1 if requests is None else requests, context_tokens)
 
     def fit_at(self, context_tokens: int | None = None) -> ContextFit:
         """The workload check's ledgers at one request: the fewest requests any admits per
         worker (token KV T // C, state slots K // slots per request, N), or none when C
-        passes the context length (SGLang refuses such a request outright)."""
+        passes the context length (SGLang refuses such a request outright). C defaults to the
+        plan's workload's, else the context length."""
+        if context_tokens is None and self.workload is not None:
+            context_tokens = self.workload.context_tokens
         check = self._check(1, context_tokens)
         length, *pools = check.rows
         worst = length if not length.fits else min(pools, key=lambda row: row.max_requests)

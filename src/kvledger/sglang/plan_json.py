@@ -21,6 +21,10 @@ kvledger_version, ignored_flags, notes — the plan's and the host plan's assump
         rows[{ledger, label, need, capacity, need_bytes, max_requests, fits}]}
     host|null{mode, ratio, size_bytes, state_share|null, notes[], views[{name, host_tokens, host_state_slots,
         total_bytes, per_token{ledger}, pools{ledger}, coverage{object: status}}]}
+    context_fit{context_tokens, requests, per_worker, workers, binding, binding_label}:
+        requests of the workload's context (else the context length) that fit at once over
+        the workers, and the ledger that runs out first there (a workload row code) — the
+        same key as vLLM's plan document, like for like (added within major 2)
 
 Codes: `binding` and the `limits` keys are max_running_requests (the flag binds),
 context_heuristic (SGLang's T/context·512 default), tokens (T // 2), state_slots; a workload
@@ -132,6 +136,7 @@ def plan_body(plan: SglangPlan) -> dict[str, Any]:
                       "fits": r.fits} for r in work.rows],
         },
         "host": host_json(plan),
+        "context_fit": plan.fit_at().to_json(),
     }
 
 

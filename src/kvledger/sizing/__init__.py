@@ -17,11 +17,11 @@ The launch command of a plan is its own (`EnginePlan.launch_command`: `sglang_co
 
 from kvledger.sglang.launch.line import sglang_command
 from kvledger.sizing.axes import GPUS_PER_NODE, Axes, Point, parse_axis
-from kvledger.sizing.compare import Difference, compare
+from kvledger.sizing.compare import Comparison, Difference, compare
 from kvledger.sizing.recommend import Recommendation, Recommendations, recommend
-from kvledger.sizing.run import NotPlanned, SweepRow, sweep
+from kvledger.sizing.run import NotPlanned, Sweep, SweepRow, sweep
 from kvledger.vllm.serve_line import vllm_command
 
-__all__ = ["GPUS_PER_NODE", "Axes", "Difference", "NotPlanned", "Point", "Recommendation",
-           "Recommendations", "SweepRow", "compare", "parse_axis", "recommend", "sglang_command",
-           "sweep", "vllm_command"]
+__all__ = ["GPUS_PER_NODE", "Axes", "Comparison", "Difference", "NotPlanned", "Point",
+           "Recommendation", "Recommendations", "Sweep", "SweepRow", "compare", "parse_axis",
+           "recommend", "sglang_command", "sweep", "vllm_command"]

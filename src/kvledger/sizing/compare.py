@@ -25,7 +25,8 @@ from typing import Any
 from kvledger.core.plan import EnginePlan
 from kvledger.sizing.documents import compare_json
 
-# (machine name, label), in table order; the last four are vLLM's own
+# (machine name, label), in table order; the `fit_*` rows are like for like across engines
+# (`EnginePlan.fit_at`); the last four are vLLM's own
 QUANTITIES = (
     ("model", "model"), ("engine", "engine"), ("rules", "rule set"), ("gpu", "GPU"),
     ("tp_size", "tp"), ("dp_size", "dp"), ("attn_tp_size", "attn_tp"),
@@ -43,7 +44,11 @@ QUANTITIES = (
     ("token_pool_bytes", "HBM token pools (deployment, B)"),
     ("state_pool_bytes", "HBM state pools (deployment, B)"),
     ("side_bytes", "HBM side buffers (deployment, B)"),
-    ("binding", "binding constraint"), ("workload_fits", "workload fits"),
+    ("binding", "binding constraint"),
+    ("fit_context_tokens", "C: tokens per request (--context, else the context length)"),
+    ("fit_requests", "requests of C tokens at once (deployment)"),
+    ("fit_binding", "first to run out at C"),
+    ("workload_fits", "workload fits"),
     ("num_gpu_blocks", "vLLM blocks per engine (num_gpu_blocks)"),
     ("blocks_per_request", "vLLM blocks per max_model_len request"),
     ("max_concurrency", "vLLM max concurrency per engine"),
@@ -97,7 +102,7 @@ class Comparison(Sequence[Difference]):
 def _values(plan: EnginePlan, requests: int | None,
             context_tokens: int | None) -> dict[str, object]:
     """The plan's quantities by machine name; those of another engine are left out (None)."""
-    layout, tot = plan.layout_fields(), plan.totals
+    layout, tot, fit = plan.layout_fields(), plan.totals, plan.fit_at(context_tokens)
     own = {name: round(value, 2) if isinstance(value, float) else value
            for name, value in plan.per_worker().items()}
     return {
@@ -108,6 +113,8 @@ def _values(plan: EnginePlan, requests: int | None,
         "page_tokens": plan.page_tokens, **plan.unit_bytes(), **own,
         **{f.name: getattr(tot, f.name) for f in fields(tot)},
         "binding": plan.binding.code,
+        "fit_context_tokens": fit.context_tokens, "fit_requests": fit.requests,
+        "fit_binding": fit.binding.code,
         "workload_fits": plan.fits(requests, context_tokens),
     }
 

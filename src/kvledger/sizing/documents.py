@@ -12,19 +12,29 @@ the point's vLLM flags (tp_size = --tensor-parallel-size, dp_size = --data-paral
 dtypes as vLLM spells them), per_worker (per DP engine){num_gpu_blocks, blocks_per_request,
 max_concurrency, gpu_kv_cache_tokens, max_num_seqs, max_model_len}, binding `kv_blocks` or
 `max_num_seqs`, token_pool_bytes the one block pool (states included, state_pool_bytes 0).
+Every planned row also has context_fit{context_tokens, requests, per_worker, workers, binding,
+binding_label}|null: requests of C tokens held at once over the whole deployment, like for like
+across engines (C = the workload's context_tokens, else each engine's context length: SGLang's
+context length, vLLM's max_model_len), and what runs out first there (SGLang: tokens,
+state_slots, running_requests or context_length; vLLM: kv_blocks, max_num_seqs or
+context_length); added within major 1. `rules` names the rule set of each engine swept,
+comma-separated in engine order.
 
 Schema `kvledger.compare/1`: a{model, engine, rules, gpu, deployment}, b{…}, rows[{quantity,
-label, a, b, differs}], differences (the number of rows that differ). A vLLM side's
+label, a, b, differs}], differences (the number of rows that differ); the envelope's notes are
+both plans' assumptions, marked `a:` and `b:`. A vLLM side's
 deployment is {tensor_parallel_size, data_parallel_size, max_model_len, kv_cache_dtype}; its
 rows are `kvledger.sizing.compare`'s (null where SGLang's quantity has no vLLM counterpart).
 
 Schema `kvledger.recommend/1`: model, requests, context_tokens, searched, fits[{gpu, nodes,
 engine, tp_size, dp_size, enable_dp_attention, kv_cache_dtype, ranks, running_requests, tokens,
-headroom, command, vllm_command|null, vllm_why|null}], failures[{reason, layouts}]
+headroom, command, vllm_command|null, vllm_why|null, context_fit{…} (as in sweep rows, at
+context_tokens; added within major 1)}], failures[{reason, layouts}]
 (`command`: the engine's launch command; `vllm_command`: vLLM's `vllm serve …` for the same
 GPUs when its plan holds the workload, else `vllm_why`. SGLang fits give the flags as chosen;
 vLLM fits, from `--engine vllm`, give vLLM's flags as in sweep rows, and `vllm_command` is
-their `command`).
+their `command`). The envelope's notes are every assumption behind the fits' plans and vLLM's
+plans of the same layouts (all layouts' when nothing fits).
 """
 
 from __future__ import annotations
@@ -58,13 +68,14 @@ def sweep_row_json(row: SweepRow) -> dict[str, Any]:
     doc = _point(row) | {"ok": row.ok, "error": row.error}
     if row.plan is None:
         return doc | {"totals": None, "per_worker": None, "binding": None,
-                      "requests_per_gpu": None, "fits": None}
+                      "requests_per_gpu": None, "fits": None, "context_fit": None}
     tot = row.totals
     per_worker = {name: round(value, 3) if isinstance(value, float) else value
                   for name, value in row.plan.per_worker().items()}
     return doc | {"totals": {name: getattr(tot, name) for name in tot.__dataclass_fields__},
                   "per_worker": per_worker, "binding": row.binding,
-                  "requests_per_gpu": round(row.requests_per_gpu, 3), "fits": row.fits}
+                  "requests_per_gpu": round(row.requests_per_gpu, 3), "fits": row.fits,
+                  "context_fit": row.plan.fit_at(row.workload[1]).to_json()}
 
 
 def sweep_json(sweep: Sweep, *, ignored_flags: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -101,7 +112,8 @@ def recommendation_json(r: Recommendation) -> dict[str, Any]:
     return point | {"ranks": tot.ranks, "running_requests": tot.running_requests,
                     "tokens": tot.tokens, "headroom": round(r.headroom, 3),
                     "command": r.command, "vllm_command": r.vllm_command,
-                    "vllm_why": r.vllm_why}
+                    "vllm_why": r.vllm_why,
+                    "context_fit": r.row.plan.fit_at(r.row.workload[1]).to_json()}
 
 
 def recommend_json(rec: Recommendations, *,
@@ -111,4 +123,4 @@ def recommend_json(rec: Recommendations, *,
         "model": rec.model, "requests": rec.requests, "context_tokens": rec.context_tokens,
         "searched": rec.searched, "fits": fits,
         "failures": [{"reason": why, "layouts": n} for why, n in rec.failures]},
-        ignored_flags=ignored_flags)
+        ignored_flags=ignored_flags, notes=rec.notes)

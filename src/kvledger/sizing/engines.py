@@ -3,7 +3,7 @@
 A point is a deployment in SGLang's flags on one GPU (`kvledger.sizing.axes`); the SGLang
 planner takes it as is, the vLLM planner on the same GPUs in vLLM's flags
 (`kvledger.sizing.vllm_point`). Both take the same `MemoryTerms` and read the ones they have
-(`reads`); what a planner refuses is a `ValueError` naming the flag, which a sweep row carries
+(`kvledger.sizing.flag_plans.READS`); what a planner refuses is a `ValueError` naming the flag, which a sweep row carries
 as its reason. Adding an engine is one entry in `PLANNERS`.
 
 >>> from kvledger.sglang.deploy import Deployment
@@ -39,8 +39,6 @@ class PointPlanner:
 
     engine: Engine
     default_rules: str
-    reads: frozenset[str]  # the MemoryTerms fields this engine has
-    unread: str  # why the others mean nothing to it, for the error
     plan: Callable[[ModelArch | str, Point, str, MemoryTerms, Workload], EnginePlan]
 
 
@@ -64,7 +62,8 @@ def _vllm(model: ModelArch | str, point: Point, rules: str, terms: MemoryTerms,
         vdep = replace(vdep, gpu_memory_utilization=terms.gpu_memory_utilization)
     plan = make_vllm_plan(model, vdep, rules=rules, gpu=point.gpu,
                           weights_gib=terms.weights_gib, activation_gib=terms.activation_gib,
-                          non_torch_gib=terms.non_torch_gib, cudagraph_gib=terms.cudagraph_gib)
+                          non_torch_gib=terms.non_torch_gib, cudagraph_gib=terms.cudagraph_gib,
+                          requests=workload[0], context_tokens=workload[1])
     if plan.totals.workers > 1:
         plan = replace(plan, notes=(*plan.notes, EP_NOTE))
     return plan
@@ -72,15 +71,8 @@ def _vllm(model: ModelArch | str, point: Point, rules: str, terms: MemoryTerms,
 
 PLANNERS: Mapping[Engine, PointPlanner] = {
     Engine.SGLANG: PointPlanner(engine=Engine.SGLANG, default_rules=DEFAULT_RULES,
-                                reads=frozenset({"weights_gib", "available_gib"}),
-                                unread="SGLang measures none of vLLM's profiled terms: its "
-                                "(1 − mem_fraction_static) slack covers activations and CUDA "
-                                "graphs (set --mem-fraction-static)", plan=_sglang),
+                                plan=_sglang),
     Engine.VLLM: PointPlanner(engine=Engine.VLLM, default_rules=DEFAULT_VLLM_RULES,
-                              reads=frozenset({"weights_gib", "activation_gib", "non_torch_gib",
-                                               "cudagraph_gib", "gpu_memory_utilization"}),
-                              unread="vLLM's point is sized from --gpu (its --available-gib "
-                              "is the logged Available KV cache memory of one deployment)",
                               plan=_vllm),
 }
 
@@ -92,13 +84,3 @@ def plan_point(engine: Engine, model: ModelArch | str, point: Point, *,
     planner = PLANNERS[engine]
     return planner.plan(model, point, rules or planner.default_rules, terms or MemoryTerms(),
                         workload)
-
-
-def check_terms(terms: MemoryTerms, engines: tuple[Engine, ...]) -> None:
-    """A term no engine of `engines` reads is an error naming it, never silently ignored."""
-    read = frozenset().union(*(PLANNERS[e].reads for e in engines))
-    unread = terms.unread_by(read)
-    if unread:
-        why = "; ".join(PLANNERS[e].unread for e in engines)
-        raise ValueError(f"{', '.join(unread)}: no effect with --engine "
-                         f"{','.join(e.value for e in engines)} ({why})")

@@ -57,6 +57,7 @@ class Recommendation:
     command: str  # the launch command of the row's engine (SGLang's, or `vllm serve …`)
     vllm_command: str | None = None  # vLLM's, when its plan of the layout fits
     vllm_why: str | None = None  # why vLLM's plan does not fit
+    notes: tuple[str, ...] = ()  # every assumption of the row's plan and of vLLM's
 
     @property
     def engine(self) -> str:
@@ -71,6 +72,8 @@ class Recommendations:
     fits: tuple[Recommendation, ...]  # cheapest first
     failures: tuple[tuple[str, int], ...]  # (why, how many layouts), most common first
     searched: int  # layouts planned
+
+    notes: tuple[str, ...] = ()  # every assumption behind the answer, each once
 
     @property
     def best(self) -> Recommendation | None:
@@ -108,17 +111,18 @@ def _why(row: SweepRow) -> str:
 
 
 def _vllm(arch: ModelArch, ref: str, row: SweepRow, requests: int, context_tokens: int,
-          vllm_rules: str, terms: MemoryTerms) -> dict[str, str | None]:
+          vllm_rules: str, terms: MemoryTerms) -> dict[str, object]:
     """vLLM's command for the layout when its plan holds the workload, else why not (a vLLM
-    row's own plan is planned again alike)."""
+    row's own plan is planned again alike), and the notes of both plans."""
     try:
         plan = plan_point(VLLM, arch, row.point, rules=vllm_rules, terms=terms,
                           workload=(requests, context_tokens))
     except ValueError as exc:  # vLLM would refuse to start: its reason
-        return {"vllm_command": None, "vllm_why": str(exc)}
+        return {"vllm_command": None, "vllm_why": str(exc), "notes": row.notes}
+    notes = tuple(dict.fromkeys((*row.notes, *plan.notes)))
     if why := _short(plan, requests, context_tokens):
-        return {"vllm_command": None, "vllm_why": why}
-    return {"vllm_command": plan.launch_command(ref), "vllm_why": None}
+        return {"vllm_command": None, "vllm_why": why, "notes": notes}
+    return {"vllm_command": plan.launch_command(ref), "vllm_why": None, "notes": notes}
 
 
 def _search_axes(gpus: tuple[str, ...]) -> list[Axes]:
@@ -155,6 +159,10 @@ def recommend(model: str | ModelArch, *, requests: int, context_tokens: int,
                                         terms))
                  for r in ranked[:top])
     failures = Counter(_why(r) for r in rows if not r.fits)
+    # the assumptions behind the answer: the fits' plans' (theirs and vLLM's), else, when
+    # nothing fits, those of every layout planned
+    behind = [n for f in fits for n in f.notes] if fits else [n for r in rows for n in r.notes]
     return Recommendations(model=model if isinstance(model, str) else arch.name,
                            requests=requests, context_tokens=context_tokens, fits=fits,
-                           failures=tuple(failures.most_common()), searched=len(rows))
+                           failures=tuple(failures.most_common()), searched=len(rows),
+                           notes=tuple(dict.fromkeys(behind)))

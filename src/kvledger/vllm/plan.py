@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from kvledger.core.engines import Engine
 from kvledger.core.gpus import GPU, get_gpu
 from kvledger.core.ledger import Ledger, LedgerRow
+from kvledger.core.limits import MAX_COUNT, show_value
 from kvledger.core.plan import Binding, ContextFit
 from kvledger.core.totals import DeploymentTotals
 from kvledger.core.units import GiB
@@ -49,6 +50,8 @@ class VllmPlan:
     ledgers: VllmLedgers
     notes: tuple[str, ...]
     given: VllmDeployment | None = None  # the flags as given, before vLLM's defaults
+    requests: int | None = None  # the workload asked (global concurrent requests), if any
+    context_tokens_asked: int | None = None  # its tokens per request (None: max_model_len)
 
     engine: ClassVar[Engine] = Engine.VLLM
     # the memory system builds SGLang's pools; vLLM's shared block pool is not modelled there
@@ -112,7 +115,9 @@ class VllmPlan:
         return self.capacity.num_blocks / self.layout.blocks_for_len(context_tokens)
 
     def fit_at(self, context_tokens: int | None = None) -> ContextFit:
-        length = self.context_tokens if context_tokens is None else context_tokens
+        """C defaults to the plan's workload's, else max_model_len."""
+        length = next(c for c in (context_tokens, self.context_tokens_asked, self.context_tokens)
+                      if c is not None)
         if length < 1:
             raise ValueError(f"--context {length}: expected a positive integer")
         seqs, blocks = self.capacity.max_num_seqs, self._concurrency(length)
@@ -125,15 +130,23 @@ class VllmPlan:
         return ContextFit(context_tokens=length, per_worker=min(seqs, int(blocks)),
                           workers=self.totals.workers, binding=binding)
 
+    @property
+    def asked(self) -> bool:
+        """Whether the plan was made with a workload (`requests`, `context_tokens_asked`)."""
+        return self.requests is not None or self.context_tokens_asked is not None
+
     def fits(self, requests: int | None, context_tokens: int | None) -> bool | None:
-        """Over all DP engines; a plan that exists already holds one request of
-        max_model_len (vLLM refuses to start otherwise)."""
+        """Over all DP engines; with neither given, the plan's own workload (None without
+        one). A plan that exists already holds one request of max_model_len (vLLM refuses to
+        start otherwise)."""
         if requests is None and context_tokens is None:
-            return None
+            if not self.asked:
+                return None
+            requests, context_tokens = self.requests, self.context_tokens_asked
         return self.fit_at(context_tokens).requests >= (1 if requests is None else requests)
 
     def headroom(self, requests: int, context_tokens: int | None) -> float:
-        length = self.context_tokens if context_tokens is None else context_tokens
+        length = self.fit_at(context_tokens).context_tokens
         concurrency = min(self.capacity.max_num_seqs, self._concurrency(length))
         return self.totals.workers * concurrency / requests
 
@@ -197,8 +210,17 @@ def make_vllm_plan(
     activation_gib: float | None = None,
     non_torch_gib: float | None = None,
     cudagraph_gib: float | None = None,
+    requests: int | None = None,
+    context_tokens: int | None = None,
 ) -> VllmPlan:
-    """Resolve, size and ledger a vLLM deployment; errors name the flag at fault."""
+    """Resolve, size and ledger a vLLM deployment; errors name the flag at fault.
+
+    `requests`/`context_tokens`: a workload the plan carries (`fits(None, None)`, the
+    documents' `workload`); it changes no pool: vLLM sizes by max_model_len."""
+    for flag, value in (("--requests", requests), ("--context", context_tokens)):
+        if value is not None and not (isinstance(value, int) and 1 <= value <= MAX_COUNT):
+            raise ValueError(f"{flag} {show_value(value)}: expected a positive integer (at "
+                             f"most {MAX_COUNT:,})")
     arch = load_model(model) if isinstance(model, str) else model
     dep = deployment or VllmDeployment()
     rule_set = get_vllm_rules(rules)
@@ -225,6 +247,9 @@ def make_vllm_plan(
             weights = arch.weight_bytes // lay.deployment.tensor_parallel_size
             notes.append(f"weights estimated from the config: {weights / GiB:,.2f} GiB per rank; "
                          "override with --weights-gib (vLLM logs 'Model loading took X GiB')")
+        if dep.gpu_memory_utilization is None:
+            notes.append(f"--gpu-memory-utilization not given: {rule_set.name}'s default "
+                         f"{lay.deployment.gpu_memory_utilization:g}")
         budget = gpu_spec.memory_bytes * lay.deployment.gpu_memory_utilization
         if weights >= budget:
             raise ValueError(
@@ -239,9 +264,16 @@ def make_vllm_plan(
                        weights_bytes=weights, activation_gib=activation_gib,
                        non_torch_gib=non_torch_gib, cudagraph_gib=cudagraph_gib, notes=notes)
     capacity = vllm_capacity(lay, memory.available_bytes)
+    if dep.max_num_seqs is None and gpu_spec is not None:  # without a GPU the layout says so
+        notes.append(f"--max-num-seqs not given: vLLM's default {capacity.max_num_seqs:,} on "
+                     f"{gpu_spec.name}")
     ledgers = vllm_ledgers(lay, capacity, memory)
     if lay.deployment.data_parallel_size > 1:
         notes.append(f"--data-parallel-size {lay.deployment.data_parallel_size}: every number is "
                      "per engine; each DP rank has its own pool")
+    if context_tokens is not None and context_tokens > lay.max_model_len:
+        notes.append(f"--context {context_tokens:,}: longer than max_model_len "
+                     f"{lay.max_model_len:,}, which vLLM rejects; raise --max-model-len")
     return VllmPlan(layout=lay, memory=memory, capacity=capacity, ledgers=ledgers,
-                    notes=tuple(notes), given=dep)
+                    notes=tuple(notes), given=dep, requests=requests,
+                    context_tokens_asked=context_tokens)

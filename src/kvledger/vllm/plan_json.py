@@ -7,7 +7,12 @@ prefix_caching, mamba_cache_mode, attention_bytes_per_token, mamba_real_page_byt
 granule_tokens, block_tokens, page_bytes, mamba_padding_bytes, groups[{kind, num_layers}],
 bytes_per_block, indexer_page_bytes, indexer_layers, kpool_tail}, ledgers{memory, per_block, per_request, lost_per_request, lost_per_rank},
 capacity{available_bytes, num_blocks, blocks_per_request, max_concurrency, logged_tokens,
-attention_token_slots, max_num_seqs, binding, lost_bytes}.
+attention_token_slots, max_num_seqs, binding, lost_bytes}, totals{ranks, workers,
+running_requests, tokens, token_pool_bytes, state_pool_bytes, verify_bytes, side_bytes},
+context_fit{context_tokens, requests, per_worker, workers, binding, binding_label} (requests of
+the workload's context — else max_model_len — that fit at once over the DP engines: the same
+key as SGLang's plan document, like for like), workload|null{requests|null,
+context_tokens|null, fits}. `totals`, `context_fit` and `workload` were added within major 1.
 """
 
 from __future__ import annotations
@@ -60,4 +65,8 @@ def vllm_plan_json(plan: VllmPlan, ignored_flags: tuple[str, ...] = ()) -> dict[
             "max_num_seqs": cap.max_num_seqs, "binding": cap.binding,
             "lost_bytes": plan.lost_bytes,
         },
+        "totals": {f.name: getattr(plan.totals, f.name) for f in fields(plan.totals)},
+        "context_fit": plan.fit_at().to_json(),
+        "workload": {"requests": plan.requests, "context_tokens": plan.context_tokens_asked,
+                     "fits": plan.fits(None, None)} if plan.asked else None,
     }, ignored_flags=ignored_flags, notes=plan.notes)
