@@ -199,6 +199,56 @@ class VllmPlan:
         return vllm_plan_json(self, ignored_flags)
 
 
+def _check_workload(requests: int | None, context_tokens: int | None) -> None:
+    for flag, value in (("--requests", requests), ("--context", context_tokens)):
+        if value is not None and not (isinstance(value, int) and 1 <= value <= MAX_COUNT):
+            raise ValueError(f"{flag} {show_value(value)}: expected a positive integer (at "
+                             f"most {MAX_COUNT:,})")
+
+
+def _memory_source(available_gib: float | None, dep: VllmDeployment,
+                   gpu: GPU | None) -> str | None:
+    """The one memory source given (--available-gib, --kv-cache-memory-bytes), else None for
+    the GPU's budget; both, or none and no GPU, is an error."""
+    sources = [name for name, given in (("--available-gib", available_gib is not None),
+                                        ("--kv-cache-memory-bytes",
+                                         dep.kv_cache_memory_bytes is not None)) if given]
+    if len(sources) > 1:
+        raise ValueError(f"{' and '.join(sources)}: give one, not both")
+    if not sources and gpu is None:
+        raise ValueError("--engine vllm needs --gpu, --available-gib (vLLM's logged "
+                         "'Available KV cache memory') or --kv-cache-memory-bytes")
+    return sources[0] if sources else None
+
+
+def _gpu_weights(arch: ModelArch, lay: VllmLayout, gpu: GPU, weights_gib: float | None,
+                 given: VllmDeployment, notes: list[str]) -> int:
+    """Weights per rank on the GPU's budget (given, else the config's estimate), checked
+    against total × gpu_memory_utilization; each default taken is noted."""
+    dep = lay.deployment
+    if weights_gib is not None:
+        if not weights_gib >= 0:
+            raise ValueError(f"--weights-gib {weights_gib:g}: expected a non-negative number")
+        weights = int(weights_gib * GiB)
+    elif arch.weight_bytes is None:
+        raise ValueError(f"{arch.name}: weight size unknown; pass --weights-gib")
+    else:
+        weights = arch.weight_bytes // dep.tensor_parallel_size
+        notes.append(f"weights estimated from the config: {weights / GiB:,.2f} GiB per rank; "
+                     "override with --weights-gib (vLLM logs 'Model loading took X GiB')")
+    if given.gpu_memory_utilization is None:
+        notes.append(f"--gpu-memory-utilization not given: {lay.rules.name}'s default "
+                     f"{dep.gpu_memory_utilization:g}")
+    budget = gpu.memory_bytes * dep.gpu_memory_utilization
+    if weights >= budget:
+        raise ValueError(
+            f"weights of {weights / GiB:,.2f} GiB per rank do not fit in "
+            f"--gpu-memory-utilization {dep.gpu_memory_utilization:g} × "
+            f"{gpu.name}'s {gpu.memory_bytes / GiB:,.2f} GiB "
+            f"({budget / GiB:,.2f} GiB); raise --tensor-parallel-size or pass --weights-gib")
+    return weights
+
+
 def make_vllm_plan(
     model: str | ModelArch,
     deployment: VllmDeployment | None = None,
@@ -217,46 +267,17 @@ def make_vllm_plan(
 
     `requests`/`context_tokens`: a workload the plan carries (`fits(None, None)`, the
     documents' `workload`); it changes no pool: vLLM sizes by max_model_len."""
-    for flag, value in (("--requests", requests), ("--context", context_tokens)):
-        if value is not None and not (isinstance(value, int) and 1 <= value <= MAX_COUNT):
-            raise ValueError(f"{flag} {show_value(value)}: expected a positive integer (at "
-                             f"most {MAX_COUNT:,})")
+    _check_workload(requests, context_tokens)
     arch = load_model(model) if isinstance(model, str) else model
     dep = deployment or VllmDeployment()
     rule_set = get_vllm_rules(rules)
     gpu_spec = get_gpu(gpu) if gpu else None
     lay = vllm_layout(arch, dep, rule_set, gpu_spec)
     notes = list(lay.notes)
-    sources = [name for name, given in (("--available-gib", available_gib is not None),
-                                        ("--kv-cache-memory-bytes",
-                                         dep.kv_cache_memory_bytes is not None)) if given]
-    if len(sources) > 1:
-        raise ValueError(f"{' and '.join(sources)}: give one, not both")
     weights = 0
-    if not sources:
-        if gpu_spec is None:
-            raise ValueError("--engine vllm needs --gpu, --available-gib (vLLM's logged "
-                             "'Available KV cache memory') or --kv-cache-memory-bytes")
-        if weights_gib is not None:
-            if not weights_gib >= 0:
-                raise ValueError(f"--weights-gib {weights_gib:g}: expected a non-negative number")
-            weights = int(weights_gib * GiB)
-        elif arch.weight_bytes is None:
-            raise ValueError(f"{arch.name}: weight size unknown; pass --weights-gib")
-        else:
-            weights = arch.weight_bytes // lay.deployment.tensor_parallel_size
-            notes.append(f"weights estimated from the config: {weights / GiB:,.2f} GiB per rank; "
-                         "override with --weights-gib (vLLM logs 'Model loading took X GiB')")
-        if dep.gpu_memory_utilization is None:
-            notes.append(f"--gpu-memory-utilization not given: {rule_set.name}'s default "
-                         f"{lay.deployment.gpu_memory_utilization:g}")
-        budget = gpu_spec.memory_bytes * lay.deployment.gpu_memory_utilization
-        if weights >= budget:
-            raise ValueError(
-                f"weights of {weights / GiB:,.2f} GiB per rank do not fit in "
-                f"--gpu-memory-utilization {lay.deployment.gpu_memory_utilization:g} × "
-                f"{gpu_spec.name}'s {gpu_spec.memory_bytes / GiB:,.2f} GiB "
-                f"({budget / GiB:,.2f} GiB); raise --tensor-parallel-size or pass --weights-gib")
+    if _memory_source(available_gib, dep, gpu_spec) is None:
+        assert gpu_spec is not None
+        weights = _gpu_weights(arch, lay, gpu_spec, weights_gib, dep, notes)
     memory = kv_memory(available_gib=available_gib,
                        kv_cache_memory_bytes=dep.kv_cache_memory_bytes,
                        total_bytes=None if gpu_spec is None else gpu_spec.memory_bytes,
@@ -267,13 +288,12 @@ def make_vllm_plan(
     if dep.max_num_seqs is None and gpu_spec is not None:  # without a GPU the layout says so
         notes.append(f"--max-num-seqs not given: vLLM's default {capacity.max_num_seqs:,} on "
                      f"{gpu_spec.name}")
-    ledgers = vllm_ledgers(lay, capacity, memory)
     if lay.deployment.data_parallel_size > 1:
         notes.append(f"--data-parallel-size {lay.deployment.data_parallel_size}: every number is "
                      "per engine; each DP rank has its own pool")
     if context_tokens is not None and context_tokens > lay.max_model_len:
         notes.append(f"--context {context_tokens:,}: longer than max_model_len "
                      f"{lay.max_model_len:,}, which vLLM rejects; raise --max-model-len")
-    return VllmPlan(layout=lay, memory=memory, capacity=capacity, ledgers=ledgers,
-                    notes=tuple(notes), given=dep, requests=requests,
-                    context_tokens_asked=context_tokens)
+    return VllmPlan(layout=lay, memory=memory, capacity=capacity,
+                    ledgers=vllm_ledgers(lay, capacity, memory), notes=tuple(notes), given=dep,
+                    requests=requests, context_tokens_asked=context_tokens)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -14,7 +13,6 @@ from kvledger.cli.options.plan import (
     AvailOpt,
     CheckOpt,
     ContextOpt,
-    EngineChoice,
     EngineOpt,
     JsonOpt,
     ModelOpt,
@@ -23,9 +21,9 @@ from kvledger.cli.options.plan import (
     WeightsOpt,
     choose_engines,
 )
-from kvledger.cli.runners.engines import ActivationOpt, CudagraphOpt, NonTorchOpt, UtilizationOpt
+from kvledger.cli.options.terms import VllmTerms
+from kvledger.cli.runners.compare_sides import side_engine, side_plan
 from kvledger.core.engines import Engine
-from kvledger.core.terms import MemoryTerms
 from kvledger.model.config import DEFAULT_MODEL
 from kvledger.sglang.launch import parse_flags
 from kvledger.sglang.launch.flags import BY_SPELLING
@@ -53,23 +51,6 @@ FigureOpt = Annotated[Path | None, typer.Option(
 SIDE_HELP = ("SGLang flags of one deployment (or a pasted launch command), plus --gpu NAME "
              "and optionally --engine vllm (the same GPUs in vLLM's flags, or a pasted `vllm "
              "serve …`); flags given outside --a/--b apply to both.")
-
-
-@dataclass(frozen=True, slots=True)
-class VllmTerms:
-    """vLLM's profiled memory terms, for the commands that plan vLLM's layouts among others."""
-
-    activation_gib: ActivationOpt = None
-    non_torch_gib: NonTorchOpt = None
-    cudagraph_gib: CudagraphOpt = None
-    gpu_memory_utilization: UtilizationOpt = None
-
-    def terms(self, *, weights_gib: float | None = None,
-              available_gib: float | None = None) -> MemoryTerms:
-        return MemoryTerms(weights_gib=weights_gib, available_gib=available_gib,
-                           activation_gib=self.activation_gib, non_torch_gib=self.non_torch_gib,
-                           cudagraph_gib=self.cudagraph_gib,
-                           gpu_memory_utilization=self.gpu_memory_utilization)
 
 
 def _print_notes(notes: tuple[str, ...]) -> None:
@@ -107,13 +88,16 @@ def _axes(gpu, nodes, tp, dp, kv, ssm, replicas=None):
 
 @command(help="Plan a grid of deployments of one model (comma lists for --gpu, --nodes, --tp, "
          "--dp, --replicas, --kv-cache-dtype, --mamba-ssm-dtype, --engine): one row per "
-         "deployment and engine with deployment-wide totals (GPUs, running requests, tokens, "
-         "HBM per pool, binding constraint, requests per GPU). vLLM rows run the same GPUs with vLLM's flags (DP "
-         "attention → --data-parallel-size engines) and need --gpu. Other SGLang flags apply "
-         "to every row.")
+         "deployment and engine with deployment-wide totals (GPUs, running requests, requests "
+         "of C tokens held at once — like for like across engines, C = --context or each "
+         "engine's context length — tokens, HBM pools, what runs out first at C; --json and "
+         "--csv add HBM per pool, requests per GPU and the request-limit binding). vLLM rows "
+         "run the same GPUs with vLLM's flags (DP attention → --data-parallel-size engines) and "
+         "need --gpu. Other SGLang flags apply to every row.")
 @option_group(VllmTerms, "vllm")
-def sweep(ctx: typer.Context, vllm: VllmTerms, model: ModelOpt = None, rules: RulesOpt = DEFAULT_RULES,
-          gpu: GpusOpt = None, nodes: NodesOpt = None, tp: TpOpt = None, dp: DpOpt = None,
+def sweep(ctx: typer.Context, vllm: VllmTerms, model: ModelOpt = None,
+          rules: RulesOpt = DEFAULT_RULES, gpu: GpusOpt = None, nodes: NodesOpt = None,
+          tp: TpOpt = None, dp: DpOpt = None,
           kv_cache_dtype: KvOpt = None, mamba_ssm_dtype: SsmOpt = None,
           replicas: ReplicasOpt = None, engine: EngineOpt = None, available_gib: AvailOpt = None,
           weights_gib: WeightsOpt = None, requests: RequestsOpt = None,
@@ -165,75 +149,6 @@ def sweep(ctx: typer.Context, vllm: VllmTerms, model: ModelOpt = None, rules: Ru
         raise typer.Exit(1)
 
 
-def _take(words: list[str], flag: str, expects: str) -> tuple[str | None, list[str]]:
-    """`flag VALUE` removed from `words` (a side's own option), and its value."""
-    if flag not in words:
-        return None, words
-    i = words.index(flag)
-    if i + 1 >= len(words):
-        raise ValueError(f"{flag}: expected {expects}")
-    return words[i + 1], words[:i] + words[i + 2:]
-
-
-def _side(text: str) -> tuple[str, str | None, list[str]]:
-    """A side's engine (default sglang), its --gpu, and its other words."""
-    from kvledger.core.words import split_words
-
-    gpu, words = _take(split_words(text), "--gpu", "a GPU name")
-    engine, words = _take(words, "--engine", "sglang or vllm")
-    if engine not in (None, "sglang", "vllm"):
-        raise ValueError(f"--engine {engine!r}: expected sglang or vllm (one per side)")
-    return engine or "sglang", gpu, words
-
-
-def _side_plan(text: str, common: list[str], model: str | None, choice: EngineChoice,
-               terms: MemoryTerms, requests: int | None, context: int | None):
-    """One side's plan: SGLang flags (or a pasted launch command), or with --engine vllm a
-    pasted `vllm serve …` or SGLang flags on the same GPUs in vLLM's flags
-    (`kvledger.sizing.vllm_point`); both through the engines' point planners."""
-    from kvledger.sizing.axes import Point
-    from kvledger.sizing.engines import plan_point
-    from kvledger.vllm.flags import is_vllm_command
-
-    engine, gpu, words = _side(text)
-    if engine == "vllm":
-        if gpu is None:
-            raise ValueError("--engine vllm: the side needs --gpu (vLLM sizes its block pool "
-                             "from the GPU's memory × --gpu-memory-utilization)")
-        if terms.available_gib is not None:
-            raise ValueError("--available-gib means a different figure to vLLM (its logged "
-                             "Available KV cache memory); a vLLM side needs --gpu")
-        if is_vllm_command(words):
-            return _pasted_vllm(words, model, choice.vllm_rules, gpu, terms, requests, context)
-    parsed = parse_flags([*common, *words])
-    name = model or parsed.model_ref or DEFAULT_MODEL
-    point = Point(gpu=gpu, nodes=1, deployment=parsed.deployment)
-    rules = choice.vllm_rules if engine == "vllm" else choice.sglang_rules
-    plan = plan_point(Engine(engine), name, point, rules=rules, terms=terms,
-                      workload=(requests, context))
-    return plan, parsed.ignored
-
-
-def _pasted_vllm(words: list[str], model: str | None, vrules: str, gpu: str,
-                 terms: MemoryTerms, requests: int | None, context: int | None):
-    """A vLLM side given as `vllm serve …`: its flags, --context as its max_model_len (as in
-    sweeps), planned by vLLM's entry of `kvledger.sizing.flag_plans.PLANNERS`."""
-    from dataclasses import replace
-
-    from kvledger.model.config import load_model
-    from kvledger.sizing.flag_plans import PLANNERS, PlanAsk
-    from kvledger.vllm.flags import parse_vllm_command
-
-    parsed = parse_vllm_command(words)
-    vdep = parsed.deployment
-    if context is not None:
-        vdep = replace(vdep, max_model_len=context)
-    ask = PlanAsk(gpu=gpu, terms=terms, vllm_rules=vrules, requests=requests,
-                  context_tokens=context)
-    arch = load_model(model or parsed.model_ref or DEFAULT_MODEL)
-    return PLANNERS[Engine.VLLM](arch, vdep, ask), parsed.ignored
-
-
 @command(help="Two deployments side by side, each quantity marked when they differ, with "
          "both sides' requests of one length held at once (--context, else each side's "
          "context length). " + SIDE_HELP)
@@ -251,12 +166,12 @@ def compare(ctx: typer.Context, vllm: VllmTerms,
 
     with user_errors():
         # --rules names at most one rule set per engine the two sides use
-        sides = tuple(dict.fromkeys(_side(t)[0] for t in (a, b)))
+        sides = tuple(dict.fromkeys(side_engine(t)[0] for t in (a, b)))
         choice = choose_engines(",".join(sides), rules)
         terms = vllm.terms(weights_gib=weights_gib, available_gib=available_gib)
         check_terms(terms, tuple(Engine(e) for e in sides))
-        plan_a, ignored_a = _side_plan(a, ctx.args, model, choice, terms, requests, context)
-        plan_b, ignored_b = _side_plan(b, ctx.args, model, choice, terms, requests, context)
+        plan_a, ignored_a = side_plan(a, ctx.args, model, choice, terms, requests, context)
+        plan_b, ignored_b = side_plan(b, ctx.args, model, choice, terms, requests, context)
     diffs = compare_plans(plan_a, plan_b, requests=requests, context_tokens=context)
     ignored = tuple(dict.fromkeys((*ignored_a, *ignored_b)))
     if json:

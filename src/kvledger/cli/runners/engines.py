@@ -9,28 +9,13 @@ the flags given are the source engine's, and every engine chosen plans from them
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
-
-import typer
 
 from kvledger.cli.options.plan import EngineOpt, PlanInputs, choose_engines
+from kvledger.cli.options.terms import ActivationOpt, CudagraphOpt, NonTorchOpt, UtilizationOpt
 from kvledger.core.engines import Engine
 from kvledger.core.plan import EnginePlan
 from kvledger.core.terms import MemoryTerms
 from kvledger.sizing.flag_plans import PlanAsk, plans_from_flags
-
-ActivationOpt = Annotated[float | None, typer.Option(
-    "--activation-gib", help="vLLM: peak activation memory per rank (GiB), as profiling finds it "
-    "(default 0, said in the notes).")]
-NonTorchOpt = Annotated[float | None, typer.Option(
-    "--non-torch-gib", help="vLLM: non-torch memory per rank (GiB): NCCL, CUDA context "
-    "(default 0).")]
-CudagraphOpt = Annotated[float | None, typer.Option(
-    "--cudagraph-gib", help="vLLM: CUDA-graph memory estimate per rank (GiB), subtracted from "
-    "0.21 on (default 0).")]
-UtilizationOpt = Annotated[float | None, typer.Option(
-    "--gpu-memory-utilization", help="vLLM: the share (0-1] of GPU memory vLLM may use "
-    "(default: the rule set's, 0.9 or 0.92).")]
 
 
 @dataclass(frozen=True, slots=True)
