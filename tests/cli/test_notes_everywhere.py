@@ -109,3 +109,17 @@ def test_vllm_plan_says_its_defaults():
                               "--gpu-memory-utilization", "0.8", "--json").stdout)
     assert given["deployment"]["gpu_memory_utilization"] == 0.8
     assert not any("gpu-memory-utilization" in n for n in given["notes"])
+
+
+@pytest.mark.parametrize("flag, value", [("--activation-gib", "nan"), ("--non-torch-gib", "-1"),
+                                         ("--cudagraph-gib", "inf"),
+                                         ("--gpu-memory-utilization", "1.5"),
+                                         ("--gpu-memory-utilization", "0")])
+def test_a_bad_term_is_one_error_before_any_plan(flag, value):
+    for command in (("sweep", "--gpu", "H200", "--tp", "8", "--engine", "vllm"),
+                    ("recommend", "--requests", "1", "--context", "1024", "--gpu", "H200"),
+                    ("compare", "--a", "--tp 8 --gpu H200", "--b",
+                     "--tp 8 --gpu H200 --engine vllm"),
+                    ("plan", "--engine", "vllm", "--gpu", "H200")):
+        result = invoke(*command, flag, value, code=2)
+        assert result.output.count("error:") == 1 and f"{flag} {value}" in result.output

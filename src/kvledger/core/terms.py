@@ -17,11 +17,20 @@ and the plan says so in its notes.
 ('--activation-gib',)
 >>> MemoryTerms(activation_gib=2.5).unread_by({"weights_gib"})
 ('--activation-gib',)
+>>> MemoryTerms(gpu_memory_utilization=1.5)
+Traceback (most recent call last):
+...
+ValueError: --gpu-memory-utilization 1.5: expected a finite number in (0, 1]
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+
+from kvledger.core.limits import MAX_GIB, check_number
+
+# (flag range) of each term: GiB in [0, MAX_GIB] (available memory: > 0), utilization (0, 1]
+_RANGE = {"available_gib": (0.0, MAX_GIB, True), "gpu_memory_utilization": (0.0, 1.0, True)}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -32,6 +41,15 @@ class MemoryTerms:
     non_torch_gib: float | None = None
     cudagraph_gib: float | None = None
     gpu_memory_utilization: float | None = None
+
+    def __post_init__(self) -> None:
+        """Every term given is a finite number in its range; else one error naming its flag
+        (before any engine plans with it)."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is not None:
+                low, high, low_open = _RANGE.get(f.name, (0.0, MAX_GIB, False))
+                check_number(_flag(f.name), value, low=low, high=high, low_open=low_open)
 
     def given(self) -> tuple[str, ...]:
         """The flags of the terms set, as the command line spells them."""
