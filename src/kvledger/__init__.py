@@ -11,8 +11,7 @@ Packages, bottom up (the import graph points down this list; `tests/test_imports
 - the edge: `report/`, `api.py`, `cli/`.
 """
 
-__version__ = "0.1.0"
-
-from kvledger.api import compare, plan, recommend, simulate, sweep  # noqa: E402
+from kvledger.api import compare, plan, recommend, simulate, sweep
+from kvledger.core.version import __version__
 
 __all__ = ["__version__", "compare", "plan", "recommend", "simulate", "sweep"]

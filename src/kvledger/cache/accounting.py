@@ -28,13 +28,13 @@ from kvledger.host.policy import BackupPolicy
 from kvledger.host.state_backup import HostStateBackup
 from kvledger.pools.ids import StateSlotAllocator
 from kvledger.sglang.deploy import MambaStrategy
-from kvledger.sglang.plan import Plan
+from kvledger.sglang.plan import SglangPlan
 from kvledger.tree import FULL_ONLY, RadixTree
 
 MAMBA_CHUNK_TOKENS = 64  # the linear-attention chunk of GLM-5.3-Flash's KDA layers
 
 
-def checkpoint_mode(plan: Plan) -> CheckpointMode:
+def checkpoint_mode(plan: SglangPlan) -> CheckpointMode:
     lay = plan.layout
     if lay.state is None:
         return CheckpointMode.NONE
@@ -43,7 +43,7 @@ def checkpoint_mode(plan: Plan) -> CheckpointMode:
     return CheckpointMode.EXACT
 
 
-def accounting_cache(plan: Plan, *, mamba_chunk_tokens: int = MAMBA_CHUNK_TOKENS,
+def accounting_cache(plan: SglangPlan, *, mamba_chunk_tokens: int = MAMBA_CHUNK_TOKENS,
                      track_interval_tokens: int | None = None,
                      host_policy: BackupPolicy | None = None,
                      policies: StatePolicies | None = None,

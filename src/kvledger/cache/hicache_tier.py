@@ -47,7 +47,7 @@ from kvledger.host.state_backup import HostStateBackup
 from kvledger.pools.build import build_pools
 from kvledger.pools.ids import StateSlotAllocator
 from kvledger.pools.paged import PagedTokenAllocator
-from kvledger.sglang.plan import Plan
+from kvledger.sglang.plan import SglangPlan
 from kvledger.tree import EvictResult, InsertResult, LockReceipt, MatchResult, Node, RadixTree
 
 
@@ -62,7 +62,7 @@ class HiCacheTier:
         self.peak_slots_used = 0
 
     @classmethod
-    def for_plan(cls, plan: Plan, policy: BackupPolicy, tree: RadixTree,
+    def for_plan(cls, plan: SglangPlan, policy: BackupPolicy, tree: RadixTree,
                  pages: PagedTokenAllocator, slots: StateSlotAllocator | None, *,
                  state_backup: HostStateBackup = HostStateBackup.ALL) -> HiCacheTier:
         """Accounting mode: the controller for `plan`'s rank over a page-keyed tree and the

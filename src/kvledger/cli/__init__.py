@@ -7,11 +7,12 @@ Rooms, bottom up (a room imports only the ones above it in this list):
 - `app.py`: the typer app and the conventions every command shares (flag spelling, one
   `error: …` line, the JSON envelope, exit codes).
 - `options/`: option schemas, dataclasses of typer options (`plan.py`: the deployment and
-  engine inputs; `sim.py`: workload and simulation; `groups.py`: folds a dataclass of options
-  into one parameter).
+  engine inputs; `terms.py`: vLLM's memory terms; `sim.py`: workload and simulation;
+  `groups.py`: folds a dataclass of options into one parameter).
 - `runners/`: use cases run from those inputs (`simulation.py`, the `simulate` what-ifs
-  `sim_compare.py`, `sim_lossy.py`, `sim_slot_economy.py`, `verify_lossy.py`, and
-  `engines.py`, one plan per engine asked for).
+  `sim_compare.py`, `sim_lossy.py`, `sim_slot_economy.py`, `verify_lossy.py`,
+  `engines.py`, one plan per engine asked for, and `compare_sides.py`, the two sides of
+  `compare`).
 - `commands/`: the commands themselves, one module per command family.
 """
 

@@ -12,6 +12,7 @@ sum of its rows; memo rows explain but are not summed. SGLang's ledgers
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -36,3 +37,17 @@ class Ledger:
     @property
     def total_bytes(self) -> int:
         return sum(row.total_bytes for row in self.rows)
+
+
+def ledger_row_json(row: LedgerRow) -> dict[str, Any]:
+    return {"component": row.component, "count": row.count, "unit_bytes": row.unit_bytes,
+            "total_bytes": row.total_bytes, "detail": row.detail}
+
+
+def ledger_json(ledger: Ledger | None) -> dict[str, Any] | None:
+    """A ledger in every JSON document: {per, total_bytes, rows[...], memo[...]}."""
+    if ledger is None:
+        return None
+    return {"per": ledger.per, "total_bytes": ledger.total_bytes,
+            "rows": [ledger_row_json(r) for r in ledger.rows],
+            "memo": [ledger_row_json(r) for r in ledger.memo]}

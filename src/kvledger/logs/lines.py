@@ -16,12 +16,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from enum import Enum
 
-
-class Engine(Enum):
-    SGLANG = "sglang"
-    VLLM = "vllm"
+from kvledger.core.engines import Engine  # re-exported: logs name the engine that wrote them
 
 
 class LogError(ValueError):

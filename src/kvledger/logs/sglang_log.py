@@ -21,7 +21,7 @@ from kvledger.logs.reconcile import Reconciliation, Row, Status
 from kvledger.sglang.deploy import FIELD_FLAGS
 from kvledger.sglang.launch import parse_flags
 from kvledger.sglang.launch.parse import DIRECT_FIELDS
-from kvledger.sglang.plan import Plan, make_plan
+from kvledger.sglang.plan import SglangPlan, make_plan
 from kvledger.sglang.rules import DEFAULT_RULES
 
 HALF_CENT = 0.005  # half the last printed digit of a two-decimal GB figure
@@ -51,7 +51,7 @@ def _server_args(text: str, line_no: int) -> tuple[list[str], str | None]:
 
 
 def _plans(scan: LogScan, model: str, words: list[str], rules: str, gpu: str | None
-           ) -> tuple[Plan, Plan]:
+           ) -> tuple[SglangPlan, SglangPlan]:
     load = scan.get("sglang_load_weight")
     if load is None:
         raise LogError(f"truncated: no 'Load weight end … avail mem=' line in {scan.num_lines} "

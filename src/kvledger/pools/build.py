@@ -1,4 +1,4 @@
-"""build_pools: allocate exactly what a Plan says, optionally scaled down to fit a laptop.
+"""build_pools: allocate exactly what an SglangPlan says, optionally scaled down to fit a laptop.
 
 Every tensor's shape comes from the plan's specs and counts, never from a second formula:
 
@@ -44,7 +44,7 @@ from kvledger.pools.req_to_token import ReqToTokenPool
 from kvledger.pools.state import MambaPool
 from kvledger.sglang.deploy import StateDtype
 from kvledger.sglang.ledger import REQ_TO_TOKEN_EXTRA_TOKENS
-from kvledger.sglang.plan import Plan
+from kvledger.sglang.plan import SglangPlan
 from kvledger.sglang.resolve import CacheLayout
 from kvledger.sglang.scaling import ScaleDown, scale_plan
 from kvledger.sglang.specs import GqaRowSpec, LatentRowSpec, TailSpec
@@ -61,7 +61,7 @@ CONV_DTYPE = torch.bfloat16  # kvledger.sglang.resolve.CONV_ITEMSIZE: conv state
 class DevicePools:
     """Everything one rank allocates on its device, and the plan it was built from."""
 
-    plan: Plan  # after any ScaleDown: the T, K, N these pools hold
+    plan: SglangPlan  # after any ScaleDown: the T, K, N these pools hold
     device: torch.device
     kv: HybridLinearKVPool  # full_kv_pool, mamba_pool, req_to_token_pool
     token_allocator: PagedTokenAllocator
@@ -115,7 +115,7 @@ def _token_pool(lay: CacheLayout, has_indexer: tuple[bool, ...], slots: int,
                                 num_token_slots=slots, tail=tail, device=device)
 
 
-def build_pools(plan: Plan, device: torch.device | str = "cpu",
+def build_pools(plan: SglangPlan, device: torch.device | str = "cpu",
                 scale: ScaleDown | None = None) -> DevicePools:
     """Allocate one rank's device pools for `plan` (first re-planned by
     `kvledger.sglang.scaling.scale_plan` with `scale`, when given)."""

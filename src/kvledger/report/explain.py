@@ -16,7 +16,7 @@ True
 from __future__ import annotations
 
 from kvledger.report.show import show_size
-from kvledger.sglang.plan import Plan
+from kvledger.sglang.plan import SglangPlan
 from kvledger.sglang.specs import (
     FP8_SCALE_BYTES,
     FP8_SCALE_GROUP,
@@ -42,7 +42,7 @@ def _row_formula(spec: LatentRowSpec | GqaRowSpec) -> str:
                     f"{size} B ({spec.layout.value}) = {spec.row_bytes:,} B")
 
 
-def explain(plan: Plan) -> list[str]:
+def explain(plan: SglangPlan) -> list[str]:
     lay, cap, dep = plan.layout, plan.capacity, plan.layout.deployment
     lines = [f"attn_tp = tp {dep.tp_size} / attn_dp {dep.attn_dp_size} / cp {dep.attn_cp_size} "
              f"= {dep.attn_tp_size}", _row_formula(lay.kv_row)]
@@ -111,7 +111,7 @@ def _verdict(need: int, capacity: int, name: str) -> str:
     return f"≤ {name} {capacity:,}: fits" if need <= capacity else f"> {name} {capacity:,}: NO"
 
 
-def _workload_lines(plan: Plan) -> list[str]:
+def _workload_lines(plan: SglangPlan) -> list[str]:
     """The workload check (`kvledger.sglang.capacity.check_workload`), one line a ledger."""
     work = plan.workload
     if work is None:
@@ -143,7 +143,7 @@ def _workload_lines(plan: Plan) -> list[str]:
     return lines
 
 
-def _state_lines(plan: Plan) -> list[str]:
+def _state_lines(plan: SglangPlan) -> list[str]:
     """K and the verify scratch, in _handle_max_mamba_cache's order."""
     lay, cap, dep = plan.layout, plan.capacity, plan.layout.deployment
     budget = cap.state_budget

@@ -22,7 +22,7 @@ from kvledger.report.html_tables import (
 )
 from kvledger.report.plan_json import plan_notes
 from kvledger.report.show import UNITS_LEGEND, show_fraction, show_ms
-from kvledger.sglang.plan import Plan
+from kvledger.sglang.plan import SglangPlan
 from kvledger.sim.replay import SimResult
 
 CSS = """
@@ -38,7 +38,7 @@ figcaption { font-size: 0.85em; color: #555; }
 """
 
 
-def _figures(plan: Plan, result: SimResult | None) -> tuple[list[str], list[str]]:
+def _figures(plan: SglangPlan, result: SimResult | None) -> tuple[list[str], list[str]]:
     plan_parts, sim_parts = [], []
     for item in draw_all(plan, result):
         target = sim_parts if item.spec.stem.startswith("sim_") else plan_parts
@@ -64,7 +64,7 @@ class Provenance:
                    written_at=datetime.now(UTC).isoformat(timespec="seconds"))
 
 
-def render_report(plan: Plan, result: SimResult | None = None,
+def render_report(plan: SglangPlan, result: SimResult | None = None,
                   ignored: tuple[str, ...] = (), provenance: Provenance | None = None) -> str:
     """The whole page: every table `kvledger plan` prints, the figures, the simulation."""
     lay, dep, model = plan.layout, plan.layout.deployment, plan.model

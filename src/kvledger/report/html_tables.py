@@ -14,7 +14,7 @@ from html import escape
 from kvledger.report.plan_view import slack_share
 from kvledger.report.show import show_bytes, show_ms, show_ratio, show_share
 from kvledger.sglang.ledger import Ledger
-from kvledger.sglang.plan import Plan
+from kvledger.sglang.plan import SglangPlan
 from kvledger.sim.metrics import SimSummary
 from kvledger.sim.series import Constraint
 
@@ -40,7 +40,7 @@ def ledger_table(ledger: Ledger) -> str:
                  ("component", "detail", "count", "unit bytes", "total bytes"), rows, "ledger")
 
 
-def capacity_table(plan: Plan) -> str:
+def capacity_table(plan: SglangPlan) -> str:
     cap, lay = plan.capacity, plan.layout
     rows: list[tuple[str, str, str]] = [
         ("memory", cap.memory.source, ""),
@@ -65,7 +65,7 @@ def capacity_table(plan: Plan) -> str:
 _pct = show_share
 
 
-def totals_table(plan: Plan) -> str:
+def totals_table(plan: SglangPlan) -> str:
     """The whole deployment, as `kvledger plan` prints it: every worker, every GPU."""
     tot = plan.capacity.totals
     rows = [("running requests (N × workers)", f"{tot.running_requests:,}"),
@@ -138,7 +138,7 @@ def sim_tables(s: SimSummary) -> str:
                       table("Host tier (HiCache)", ("", ""), host_rows)])
 
 
-def workload_table(plan: Plan) -> str | None:
+def workload_table(plan: SglangPlan) -> str | None:
     """The workload check (`--requests`/`--context`), as `kvledger plan` prints it."""
     work = plan.workload
     if work is None:
@@ -154,7 +154,7 @@ def workload_table(plan: Plan) -> str | None:
                  "workload")
 
 
-def host_tables(plan: Plan) -> list[str]:
+def host_tables(plan: SglangPlan) -> list[str]:
     """The host tier's pools and coverage under each view (with --enable-hierarchical-cache)."""
     host = plan.host
     if host is None:

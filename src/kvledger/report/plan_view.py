@@ -1,4 +1,4 @@
-"""Rich rendering of a Plan: the ledgers, the side buffers, capacity and the binding limit."""
+"""Rich rendering of an SglangPlan: the ledgers, the side buffers, capacity and the binding limit."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from kvledger.core.plan import EnginePlan
 from kvledger.core.units import GB
 from kvledger.report.show import UNITS_LEGEND, show_bytes, show_ratio, show_size
 from kvledger.sglang.ledger import Ledger
-from kvledger.sglang.plan import Plan
+from kvledger.sglang.plan import SglangPlan
 
 
 def ledger_table(ledger: Ledger, title: str) -> Table:
@@ -28,7 +29,7 @@ def ledger_table(ledger: Ledger, title: str) -> Table:
     return table
 
 
-def slack_share(plan: Plan) -> str:
+def slack_share(plan: SglangPlan) -> str:
     """The slack's share as the row's label promises: `1 − 0.9 = 0.1`, not the fraction.
 
     >>> from kvledger.sglang.plan import make_plan
@@ -41,7 +42,7 @@ def slack_share(plan: Plan) -> str:
     return f"1 − {fraction:g} = {1 - fraction:.6g}"
 
 
-def capacity_table(plan: Plan) -> Table:
+def capacity_table(plan: SglangPlan) -> Table:
     cap, lay = plan.capacity, plan.layout
     table = Table(title=f"Capacity per rank ({cap.memory.source})", title_justify="left")
     table.add_column("quantity")
@@ -69,7 +70,7 @@ def capacity_table(plan: Plan) -> Table:
     return table
 
 
-def totals_table(plan: Plan) -> Table:
+def totals_table(plan: SglangPlan) -> Table:
     tot = plan.capacity.totals
     table = Table(title=f"Deployment — {tot.ranks} GPUs, {tot.workers} attention-DP "
                         f"worker{'s' if tot.workers > 1 else ''}", title_justify="left")
@@ -86,7 +87,7 @@ def totals_table(plan: Plan) -> Table:
     return table
 
 
-def workload_table(plan: Plan) -> Table | None:
+def workload_table(plan: SglangPlan) -> Table | None:
     work = plan.workload
     if work is None:
         return None
@@ -102,7 +103,7 @@ def workload_table(plan: Plan) -> Table | None:
     return table
 
 
-def host_tables(plan: Plan) -> list[Table]:
+def host_tables(plan: SglangPlan) -> list[Table]:
     """HiCache host pools and coverage side by side: the article's view and ours."""
     host = plan.host
     if host is None:
@@ -134,7 +135,7 @@ def host_tables(plan: Plan) -> list[Table]:
     return [pools, coverage]
 
 
-def render_plan(plan: Plan, console: Console, ignored: tuple[str, ...] = ()) -> None:
+def render_plan(plan: SglangPlan, console: Console, ignored: tuple[str, ...] = ()) -> None:
     lay, dep, model = plan.layout, plan.layout.deployment, plan.model
     head = (
         f"[bold]{model.name}[/] ({model.family.value}): {model.num_layers} layers = "
@@ -169,7 +170,18 @@ def render_plan(plan: Plan, console: Console, ignored: tuple[str, ...] = ()) -> 
     notes = [*plan.notes, *(plan.host.notes if plan.host else ()), *(f"ignored flag: {flag}" for flag in ignored)]
     if notes:
         parts.append(Text("\n".join(f"note: {n}" for n in notes), style="yellow"))
-    parts.append(Text(f"binding constraint: {plan.capacity.binding.value}; "
+    context = plan.workload.context_tokens if plan.workload else None
+    parts.append(Text(f"{binding_line(plan, context)}; "
                       f"usable cache {show_size(plan.capacity.rest_bytes)} per rank; "
                       f"{UNITS_LEGEND}", style="bold"))
     console.print(Group(*parts))
+
+
+def binding_line(plan: EnginePlan, context_tokens: int | None) -> str:
+    """The footer's binding constraint, for the workload asked: what runs out first for
+    requests of that length (then the engine's own request limit), else the plan's."""
+    if context_tokens is None:
+        return f"binding constraint: {plan.binding.label}"
+    fit = plan.fit_at(context_tokens)
+    return (f"binding constraint for {context_tokens:,}-token requests: {fit.binding.label} "
+            f"({fit.per_worker:,} per worker); request limit: {plan.binding.label}")

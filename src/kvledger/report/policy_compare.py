@@ -20,7 +20,7 @@ from rich.table import Table
 
 from kvledger.cache.policies import StateAdmission, StateEviction
 from kvledger.report.show import show_fraction, show_ms, show_ratio
-from kvledger.sglang.plan import Plan
+from kvledger.sglang.plan import SglangPlan
 from kvledger.sim.ceiling import ceiling_pool_tokens, full_only_hits
 from kvledger.sim.config import SimConfig
 from kvledger.sim.metrics import SimSummary
@@ -70,7 +70,7 @@ def _row(label: str, s: SimSummary) -> PolicyRow:
                      ttft_p95_ms=s.latency.ttft_ms.p95 if s.latency else None, summary=s)
 
 
-def full_only_ceiling(plan: Plan, workload: Workload) -> tuple[PolicyRow, int]:
+def full_only_ceiling(plan: SglangPlan, workload: Workload) -> tuple[PolicyRow, int]:
     cap = plan.capacity
     pool = ceiling_pool_tokens(token_bytes=cap.token_bytes, slot_bytes=cap.slot_bytes,
                                state_slots=cap.state_slots,
@@ -90,7 +90,7 @@ def full_only_ceiling(plan: Plan, workload: Workload) -> tuple[PolicyRow, int]:
 CompareProgress = Callable[[str, int, int], None]
 
 
-def compare_policies(plan: Plan, workload: Workload, config: SimConfig,
+def compare_policies(plan: SglangPlan, workload: Workload, config: SimConfig,
                      pairs: Sequence[Pair] = COMPARE_PAIRS, *,
                      on_progress: CompareProgress | None = None) -> Comparison:
     """Run every pair (the first is the baseline ratios refer to) and the ceiling."""

@@ -6,7 +6,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from kvledger.report.plan_view import ledger_table
+from kvledger.report.plan_view import binding_line, ledger_table
 from kvledger.report.show import UNITS_LEGEND, show_bytes
 from kvledger.vllm.plan import VllmPlan
 
@@ -81,5 +81,14 @@ def render_vllm_plan(plan: VllmPlan, console: Console, ignored: tuple[str, ...] 
     notes = [*plan.notes, *(f"ignored flag: {flag}" for flag in ignored)]
     if notes:
         parts.append(Text("\n".join(f"note: {n}" for n in notes), style="yellow"))
-    parts.append(Text(f"binding constraint: {plan.capacity.binding}; {UNITS_LEGEND}", style="bold"))
+    if plan.asked:
+        fit = plan.fit_at(plan.context_tokens_asked)
+        verdict = "fits" if plan.fits(None, None) else "does NOT fit"
+        asked = "" if plan.requests is None else f"{plan.requests:,} × "
+        parts.append(Text(f"Workload: {asked}{fit.context_tokens:,} tokens — {verdict}: "
+                          f"{fit.requests:,} requests of {fit.context_tokens:,} tokens fit at "
+                          f"once over {fit.workers:,} engine(s)",
+                          style="bold" if plan.fits(None, None) else "bold red"))
+    parts.append(Text(f"{binding_line(plan, plan.context_tokens_asked)}; {UNITS_LEGEND}",
+                      style="bold"))
     console.print(Group(*parts))

@@ -9,7 +9,8 @@ ledgers) → `statebudget.py`, `requestlimits.py`, `memfraction.py`, `rankweight
 totals).
 
 Files:
-- `launch/`: SGLang's launch flags, their spellings and the pasted-command parser.
+- `launch/`: SGLang's launch flags, their spellings, the pasted-command parser and the
+  launch command that reproduces a deployment (`line.py`).
 - `deploy.py`: `Deployment`, the memory-relevant `ServerArgs`, validated.
 - `rules.py`: per-release rule sets (`sglang-0.5.21`, `sglang-0.5.23`).
 - `specs.py`: frozen row specs that own their byte formulas.
@@ -22,6 +23,8 @@ Files:
 - `capacity.py`: state slots K, tokens T, requests N, and which binds.
 - `hicache_share.py`, `hicache.py`: host-tier sizing.
 - `l3plan.py`: store-tier sizing.
-- `plan.py`: the whole plan of one rank.
+- `plan_memory.py`: the memory one rank starts from (available, or a GPU less weights).
+- `plan.py`: the whole plan of one rank, `SglangPlan` (an `EnginePlan`).
+- `plan_json.py`: its `--json` document (`kvledger.plan/2`).
 - `scaling.py`: totals over the deployment.
 """

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvledger.core.totals import DeploymentTotals
 from kvledger.core.units import align_down, cdiv, fmt_gib
 from kvledger.sglang.ledger import (
     Ledger,
@@ -81,22 +82,6 @@ class MemoryInput:
         return cls(available_bytes=memory_bytes - weights_bytes, pre_load_free_bytes=memory_bytes,
                    mem_fraction_static=mem_fraction_static,
                    source=f"{name} {fmt_gib(memory_bytes)} − weights {fmt_gib(weights_bytes)}")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DeploymentTotals:
-    """The whole deployment: every GPU holds one rank's pools; each attention-DP worker
-    schedules its own requests over its own tokens (tensor-parallel ranks of one worker shard
-    the same tokens, so they count once)."""
-
-    ranks: int  # GPUs = tp_size (× dp_size when dp runs replicas, without DP attention)
-    workers: int  # schedulers = attn_dp_size (or dp_size replicas)
-    running_requests: int  # N × workers
-    tokens: int  # T × workers
-    token_pool_bytes: int  # per-rank pool × ranks
-    state_pool_bytes: int
-    verify_bytes: int
-    side_bytes: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -232,6 +217,11 @@ def plan_capacity(lay: CacheLayout, memory: MemoryInput) -> CapacityPlan:
     )
 
 
+# WorkloadCheck rows are labelled in words (check_workload); JSON and bindings carry codes.
+WORKLOAD_CODES = {"token KV": "tokens", "state slots": "state_slots",
+                  "running requests": "running_requests", "context length": "context_length"}
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorkloadRow:
     ledger: str
@@ -243,6 +233,12 @@ class WorkloadRow:
     @property
     def fits(self) -> bool:
         return self.need <= self.capacity
+
+    @property
+    def code(self) -> str:
+        code = WORKLOAD_CODES.get(self.ledger)
+        assert code is not None, f"workload ledger {self.ledger!r} has no code"
+        return code
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,4 +1,4 @@
-"""Plan: the one call from (model, deployment, rule set, memory) to ledgers and capacity.
+"""SglangPlan: the one call from (model, deployment, rule set, memory) to ledgers and capacity.
 
 Memory comes from exactly one of:
 - `available_gib`: what SGLang logs as free memory after weights (the slack is
@@ -18,21 +18,25 @@ With neither, the SPEC's worked example is used: 100 GiB available after weights
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any, ClassVar
 
+from kvledger.core.engines import Engine
 from kvledger.core.gpus import GPU, get_gpu
-from kvledger.core.limits import MAX_COUNT, MAX_GIB, check_number, show_value
-from kvledger.core.units import GiB, MiB
+from kvledger.core.ledger import LedgerRow
+from kvledger.core.limits import MAX_COUNT, show_value
+from kvledger.core.plan import Binding, ContextFit
+from kvledger.core.totals import DeploymentTotals
 from kvledger.model.arch import ModelArch
-from kvledger.model.config import DEFAULT_MODEL, load_model
+from kvledger.model.config import DEFAULT_MODEL, REPO_IDS, load_model
 from kvledger.sglang.capacity import (
     CapacityPlan,
-    MemoryInput,
     WorkloadCheck,
     check_workload,
     plan_capacity,
 )
 from kvledger.sglang.deploy import Deployment, KVDtype
 from kvledger.sglang.hicache import HostPlan, plan_host
+from kvledger.sglang.launch.line import sglang_command
 from kvledger.sglang.ledger import (
     Ledger,
     draft_token_ledger,
@@ -40,12 +44,12 @@ from kvledger.sglang.ledger import (
     state_ledger,
     token_ledger,
 )
-from kvledger.sglang.memfraction import CUDA_CONTEXT_BYTES, MemFraction, auto_mem_fraction_static
+from kvledger.sglang.memfraction import MemFraction
+from kvledger.sglang.plan_json import plan_json
+from kvledger.sglang.plan_memory import device_memory, plan_memory
 from kvledger.sglang.rankweights import weights_ledger
 from kvledger.sglang.resolve import CacheLayout, resolve
-from kvledger.sglang.rules import DEFAULT_RULES, get_rules
-
-DEFAULT_AVAILABLE_GIB = 100.0
+from kvledger.sglang.rules import DEFAULT_RULES, RuleSet, get_rules
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,7 +62,9 @@ class Ledgers:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Plan:
+class SglangPlan:
+    """SGLang's plan of one deployment; an `EnginePlan` (kvledger.core.plan)."""
+
     layout: CacheLayout
     ledgers: Ledgers
     capacity: CapacityPlan
@@ -68,59 +74,130 @@ class Plan:
     host: HostPlan | None = None  # with --enable-hierarchical-cache: host pools, two views
     weights_estimated: bool = False  # the weights ledger's total was subtracted from the GPU
     auto_mem_fraction: MemFraction | None = None  # SGLang's choice, when the flag was unset
+    given: Deployment | None = None  # the flags as given, before the rule set's autos
+
+    engine: ClassVar[Engine] = Engine.SGLANG
+    simulatable: ClassVar[bool] = True  # the memory system builds SGLang's pools
 
     @property
     def model(self) -> ModelArch:
         return self.layout.model
 
+    @property
+    def rules(self) -> RuleSet:
+        return self.layout.rules
 
-def _gib(flag: str, value: float, *, minimum_exclusive: bool) -> int:
-    """A GiB flag in bytes; NaN, infinity and out-of-range values name the flag."""
-    return int(check_number(flag, value, low=0, high=MAX_GIB, low_open=minimum_exclusive) * GiB)
+    @property
+    def deployment(self) -> Deployment:
+        return self.layout.deployment
+
+    @property
+    def totals(self) -> DeploymentTotals:
+        return self.capacity.totals
+
+    @property
+    def binding(self) -> Binding:
+        return Binding(code=self.capacity.binding.code, label=self.capacity.binding.value)
+
+    @property
+    def context_tokens(self) -> int:
+        return self.layout.context_tokens
+
+    @property
+    def page_tokens(self) -> int:
+        return self.layout.page_tokens
+
+    def _check(self, requests: int | None, context_tokens: int | None) -> WorkloadCheck:
+        """The workload check; C defaults to the plan's workload's, else the context length."""
+        if context_tokens is None:
+            context_tokens = (self.workload.context_tokens if self.workload is not None
+                              else self.context_tokens)
+        return check_workload(self.capacity, 1 if requests is None else requests, context_tokens)
+
+    def fit_at(self, context_tokens: int | None = None) -> ContextFit:
+        """The workload check's ledgers at one request: the fewest requests any admits per
+        worker (token KV T // C, state slots K // slots per request, N), or none when C
+        passes the context length (SGLang refuses such a request outright). C defaults to the
+        plan's workload's, else the context length."""
+        if context_tokens is None and self.workload is not None:
+            context_tokens = self.workload.context_tokens
+        check = self._check(1, context_tokens)
+        length, *pools = check.rows
+        worst = length if not length.fits else min(pools, key=lambda row: row.max_requests)
+        return ContextFit(context_tokens=check.context_tokens, per_worker=worst.max_requests,
+                          workers=self.totals.workers,
+                          binding=Binding(code=worst.code, label=worst.ledger))
+
+    def fits(self, requests: int | None, context_tokens: int | None) -> bool | None:
+        if requests is None and context_tokens is None:
+            return None if self.workload is None else self.workload.fits
+        return self._check(requests, context_tokens).fits
+
+    def headroom(self, requests: int, context_tokens: int | None) -> float:
+        check = self._check(requests, context_tokens)
+        return min(row.capacity / row.need for row in check.rows if row.need)
+
+    def ledgers_by_name(self) -> dict[str, Ledger]:
+        led, cap = self.ledgers, self.capacity
+        named = {"per_token": led.token, "draft_per_token": led.draft_token,
+                 "per_state_slot": led.state, "per_request": led.request,
+                 "side_buffers": cap.side, "verify_scratch": cap.verify,
+                 "weights_per_rank": led.weights}
+        return {name: ledger for name, ledger in named.items() if ledger is not None}
+
+    @property
+    def pools(self) -> Ledger:
+        """The token pool (T + one padding page), the state pool (K + the padding slot) and
+        the verify scratch of one rank, as SGLang allocates them."""
+        cap = self.capacity
+        rows = [LedgerRow(component="token pool", count=cap.max_total_tokens + self.page_tokens,
+                          unit_bytes=cap.token_bytes, detail="T + one padding page")]
+        if cap.slot_bytes:
+            rows.append(LedgerRow(component="state pool", count=cap.state_slots + 1,
+                                  unit_bytes=cap.slot_bytes, detail="K + the padding slot"))
+        if cap.verify_bytes:
+            rows.append(LedgerRow(component="verify scratch", count=1,
+                                  unit_bytes=cap.verify_bytes))
+        return Ledger(name="device pools", per="rank", rows=tuple(rows))
+
+    def launch_command(self, model_ref: str | None = None, *, nodes: int = 1) -> str:
+        ref = model_ref or REPO_IDS.get(self.model.name, self.model.name)
+        return sglang_command(ref, self.given or self.deployment, nodes=nodes)
+
+    def layout_fields(self, *, as_given: bool = False) -> dict[str, Any]:
+        return deployment_fields(self.given if as_given and self.given else self.deployment)
+
+    def flag_fields(self) -> dict[str, Any]:
+        dep = self.deployment
+        return {"tp_size": dep.tp_size, "dp_size": dep.dp_size,
+                "enable_dp_attention": dep.enable_dp_attention,
+                "kv_cache_dtype": dep.kv_cache_dtype.value}
+
+    def per_worker(self) -> dict[str, int | float]:
+        cap = self.capacity
+        return {"state_slots": cap.state_slots, "max_total_tokens": cap.max_total_tokens,
+                "max_running_requests": cap.max_running_requests}
+
+    def unit_bytes(self) -> dict[str, int]:
+        cap = self.capacity
+        return {"available_bytes": cap.memory.available_bytes, "token_bytes": cap.token_bytes,
+                "slot_bytes": cap.slot_bytes, "request_bytes": self.ledgers.request.total_bytes}
+
+    def to_json(self, ignored_flags: tuple[str, ...] = ()) -> dict[str, Any]:
+        """The `kvledger plan --json` document (`kvledger.sglang.plan_json`)."""
+        return plan_json(self, ignored_flags)
 
 
-def _device(gpu: GPU | None, gpu_memory_gib: float | None) -> tuple[str, int] | None:
-    """(name, total bytes as the driver reports them) of the device, if one was named."""
-    if gpu_memory_gib is not None:
-        total = _gib("--gpu-memory-gib", gpu_memory_gib, minimum_exclusive=True)
-        return (gpu.name if gpu else "GPU", total)
-    return None if gpu is None else (gpu.name, gpu.memory_bytes)
+Plan = SglangPlan  # the name before the engine-plan interface; kept for one release
 
 
-def _memory(model: ModelArch, dep: Deployment, gpu: GPU | None, available_gib: float | None,
-            weights_gib: float | None, gpu_memory_gib: float | None,
-            notes: list[str]) -> tuple[MemoryInput, MemFraction | None]:
-    fraction = dep.mem_fraction_static
-    device = _device(gpu, gpu_memory_gib)
-    if device is not None and available_gib is not None:
-        given = "--gpu-memory-gib" if gpu is None else "--gpu"
-        raise ValueError(f"{given} and --available-gib: give one, not both")
-    weights = None if weights_gib is None else _gib("--weights-gib", weights_gib,
-                                                     minimum_exclusive=False)
-    if device is None:
-        if available_gib is None:
-            available_gib = DEFAULT_AVAILABLE_GIB
-            notes.append(f"no --gpu or --available-gib: assumed {available_gib:g} GiB free after weights")
-        available = _gib("--available-gib", available_gib, minimum_exclusive=True)
-        return MemoryInput.available(available, weights_bytes=weights or 0,
-                                     mem_fraction_static=fraction), None
-    name, total = device
-    if weights is None:
-        ledger = weights_ledger(model, dep)
-        if ledger is None:
-            raise ValueError(f"{model.name}: weight size unknown; pass --weights-gib")
-        weights = ledger.total_bytes
-        notes.append(f"weights per rank estimated from the config: {weights / GiB:,.2f} GiB "
-                     "(itemised in the weights ledger); override with --weights-gib")
-    auto = None
-    if fraction is None:
-        auto = auto_mem_fraction_static(
-            total / MiB, tp=dep.tp_size, dp=dep.dp_size, dp_attention=dep.enable_dp_attention,
-            vit=model.vit_shape if model.is_multimodal else None)
-        fraction = auto.fraction
-        notes.append(f"--mem-fraction-static not given: SGLang's {auto.derivation()}")
-    notes.append(f"free before load = {name} {total:,} B − CUDA context {CUDA_CONTEXT_BYTES:,} B")
-    return MemoryInput.gpu(name, total - CUDA_CONTEXT_BYTES, weights, fraction), auto
+def deployment_fields(dep: Deployment) -> dict[str, Any]:
+    """The layout keys a sweep row shows (tp, DP attention or replicas, dtypes)."""
+    return {"tp_size": dep.tp_size, "dp_size": dep.dp_size,
+            "enable_dp_attention": dep.enable_dp_attention,
+            "replicas": 1 if dep.enable_dp_attention else dep.dp_size,
+            "attn_tp_size": dep.attn_tp_size, "kv_cache_dtype": dep.kv_cache_dtype.value,
+            "mamba_ssm_dtype": dep.mamba_ssm_dtype.value if dep.mamba_ssm_dtype else None}
 
 
 def make_plan(
@@ -137,7 +214,7 @@ def make_plan(
     context_tokens: int | None = None,
     kv_cache_dtype: str | None = None,
     host_state_share: float | None = None,
-) -> Plan:
+) -> SglangPlan:
     """Resolve, ledger and plan capacity; errors name the flag or field at fault.
 
     `host_state_share`: --hicache-state-share, kvledger's what-if split of the host budget
@@ -150,7 +227,7 @@ def make_plan(
     blackwell = None if gpu_spec is None else gpu_spec.dsa_auto_kv_fp8
     layout = resolve(arch, dep, get_rules(rules), blackwell=blackwell)
     notes = list(layout.notes)
-    memory, auto_fraction = _memory(arch, layout.deployment, gpu_spec, available_gib, weights_gib,
+    memory, auto_fraction = plan_memory(arch, layout.deployment, gpu_spec, available_gib, weights_gib,
                      gpu_memory_gib, notes)
     capacity = plan_capacity(layout, memory)
     workload = None
@@ -177,7 +254,7 @@ def make_plan(
     estimated = (weights_gib is None and ledgers.weights is not None
                  and memory.pre_load_free_bytes - memory.available_bytes
                  == ledgers.weights.total_bytes
-                 and _device(gpu_spec, gpu_memory_gib) is not None)
-    return Plan(layout=layout, ledgers=ledgers, capacity=capacity, workload=workload,
-                gpu=gpu_spec, notes=tuple(notes), host=host, weights_estimated=estimated,
-                auto_mem_fraction=auto_fraction)
+                 and device_memory(gpu_spec, gpu_memory_gib) is not None)
+    return SglangPlan(layout=layout, ledgers=ledgers, capacity=capacity, workload=workload,
+                      gpu=gpu_spec, notes=tuple(notes), host=host, weights_estimated=estimated,
+                      auto_mem_fraction=auto_fraction, given=dep)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from kvledger.core.units import align_up
 from kvledger.sglang.capacity import plan_capacity
 from kvledger.sglang.hicache import plan_host
-from kvledger.sglang.plan import Plan
+from kvledger.sglang.plan import SglangPlan
 
 LAPTOP_TOKENS = 1024  # token slots per rank in a laptop build (rounded up to whole pages)
 LAPTOP_REQUESTS = 4  # running requests per rank in a laptop build (fewer when state binds)
@@ -39,7 +39,7 @@ class ScaleDown:
     max_running_requests: int | None = None
 
     @classmethod
-    def laptop(cls, plan: Plan) -> ScaleDown:
+    def laptop(cls, plan: SglangPlan) -> ScaleDown:
         """1,024 tokens (whole pages), one request's state slots, ≤ 4 requests per rank.
 
         Each cap applies only where the plan is larger.
@@ -60,7 +60,7 @@ class ScaleDown:
         )
 
 
-def scale_plan(plan: Plan, scale: ScaleDown) -> Plan:
+def scale_plan(plan: SglangPlan, scale: ScaleDown) -> SglangPlan:
     """The same plan re-run with SGLang's capacity caps (ledgers do not depend on them)."""
     caps = {name: getattr(scale, name) for name in
             ("max_total_tokens", "max_mamba_cache_size", "max_running_requests")}

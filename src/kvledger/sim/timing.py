@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from kvledger.core.gpus import GPU, gpu_perf
 from kvledger.model.arch import AttnKind
 from kvledger.model.compute import compute_profile
-from kvledger.sglang.plan import Plan
+from kvledger.sglang.plan import SglangPlan
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -131,7 +131,7 @@ class Roofline:
     state_bytes: int  # one slot
 
     @classmethod
-    def for_plan(cls, plan: Plan, gpu: GPU, efficiency: Efficiency | None = None) -> Roofline:
+    def for_plan(cls, plan: SglangPlan, gpu: GPU, efficiency: Efficiency | None = None) -> Roofline:
         lay, cap = plan.layout, plan.capacity
         model, dep = lay.model, lay.deployment
         prof = compute_profile(model)

@@ -15,7 +15,6 @@ from kvledger.cli.options.plan import (
     JsonOpt,
     PlanInputs,
     RequestsOpt,
-    exit_if_unfit,
     plan_from,
 )
 from kvledger.cli.runners.engines import EngineInputs, plans_for
@@ -50,48 +49,39 @@ def plan(ctx: typer.Context, inputs: PlanInputs, engine: EngineInputs,
          requests: RequestsOpt = None, context: ContextOpt = None, check: CheckOpt = False,
          json: JsonOpt = False, l3_size: L3SizeOpt = None, l3_instances: L3InstancesOpt = 1,
          l3_node_pages: L3NodePagesOpt = 1) -> None:
-    from kvledger.report.plan_json import plan_json
-    from kvledger.report.plan_view import render_plan
+    from kvledger.report.plan_views import render_any
     from kvledger.report.side_by_side import render_side_by_side, side_by_side_json
-    from kvledger.report.vllm_json import vllm_plan_json
-    from kvledger.report.vllm_view import render_vllm_plan
 
     with user_errors():
         if check and requests is None and context is None:
             raise ValueError("--check: needs a workload to check; give --requests and/or "
                              "--context")
-        sglang, vllm, ignored = plans_for(inputs, engine, ctx.args, requests=requests,
-                                          context=context)
-    if sglang is not None and vllm is not None:
+        plans, ignored = plans_for(inputs, engine, ctx.args, requests=requests,
+                                   context=context)
+        l3 = None if l3_size is None else _l3(plans, l3_size, l3_instances, l3_node_pages)
+    if len(plans) > 1:
         if json:
-            emit_json(side_by_side_json(sglang, vllm, ignored))
+            emit_json(side_by_side_json(plans, ignored))
         else:
-            render_side_by_side(sglang, vllm, console)
-    elif vllm is not None:
-        if json:
-            emit_json(vllm_plan_json(vllm, ignored))
-        else:
-            render_vllm_plan(vllm, console, ignored)
+            render_side_by_side(plans, console)
+    elif json:
+        doc = plans[0].to_json(ignored)
+        if l3 is not None:
+            from kvledger.report.l3_view import l3_json
+            doc["l3"] = l3_json(l3)
+        emit_json(doc)
     else:
-        with user_errors():
-            l3 = None if l3_size is None else _l3(sglang, l3_size, l3_instances, l3_node_pages)
-        if json:
-            doc = plan_json(sglang, ignored)
-            if l3 is not None:
-                from kvledger.report.l3_view import l3_json
-                doc["l3"] = l3_json(l3)
-            emit_json(doc)
-        else:
-            render_plan(sglang, console, ignored)
-            if l3 is not None:
-                from kvledger.report.l3_view import render_l3
-                render_l3(l3, console)
-
-    if sglang is not None:
-        exit_if_unfit(sglang, check)
+        render_any(plans[0], console, ignored)
+        if l3 is not None:
+            from kvledger.report.l3_view import render_l3
+            render_l3(l3, console)
+    if check and any(p.fits(requests, context) is False for p in plans):
+        raise typer.Exit(1)
 
 
-def _l3(result, size_gib: float, instances: int, node_pages: int):
+def _l3(plans, size_gib: float, instances: int, node_pages: int):
+    """SGLang's store tier below host for the one plan: it needs per-token and per-state-slot
+    ledgers (vLLM's plan has per-block ones, and no store tier in kvledger)."""
     from math import isfinite
 
     from kvledger.core.units import GiB
@@ -99,9 +89,13 @@ def _l3(result, size_gib: float, instances: int, node_pages: int):
 
     if not isfinite(size_gib) or size_gib <= 0 or size_gib > 2**40:
         raise ValueError(f"--l3-size {size_gib}: expected a positive number of GiB")
-    return plan_l3(result.layout.page_tokens, token_bytes=result.ledgers.token.total_bytes,
-                   state_bytes=result.ledgers.state.total_bytes, l3_bytes=int(size_gib * GiB),
-                   instances=instances, node_pages=node_pages)
+    ledgers = plans[0].ledgers_by_name() if len(plans) == 1 else {}
+    if not {"per_token", "per_state_slot"} <= set(ledgers):
+        raise ValueError("--l3-size: sizes SGLang's store tier from its per-token and "
+                         "per-state-slot ledgers; plan one SGLang deployment (--engine sglang)")
+    return plan_l3(plans[0].page_tokens, token_bytes=ledgers["per_token"].total_bytes,
+                   state_bytes=ledgers["per_state_slot"].total_bytes,
+                   l3_bytes=int(size_gib * GiB), instances=instances, node_pages=node_pages)
 
 
 @command(help="Each number of the plan as a derivation line, after the assumptions it rests "
@@ -109,9 +103,9 @@ def _l3(result, size_gib: float, instances: int, node_pages: int):
 @option_group(PlanInputs, "inputs")
 def explain(ctx: typer.Context, inputs: PlanInputs, requests: RequestsOpt = None,
             context: ContextOpt = None, json: JsonOpt = False) -> None:
-    from kvledger.report.envelope import envelope
+    from kvledger.core.envelope import envelope
     from kvledger.report.explain import explain as explain_lines
-    from kvledger.report.plan_json import plan_notes
+    from kvledger.sglang.plan_json import plan_notes
 
     with user_errors():
         result, ignored = plan_from(inputs, ctx.args, requests=requests, context=context)
@@ -142,7 +136,7 @@ def models(json: JsonOpt = False) -> None:
                      "attention": arch.attn.value,
                      "linear": arch.state.kind.value if arch.state else None})
     if json:
-        from kvledger.report.envelope import envelope
+        from kvledger.core.envelope import envelope
 
         emit_json(envelope("models", {"models": rows}))
         return
@@ -161,7 +155,7 @@ def gpus(json: JsonOpt = False) -> None:
     from kvledger.core.gpus import CATALOGUE
 
     if json:
-        from kvledger.report.envelope import envelope
+        from kvledger.core.envelope import envelope
 
         emit_json(envelope("gpus", {"gpus": [
             {"name": g.name, "memory_bytes": g.memory_bytes, "arch": g.arch.value}

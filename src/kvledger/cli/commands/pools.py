@@ -16,7 +16,7 @@ from kvledger.sglang.launch import flags_help
 
 if TYPE_CHECKING:
     from kvledger.pools.accounting import PoolBytes
-    from kvledger.sglang.plan import Plan
+    from kvledger.sglang.plan import SglangPlan
 
 
 class PoolDevice(Enum):
@@ -32,7 +32,7 @@ FullOpt = Annotated[bool, typer.Option(
     "1,024 tokens and one request's state slots; caps given as SGLang flags are kept).")]
 
 
-def _counts(plan: Plan) -> dict[str, int]:
+def _counts(plan: SglangPlan) -> dict[str, int]:
     cap = plan.capacity
     return {"max_total_tokens": cap.max_total_tokens, "state_slots": cap.state_slots,
             "max_running_requests": cap.max_running_requests,

@@ -14,14 +14,14 @@ from kvledger.cli.options.sim import SimInputs
 from kvledger.cli.runners.simulation import run_simulation
 
 if TYPE_CHECKING:
-    from kvledger.sglang.plan import Plan
+    from kvledger.sglang.plan import SglangPlan
     from kvledger.sim.replay import SimResult
 
 HELP_TAIL = (" With --trace or --workload a simulation runs too. SGLang deployment flags may "
              "follow, as for `kvledger plan`.")
 
 
-def _simulate_if_asked(plan: Plan, sim: SimInputs) -> SimResult | None:
+def _simulate_if_asked(plan: SglangPlan, sim: SimInputs) -> SimResult | None:
     return run_simulation(plan, sim, progress=True) if sim.asked else None
 
 

@@ -8,11 +8,11 @@ from typing import Annotated
 import typer
 
 from kvledger.cli.app import command, console, emit_json, user_errors
+from kvledger.cli.options.groups import option_group
 from kvledger.cli.options.plan import (
     AvailOpt,
     CheckOpt,
     ContextOpt,
-    EngineChoice,
     EngineOpt,
     JsonOpt,
     ModelOpt,
@@ -21,6 +21,9 @@ from kvledger.cli.options.plan import (
     WeightsOpt,
     choose_engines,
 )
+from kvledger.cli.options.terms import VllmTerms
+from kvledger.cli.runners.compare_sides import side_engine, side_plan
+from kvledger.core.engines import Engine
 from kvledger.core.limits import MAX_GPUS
 from kvledger.model.config import DEFAULT_MODEL
 from kvledger.sglang.launch import parse_flags
@@ -50,6 +53,11 @@ FigureOpt = Annotated[Path | None, typer.Option(
 SIDE_HELP = ("SGLang flags of one deployment (or a pasted launch command), plus --gpu NAME "
              "and optionally --engine vllm (the same GPUs in vLLM's flags, or a pasted `vllm "
              "serve …`); flags given outside --a/--b apply to both.")
+
+
+def _print_notes(notes: tuple[str, ...]) -> None:
+    for note in notes:
+        console.print(f"note: {note}", style="yellow", highlight=False)
 
 
 def _parser(spelling: str):
@@ -105,20 +113,24 @@ def _axes(gpu, nodes, tp, dp, kv, ssm, replicas=None, base_tp: int = 1):
 
 @command(help="Plan a grid of deployments of one model (comma lists for --gpu, --nodes, --tp, "
          "--dp, --replicas, --kv-cache-dtype, --mamba-ssm-dtype, --engine): one row per "
-         "deployment and engine with deployment-wide totals (GPUs, running requests, tokens, "
-         "HBM per pool, binding constraint, requests per GPU). vLLM rows run the same GPUs with vLLM's flags (DP "
-         "attention → --data-parallel-size engines) and need --gpu. Other SGLang flags apply "
-         "to every row.")
-def sweep(ctx: typer.Context, model: ModelOpt = None, rules: RulesOpt = DEFAULT_RULES,
-          gpu: GpusOpt = None, nodes: NodesOpt = None, tp: TpOpt = None, dp: DpOpt = None,
+         "deployment and engine with deployment-wide totals (GPUs, running requests, requests "
+         "of C tokens held at once — like for like across engines, C = --context or each "
+         "engine's context length — tokens, HBM pools, what runs out first at C; --json and "
+         "--csv add HBM per pool, requests per GPU and the request-limit binding). vLLM rows "
+         "run the same GPUs with vLLM's flags (DP attention → --data-parallel-size engines) and "
+         "need --gpu. Other SGLang flags apply to every row.")
+@option_group(VllmTerms, "vllm")
+def sweep(ctx: typer.Context, vllm: VllmTerms, model: ModelOpt = None,
+          rules: RulesOpt = DEFAULT_RULES, gpu: GpusOpt = None, nodes: NodesOpt = None,
+          tp: TpOpt = None, dp: DpOpt = None,
           kv_cache_dtype: KvOpt = None, mamba_ssm_dtype: SsmOpt = None,
           replicas: ReplicasOpt = None, engine: EngineOpt = None, available_gib: AvailOpt = None,
           weights_gib: WeightsOpt = None, requests: RequestsOpt = None,
           context: ContextOpt = None, check: CheckOpt = False, csv: CsvOpt = None,
           figure: FigureOpt = None, json: JsonOpt = False) -> None:
-    from kvledger.report.sweep_json import sweep_json
-    from kvledger.report.sweep_view import sweep_table, write_sweep_csv
+    from kvledger.report.sweep_view import render_sweep, write_sweep_csv
     from kvledger.sizing import sweep as run_sweep
+    from kvledger.sizing.flag_plans import check_terms
 
     with user_errors():
         choice = choose_engines(engine, rules)
@@ -137,11 +149,12 @@ def sweep(ctx: typer.Context, model: ModelOpt = None, rules: RulesOpt = DEFAULT_
                      base_tp=parsed.deployment.tp_size)
         if axes.size() > 10_000:
             raise ValueError(f"the grid has {axes.size():,} deployments; expected at most 10,000")
+        terms = vllm.terms(weights_gib=weights_gib, available_gib=available_gib)
+        check_terms(terms, tuple(Engine(e) for e in engines))
         name = model or parsed.model_ref or DEFAULT_MODEL
         rows = run_sweep(name, axes, parsed.deployment, rules=sglang_rules,
-                         available_gib=available_gib, weights_gib=weights_gib,
                          requests=requests, context_tokens=context, engines=engines,
-                         vllm_rules=vllm_rules)
+                         vllm_rules=vllm_rules, terms=terms)
         if csv is not None:
             write_sweep_csv(rows, csv)
         if figure is not None:
@@ -151,14 +164,10 @@ def sweep(ctx: typer.Context, model: ModelOpt = None, rules: RulesOpt = DEFAULT_
                       else "catalogue memory − weights" if gpu else "100 GiB after weights")
             figure.parent.mkdir(parents=True, exist_ok=True)
             sweep_figure(name, rows, memory).savefig(figure)
-    notes = tuple(dict.fromkeys(n for r in rows for n in r.notes))
     if json:
-        emit_json(sweep_json(name, rules, rows, requests=requests, context_tokens=context,
-                             ignored_flags=parsed.ignored, notes=notes, engines=engines))
+        emit_json(rows.to_json(parsed.ignored))
     else:
-        console.print(sweep_table(f"{name}: {len(rows):,} deployments ({rules})", rows))
-        for note in notes:
-            console.print(f"note: {note}", style="yellow", highlight=False)
+        render_sweep(f"{name}: {len(rows):,} deployments ({rows.rules})", rows, console)
         for path in (csv, figure):
             if path is not None:
                 console.print(f"wrote {path}", highlight=False)
@@ -166,102 +175,39 @@ def sweep(ctx: typer.Context, model: ModelOpt = None, rules: RulesOpt = DEFAULT_
         raise typer.Exit(1)
 
 
-def _take(words: list[str], flag: str, expects: str) -> tuple[str | None, list[str]]:
-    """`flag VALUE` removed from `words` (a side's own option), and its value."""
-    if flag not in words:
-        return None, words
-    i = words.index(flag)
-    if i + 1 >= len(words):
-        raise ValueError(f"{flag}: expected {expects}")
-    return words[i + 1], words[:i] + words[i + 2:]
-
-
-def _side(text: str) -> tuple[str, str | None, list[str]]:
-    """A side's engine (default sglang), its --gpu, and its other words."""
-    from kvledger.core.words import split_words
-
-    gpu, words = _take(split_words(text), "--gpu", "a GPU name")
-    engine, words = _take(words, "--engine", "sglang or vllm")
-    if engine not in (None, "sglang", "vllm"):
-        raise ValueError(f"--engine {engine!r}: expected sglang or vllm (one per side)")
-    return engine or "sglang", gpu, words
-
-
-def _side_plan(text: str, common: list[str], model: str | None, choice: EngineChoice,
-               available_gib: float | None, weights_gib: float | None,
-               requests: int | None, context: int | None):
-    from kvledger.sglang.plan import make_plan
-
-    engine, gpu, words = _side(text)
-    if engine == "vllm":
-        return _vllm_side(words, common, model, choice.vllm_rules, gpu, available_gib,
-                          weights_gib, context)
-    parsed = parse_flags([*common, *words])
-    plan = make_plan(model or parsed.model_ref or DEFAULT_MODEL, parsed.deployment,
-                     rules=choice.sglang_rules,
-                     gpu=gpu, available_gib=None if gpu else available_gib,
-                     weights_gib=weights_gib, requests=requests, context_tokens=context)
-    return plan, parsed.ignored
-
-
-def _vllm_side(words: list[str], common: list[str], model: str | None, vrules: str,
-               gpu: str | None, available_gib: float | None, weights_gib: float | None,
-               context: int | None):
-    """A side planned with vLLM's rules: a pasted `vllm serve …`, or SGLang flags on the same
-    GPUs in vLLM's flags (`kvledger.sizing.vllm_point`)."""
-    from kvledger.sizing.vllm_point import vllm_deployment
-    from kvledger.vllm.flags import is_vllm_command, parse_vllm_command
-    from kvledger.vllm.plan import make_vllm_plan
-
-    if gpu is None:
-        raise ValueError("--engine vllm: the side needs --gpu (vLLM sizes its block pool from "
-                         "the GPU's memory × --gpu-memory-utilization)")
-    if available_gib is not None:
-        raise ValueError("--available-gib means a different figure to vLLM (its logged "
-                         "Available KV cache memory); a vLLM side needs --gpu")
-    if is_vllm_command(words):
-        parsed = parse_vllm_command(words)
-        vdep = parsed.deployment
-        if context is not None:
-            from dataclasses import replace
-
-            vdep = replace(vdep, max_model_len=context)
-        name, ignored = model or parsed.model_ref or DEFAULT_MODEL, parsed.ignored
-    else:
-        parsed = parse_flags([*common, *words])
-        vdep = vllm_deployment(parsed.deployment, context)
-        name, ignored = model or parsed.model_ref or DEFAULT_MODEL, parsed.ignored
-    return make_vllm_plan(name, vdep, rules=vrules, gpu=gpu, weights_gib=weights_gib), ignored
-
-
-@command(help="Two deployments side by side, each quantity marked when they differ. "
-         + SIDE_HELP)
-def compare(ctx: typer.Context,
+@command(help="Two deployments side by side, each quantity marked when they differ, with "
+         "both sides' requests of one length held at once (--context, else each side's "
+         "context length). " + SIDE_HELP)
+@option_group(VllmTerms, "vllm")
+def compare(ctx: typer.Context, vllm: VllmTerms,
             a: Annotated[str, typer.Option("--a", help="Deployment A. " + SIDE_HELP)],
             b: Annotated[str, typer.Option("--b", help="Deployment B.")],
             model: ModelOpt = None, rules: RulesOpt = DEFAULT_RULES,
             available_gib: AvailOpt = None, weights_gib: WeightsOpt = None,
             requests: RequestsOpt = None, context: ContextOpt = None,
             json: JsonOpt = False) -> None:
-    from kvledger.report.sweep_json import compare_json
     from kvledger.report.sweep_view import compare_table
     from kvledger.sizing.compare import compare as compare_plans  # the function, not its module
+    from kvledger.sizing.flag_plans import check_terms
 
     with user_errors():
         # --rules names at most one rule set per engine the two sides use
-        choice = choose_engines(",".join(dict.fromkeys(_side(t)[0] for t in (a, b))), rules)
-        plan_a, ignored_a = _side_plan(a, ctx.args, model, choice, available_gib, weights_gib,
-                                       requests, context)
-        plan_b, ignored_b = _side_plan(b, ctx.args, model, choice, available_gib, weights_gib,
-                                       requests, context)
-    diffs = compare_plans(plan_a, plan_b, requests=requests)
+        sides = tuple(dict.fromkeys(side_engine(t)[0] for t in (a, b)))
+        choice = choose_engines(",".join(sides), rules)
+        terms = vllm.terms(weights_gib=weights_gib, available_gib=available_gib)
+        check_terms(terms, tuple(Engine(e) for e in sides))
+        plan_a, ignored_a = side_plan(a, ctx.args, model, choice, terms, requests, context)
+        plan_b, ignored_b = side_plan(b, ctx.args, model, choice, terms, requests, context)
+    diffs = compare_plans(plan_a, plan_b, requests=requests, context_tokens=context)
     ignored = tuple(dict.fromkeys((*ignored_a, *ignored_b)))
     if json:
-        emit_json(compare_json(plan_a, plan_b, diffs, ignored_flags=ignored))
+        emit_json(diffs.to_json(ignored))
         return
     console.print(compare_table(diffs, f"A: {a}", f"B: {b}"))
-    console.print(f"{sum(d.differs for d in diffs)} of {len(diffs)} quantities differ",
-                  highlight=False)
+    console.print(f"{diffs.differences} of {len(diffs)} quantities differ", highlight=False)
+    for flag in ignored:
+        console.print(f"ignored flag: {flag}", style="yellow", highlight=False)
+    _print_notes(diffs.notes)
 
 
 @command(help="The cheapest deployments (fewest GPUs, then most headroom) that fit "
@@ -269,32 +215,39 @@ def compare(ctx: typer.Context,
          "command to paste, and why the other layouts fail. Other SGLang flags apply to "
          "every layout. --engine vllm (or sglang,vllm) searches vLLM's layouts of the same "
          "GPUs too, each with its `vllm serve` command.")
-def recommend(ctx: typer.Context,
+@option_group(VllmTerms, "vllm")
+def recommend(ctx: typer.Context, vllm: VllmTerms,
               requests: Annotated[int, typer.Option("--requests",
                                                     help="Concurrent requests (global).")],
               context: Annotated[int, typer.Option("--context", help="Tokens per request.")],
               gpu: GpusOpt = None, model: ModelOpt = None, rules: RulesOpt = DEFAULT_RULES,
-              engine: EngineOpt = None,
+              engine: EngineOpt = None, weights_gib: WeightsOpt = None,
               top: Annotated[int, typer.Option("--top", help="Layouts to list.")] = 5,
               json: JsonOpt = False) -> None:
-    from kvledger.report.sweep_json import recommend_json
     from kvledger.report.sweep_view import render_recommendations
     from kvledger.sizing import parse_axis
+    from kvledger.sizing.flag_plans import check_terms
     from kvledger.sizing.recommend import recommend as run_recommend
 
     with user_errors():
         if top < 1:
             raise ValueError(f"--top {top}: expected a positive integer")
         choice = choose_engines(engine, rules)
+        terms = vllm.terms(weights_gib=weights_gib)
+        # vLLM's terms also size the `vllm serve` command every SGLang fit carries
+        check_terms(terms, (*(Engine(e) for e in choice.engines), Engine.VLLM))
         parsed = parse_flags(ctx.args)
         name = model or parsed.model_ref or DEFAULT_MODEL
         gpus = parse_axis("--gpu", gpu, str) if gpu else None
         rec = run_recommend(name, requests=requests, context_tokens=context, gpus=gpus,
                             base=parsed.deployment, rules=choice.sglang_rules, top=top,
-                            engines=choice.engines, vllm_rules=choice.vllm_rules)
+                            engines=choice.engines, vllm_rules=choice.vllm_rules, terms=terms)
     if json:
-        emit_json(recommend_json(name, rec, ignored_flags=parsed.ignored))
+        emit_json(rec.to_json(parsed.ignored))
     else:
         render_recommendations(rec, console)
+        for flag in parsed.ignored:
+            console.print(f"ignored flag: {flag}", style="yellow", highlight=False)
+        _print_notes(rec.notes)
     if rec.best is None:
         raise typer.Exit(1)

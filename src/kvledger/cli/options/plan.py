@@ -20,7 +20,7 @@ import typer
 
 from kvledger.model.config import DEFAULT_MODEL, embedded_names
 from kvledger.sglang.launch import parse_flags
-from kvledger.sglang.plan import Plan, make_plan
+from kvledger.sglang.plan import SglangPlan, make_plan
 from kvledger.sglang.rules import DEFAULT_RULES, RULES
 from kvledger.sizing.axes import parse_axis
 from kvledger.vllm.flags import is_vllm_command
@@ -125,7 +125,7 @@ def choose_engines(engine: str | None, rules: str, extra: Sequence[str] = ()) ->
 
 
 def plan_from(inputs: PlanInputs, extra_args: list[str], *, requests: int | None = None,
-              context: int | None = None, check: bool = False) -> tuple[Plan, tuple[str, ...]]:
+              context: int | None = None, check: bool = False) -> tuple[SglangPlan, tuple[str, ...]]:
     """Build the plan from kvledger options plus SGLang flags / a pasted launch command."""
     if check and requests is None and context is None:
         raise ValueError("--check: needs a workload to check; give --requests and/or --context")
@@ -147,7 +147,7 @@ def plan_from(inputs: PlanInputs, extra_args: list[str], *, requests: int | None
     return plan, parsed.ignored
 
 
-def exit_if_unfit(plan: Plan, check: bool) -> None:
+def exit_if_unfit(plan: SglangPlan, check: bool) -> None:
     """With --check, a workload that does not fit is exit status 1 (after the output)."""
     if check and plan.workload is not None and not plan.workload.fits:
         raise typer.Exit(1)

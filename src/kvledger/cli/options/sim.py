@@ -26,7 +26,7 @@ from kvledger.sim.timing import Efficiency
 from kvledger.store.backend import BackendKind
 
 if TYPE_CHECKING:
-    from kvledger.sglang.plan import Plan
+    from kvledger.sglang.plan import SglangPlan
 
 SIM_DEFAULTS, COST_DEFAULTS = SimConfig(), StepCost()  # flag defaults are the dataclasses' own
 EFF_DEFAULTS = Efficiency()
@@ -139,7 +139,7 @@ class SimInputs:
     def asked(self) -> bool:
         return self.trace is not None or self.workload is not None
 
-    def config(self, plan: Plan) -> SimConfig:
+    def config(self, plan: SglangPlan) -> SimConfig:
         """The replay's settings; a write policy without a host tier is an input error."""
         policy = self.hicache_write_policy
         if policy is not None and not plan.layout.deployment.enable_hierarchical_cache:

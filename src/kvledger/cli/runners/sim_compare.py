@@ -10,10 +10,10 @@ from kvledger.cli.runners.simulation import load_inputs
 
 if TYPE_CHECKING:
     from kvledger.cli.options.sim import SimInputs
-    from kvledger.sglang.plan import Plan
+    from kvledger.sglang.plan import SglangPlan
 
 
-def run_compare(plan: Plan, work: SimInputs, *, figure_dir: Path | None, json: bool,
+def run_compare(plan: SglangPlan, work: SimInputs, *, figure_dir: Path | None, json: bool,
                 progress: bool, ignored: list[str]) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 

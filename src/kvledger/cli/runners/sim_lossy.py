@@ -19,7 +19,7 @@ from kvledger.cli.app import console, emit_json
 if TYPE_CHECKING:
     from kvledger.cache.policies.lossy_states import LossyCheckpoints
     from kvledger.cli.options.sim import SimInputs
-    from kvledger.sglang.plan import Plan
+    from kvledger.sglang.plan import SglangPlan
     from kvledger.sim.metrics import SimSummary
 
 
@@ -33,7 +33,7 @@ def _run_json(s: SimSummary) -> dict:
             "ttft_p95_ms": _ttft_p95(s)}
 
 
-def run_lossy(plan: Plan, work: SimInputs, *, kind: LossyCheckpoints, json: bool,
+def run_lossy(plan: SglangPlan, work: SimInputs, *, kind: LossyCheckpoints, json: bool,
               progress: bool, ignored: list[str]) -> None:
     from rich.table import Table
 

@@ -13,7 +13,7 @@ from kvledger.cli.app import console, emit_json
 
 if TYPE_CHECKING:
     from kvledger.cli.options.sim import SimInputs
-    from kvledger.sglang.plan import Plan
+    from kvledger.sglang.plan import SglangPlan
     from kvledger.sim.metrics import SimSummary
 
 
@@ -21,7 +21,7 @@ def _ttft_p95(summary: SimSummary) -> float | None:
     return None if summary.latency is None else summary.latency.ttft_ms.p95
 
 
-def run_slot_economy(plan: Plan, work: SimInputs, *, spec: str, json: bool, progress: bool,
+def run_slot_economy(plan: SglangPlan, work: SimInputs, *, spec: str, json: bool, progress: bool,
                      ignored: list[str]) -> None:
     from rich.table import Table
 

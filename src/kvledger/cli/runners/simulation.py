@@ -8,7 +8,7 @@ from kvledger.cli.app import err_console
 from kvledger.cli.options.sim import SimInputs
 
 if TYPE_CHECKING:
-    from kvledger.sglang.plan import Plan
+    from kvledger.sglang.plan import SglangPlan
     from kvledger.sim.replay import SimResult
     from kvledger.sim.workload import Workload
 
@@ -23,7 +23,7 @@ def load_inputs(work: SimInputs) -> Workload:
                          rate_per_s=work.rate, time_scale=work.time_scale)
 
 
-def run_simulation(plan: Plan, work: SimInputs, *, progress: bool) -> SimResult:
+def run_simulation(plan: SglangPlan, work: SimInputs, *, progress: bool) -> SimResult:
     """Load the workload and replay it, with a progress bar on stderr when asked: one line
     while a trace is read or requests are generated (a million take a minute), then one per
     request replayed."""

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 if TYPE_CHECKING:
-    from kvledger.sglang.plan import Plan
+    from kvledger.sglang.plan import SglangPlan
 
 # One colour per thing the article distinguishes, used the same way in every figure.
 PALETTE = {
@@ -45,7 +45,7 @@ mpl.rcParams.update({
 })
 
 
-def deployment_line(plan: Plan) -> str:
+def deployment_line(plan: SglangPlan) -> str:
     """Model, rule set, deployment, GPU and memory in one line: every figure carries it."""
     lay, dep = plan.layout, plan.layout.deployment
     memory = plan.capacity.memory.source  # names the GPU when there is one
@@ -55,7 +55,7 @@ def deployment_line(plan: Plan) -> str:
             f" · {gpu}{memory}")
 
 
-def stamp(fig: Figure, plan: Plan) -> Figure:
+def stamp(fig: Figure, plan: SglangPlan) -> Figure:
     """Add the deployment line to the figure's title (above any title it has)."""
     own = fig.get_suptitle()
     line = deployment_line(plan)

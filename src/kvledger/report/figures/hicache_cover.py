@@ -14,7 +14,7 @@ from matplotlib.patches import Rectangle
 
 from kvledger.report.figures.canvas import PALETTE, count_axis, gib, new_figure
 from kvledger.sglang.hicache import OUR_HOST, CopyStatus, HostObject, HostRules, host_token_ledger
-from kvledger.sglang.plan import Plan
+from kvledger.sglang.plan import SglangPlan
 
 STATUS_COLOUR = {
     CopyStatus.COPIED: PALETTE["ok"],
@@ -30,7 +30,7 @@ SHORT = {
 }
 
 
-def _device_bytes(plan: Plan) -> dict[HostObject, int]:
+def _device_bytes(plan: SglangPlan) -> dict[HostObject, int]:
     lay, cap = plan.layout, plan.capacity
     rows = cap.max_total_tokens + lay.page_tokens
     out = {HostObject.KV: rows * lay.kv_row.row_bytes * plan.model.num_full_layers}
@@ -43,7 +43,7 @@ def _device_bytes(plan: Plan) -> dict[HostObject, int]:
     return out
 
 
-def hicache_cover(plan: Plan) -> Figure:
+def hicache_cover(plan: SglangPlan) -> Figure:
     lay = plan.layout
     device = _device_bytes(plan)
     views = (HostRules.from_rules(lay.rules), OUR_HOST)  # as the plan's host tables

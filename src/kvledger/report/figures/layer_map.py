@@ -13,10 +13,10 @@ from matplotlib.patches import Rectangle
 
 from kvledger.model.arch import LayerKind
 from kvledger.report.figures.canvas import PALETTE, fits_width, new_figure
-from kvledger.sglang.plan import Plan
+from kvledger.sglang.plan import SglangPlan
 
 
-def layer_map(plan: Plan) -> Figure:
+def layer_map(plan: SglangPlan) -> Figure:
     lay, model = plan.layout, plan.model
     n = model.num_layers
     fig = new_figure(max(6.0, min(14.0, 0.2 * n + 2)), 2.6)

@@ -20,7 +20,7 @@ from matplotlib.patches import Rectangle
 
 from kvledger.report.figures.canvas import PALETTE, fits_width, gib, new_figure
 from kvledger.report.show import show_bytes, show_size
-from kvledger.sglang.plan import Plan
+from kvledger.sglang.plan import SglangPlan
 from kvledger.sglang.specs import GqaRowSpec
 
 
@@ -31,7 +31,7 @@ class Box(NamedTuple):
     colour: str
 
 
-def _levels(plan: Plan) -> tuple[list[Box], list[list[Box]]]:
+def _levels(plan: SglangPlan) -> tuple[list[Box], list[list[Box]]]:
     lay, cap, model = plan.layout, plan.capacity, plan.model
     rows = cap.max_total_tokens + lay.page_tokens
     kv_name = "k_buffer + v_buffer" if isinstance(lay.kv_row, GqaRowSpec) else "kv_buffer"
@@ -122,7 +122,7 @@ def _draw(ax: Axes, boxes: list[Box], x0: float, width: float, y: float, total: 
     return spans
 
 
-def pool_tree(plan: Plan) -> Figure:
+def pool_tree(plan: SglangPlan) -> Figure:
     cap = plan.capacity
     top, below = _levels(plan)
     fig = new_figure(9.0, 3.6)

@@ -17,12 +17,12 @@ from kvledger.model.arch import AttnKind
 from kvledger.report.figures.canvas import PALETTE, count_axis, new_figure
 from kvledger.sglang.deploy import DeploymentError, DsaBackend, KVDtype
 from kvledger.sglang.ledger import Ledger, token_ledger
-from kvledger.sglang.plan import Plan
+from kvledger.sglang.plan import SglangPlan
 from kvledger.sglang.resolve import resolve
 from kvledger.sglang.rules import RULES
 
 
-def _variants(plan: Plan) -> list[tuple[str, Ledger]]:
+def _variants(plan: SglangPlan) -> list[tuple[str, Ledger]]:
     lay = plan.layout
     dep = replace(lay.deployment, page_size=None)
     flavours = [("bf16", KVDtype.BF16, dep.dsa_backend)]
@@ -47,7 +47,7 @@ def _variants(plan: Plan) -> list[tuple[str, Ledger]]:
     return out
 
 
-def token_bytes(plan: Plan) -> Figure:
+def token_bytes(plan: SglangPlan) -> Figure:
     variants = _variants(plan)
     fig = new_figure(7.5, 0.55 * len(variants) + 1.6)
     ax = fig.add_subplot()

@@ -1,8 +1,4 @@
-"""The SGLang (and vLLM) launch command that reproduces a deployment, to paste on the servers.
-
-`vllm_command` writes `vllm serve MODEL …` with the flags of a VllmDeployment that differ
-from vLLM's defaults, in vLLM's spellings (`VllmDeployment` field metadata); it parses back
-with `kvledger.vllm.flags.parse_vllm_command`, which the tests check.
+"""The SGLang launch command that reproduces a deployment, to paste on the servers.
 
 Only flags that differ from SGLang's defaults are written, in their spelling every release
 accepts (`kvledger.sglang.launch.flags`); the command parses back to the same deployment
@@ -24,8 +20,6 @@ from enum import Enum
 
 from kvledger.sglang.deploy import Deployment
 from kvledger.sglang.launch.flags import FLAGS
-from kvledger.vllm.deploy import FIELD_FLAGS as VLLM_FLAGS
-from kvledger.vllm.deploy import VllmDeployment
 
 # Deployment field → the spelling every release's parser registers. The DSA backend pair is
 # written as the two --dsa-* flags (0.5.21 and 0.5.23 register only those).
@@ -60,37 +54,3 @@ def sglang_command(model_ref: str, dep: Deployment, *, nodes: int = 1) -> str:
         words += [flag] if value is True else [flag, _value(value)]
     line = shlex.join(words)
     return f"{line} {_MULTI_NODE.format(nodes=nodes)}" if nodes > 1 else line
-
-
-_VLLM_DEFAULTS = VllmDeployment()
-# Written as vLLM's parser spells them; speculative decoding is a JSON --speculative-config,
-# which a sweep point never sets.
-_VLLM_WRITABLE = ("tensor_parallel_size", "data_parallel_size", "gpu_memory_utilization",
-                  "max_model_len", "max_num_seqs", "kv_cache_dtype", "mamba_cache_dtype",
-                  "mamba_ssm_cache_dtype", "block_size", "enable_prefix_caching",
-                  "enforce_eager")
-
-
-def vllm_command(model_ref: str, dep: VllmDeployment) -> str:
-    """`vllm serve MODEL …` for `dep`: the flags that differ from vLLM's defaults.
-
-    >>> vllm_command("Qwen/Qwen3-Next-80B-A3B-Instruct",
-    ...              VllmDeployment(tensor_parallel_size=2, data_parallel_size=4,
-    ...                             max_model_len=32768))
-    'vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --tensor-parallel-size 2 --data-parallel-size 4 --max-model-len 32768'
-    """
-    words = ["vllm", "serve", model_ref]
-    for name in _VLLM_WRITABLE:
-        value = getattr(dep, name)
-        if value == getattr(_VLLM_DEFAULTS, name):
-            continue
-        flag = VLLM_FLAGS[name]
-        if isinstance(value, bool):
-            words.append(flag if value else "--no-" + flag.removeprefix("--"))
-        else:
-            words += [flag, _value(value)]
-    unwritten = [n for n in ("kv_cache_memory_bytes", "mamba_cache_mode",
-                             "num_speculative_tokens")
-                 if getattr(dep, n) != getattr(_VLLM_DEFAULTS, n)]
-    assert not unwritten, f"vllm_command does not write VllmDeployment.{unwritten}"
-    return shlex.join(words)
