@@ -135,8 +135,8 @@ def test_rules_objects_carry_the_defects_declaratively():
 def test_plan_json_and_view_show_both_host_views():
     from rich.console import Console
 
-    from kvledger.report.plan_json import plan_json
     from kvledger.report.plan_view import host_tables
+    from kvledger.sglang.plan_json import plan_json
 
     plan = make_plan(deployment=Deployment(kv_cache_dtype=KVDtype.FP8_E4M3,
                                            enable_hierarchical_cache=True))

@@ -5,7 +5,9 @@ Rooms, bottom up (a room imports only the ones above it in this list):
 - `bounds.py`, `reading.py`: the range of every numeric option, and how words are read
   (spellings, abbreviations, values that do not parse).
 - `app.py`: the typer app and the conventions every command shares (flag spelling, one
-  `error: …` line, the JSON envelope, exit codes).
+  `error: …` line, the JSON envelope, exit codes); beside it `reading.py` (how words are
+  read: spellings, abbreviations, human counts), `bounds.py` (the range of every numeric
+  option) and `streams.py` (closed, full or narrow standard streams).
 - `options/`: option schemas, dataclasses of typer options (`plan.py`: the deployment and
   engine inputs; `terms.py`: vLLM's memory terms; `sim.py`: workload and simulation;
   `groups.py`: folds a dataclass of options into one parameter).

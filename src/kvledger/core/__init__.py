@@ -14,6 +14,7 @@ Files:
 - `version.py`: the package version.
 - `values.py`: flag-value parsers (`integer`, `human_int`, choices).
 - `words.py`: a pasted command line split as a POSIX shell splits it.
+- `inputs.py`: text inputs of bounded size (regular files only, bounded lines).
 - `registry.py`: `RuleRegistry`, the release table each engine's rule sets live in.
 - `gpus.py`: the GPU catalogue behind `--gpu`.
 - `extras.py`: which optional extra installs what, and the error when it is missing.

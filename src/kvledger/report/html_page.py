@@ -20,9 +20,9 @@ from kvledger.report.html_tables import (
     totals_table,
     workload_table,
 )
-from kvledger.report.plan_json import plan_notes
 from kvledger.report.show import UNITS_LEGEND, show_fraction, show_ms
 from kvledger.sglang.plan import SglangPlan
+from kvledger.sglang.plan_json import plan_notes
 from kvledger.sim.replay import SimResult
 
 CSS = """

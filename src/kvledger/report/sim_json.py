@@ -1,6 +1,6 @@
 """The `kvledger simulate --json` document.
 
-Schema `kvledger.simulate/2`, inside the common envelope (`report.envelope`: schema,
+Schema `kvledger.simulate/2`, inside the common envelope (`core.envelope`: schema,
 kvledger_version, ignored_flags, notes — the plan's assumptions, then the replay's):
 
     workload, csv (the --csv path or null), requests{offered, finished, unfinished[{rid, reason}]},
@@ -39,8 +39,8 @@ from dataclasses import asdict, fields
 from typing import Any
 
 from kvledger.cache.host_stats import HostStats
+from kvledger.core.envelope import envelope, schema_name
 from kvledger.report import hit_rates
-from kvledger.report.envelope import envelope, schema_name
 from kvledger.sim.metrics import SimSummary
 from kvledger.sim.series import Constraint
 

@@ -11,6 +11,8 @@ never recomputed here, and nothing here asks which engine made a plan.
 - recommend.py  the cheapest layouts that fit a workload, and why the others do not
 - translate.py  the flags both engines share, for side-by-side plans
 - vllm_point.py   a point under vLLM's rules: the same GPUs in vLLM's flags
+- flag_plans.py   one deployment given as one engine's flags, planned by every engine asked
+- documents.py    the sweep, compare and recommend `--json` documents
 The launch command of a plan is its own (`EnginePlan.launch_command`: `sglang_command`,
 `vllm_command`, re-exported here).
 """

@@ -61,8 +61,8 @@ def check_log_cmd(file: FileArg, model: ModelOpt = None, rules: RulesOpt = None,
         print_error(str(exc))
         raise typer.Exit(2) from None
     if json:
+        from kvledger.core.envelope import envelope
         from kvledger.report.checklog_view import checklog_doc
-        from kvledger.report.envelope import envelope
 
         emit_json(envelope("check-log", checklog_doc(result), notes=result.notes))
     else:

@@ -64,8 +64,8 @@ def _table(title: str, rows: tuple[PoolBytes, ...]) -> Table:
          epilog=flags_help())
 @option_group(PlanInputs, "inputs")
 def pools(ctx: typer.Context, inputs: PlanInputs, device: DeviceOpt = PoolDevice.CPU, full: FullOpt = False, json: JsonOpt = False) -> None:
+    from kvledger.core.envelope import envelope
     from kvledger.core.extras import MEMORY
-    from kvledger.report.envelope import envelope
 
     with user_errors():
         MEMORY.require("kvledger pools (device pools)")

@@ -151,7 +151,7 @@ def replay(ctx: typer.Context, inputs: PlanInputs,
     doc["trace"] = str(trace)
     doc["out"] = str(out) if out else None
     if json:
-        from kvledger.report.envelope import envelope
+        from kvledger.core.envelope import envelope
 
         ignored = [n.removeprefix("ignored flag: ") for n in notes if n.startswith("ignored flag: ")]
         emit_json(envelope("replay", doc, ignored_flags=ignored,

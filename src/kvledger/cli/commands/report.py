@@ -33,7 +33,7 @@ def figures(ctx: typer.Context, inputs: PlanInputs, sim: SimInputs,
             out: Annotated[Path, typer.Option("--out", help="Directory for the files.",
                                               file_okay=False)] = Path("figures"),
             json: JsonOpt = False) -> None:
-    from kvledger.report.envelope import envelope
+    from kvledger.core.envelope import envelope
     from kvledger.report.figures import write_figures
 
     with user_errors():
@@ -62,7 +62,7 @@ def report(ctx: typer.Context, inputs: PlanInputs, sim: SimInputs,
                                              dir_okay=False)] = Path("report.html"),
            requests: RequestsOpt = None, context: ContextOpt = None,
            json: JsonOpt = False) -> None:
-    from kvledger.report.envelope import envelope
+    from kvledger.core.envelope import envelope
     from kvledger.report.html_page import Provenance, render_report
 
     with user_errors():

@@ -62,8 +62,8 @@ def verify(workload: VerifyWorkloadOpt = None,
            state_eviction: EvictionOpt = StateEviction.LRU,
            host_state_backup: StateBackupOpt = None,
            lossy_checkpoints: LossyOpt = None, json: JsonOpt = False) -> None:
+    from kvledger.core.envelope import envelope
     from kvledger.core.extras import MEMORY
-    from kvledger.report.envelope import envelope
 
     with user_errors():
         MEMORY.require("kvledger verify (the reference engine)")

@@ -17,7 +17,7 @@ def run_compare(plan: SglangPlan, work: SimInputs, *, figure_dir: Path | None, j
                 progress: bool, ignored: list[str]) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    from kvledger.report.envelope import envelope
+    from kvledger.core.envelope import envelope
     from kvledger.report.policy_compare import (
         COMPARE_PAIRS,
         compare_policies,

@@ -39,7 +39,7 @@ def run_lossy(plan: SglangPlan, work: SimInputs, *, kind: LossyCheckpoints, json
 
     from kvledger.cache.policies.lossy_states import label, lossy_plan, lossy_states
     from kvledger.cli.runners.simulation import run_simulation
-    from kvledger.report.envelope import envelope
+    from kvledger.core.envelope import envelope
 
     if plan.layout.state is None:
         raise ValueError(f"--lossy-checkpoints {kind.value}: {plan.model.source} has no "

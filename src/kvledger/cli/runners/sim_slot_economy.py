@@ -32,7 +32,7 @@ def run_slot_economy(plan: SglangPlan, work: SimInputs, *, spec: str, json: bool
         slot_economy,
     )
     from kvledger.cli.runners.simulation import run_simulation
-    from kvledger.report.envelope import envelope
+    from kvledger.core.envelope import envelope
 
     if plan.layout.state is None:
         raise ValueError(f"--slot-economy {spec}: {plan.model.source} has no state slots")

@@ -38,8 +38,8 @@ def lossy_names(names: tuple[str, ...], *, named: bool) -> tuple[tuple[str, ...]
 def run_lossy_verify(names: tuple[str, ...], *, named: bool, kind: LossyCheckpoints,
                      admission: StateAdmission, eviction: StateEviction, json: bool) -> None:
     from kvledger.cache.policies.lossy_states import label
+    from kvledger.core.envelope import envelope
     from kvledger.engine.lossy import lossy_difference
-    from kvledger.report.envelope import envelope
 
     runnable, skipped = lossy_names(names, named=named)
     diffs = [lossy_difference(n, kind, admission=admission, eviction=eviction)
