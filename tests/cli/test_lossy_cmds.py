@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
+import re
+from dataclasses import replace
 
 import pytest
 from typer.testing import CliRunner
 
+from kvledger.cache.policies.lossy_states import LossyCheckpoints
 from kvledger.cli import app
 
 runner = CliRunner()
@@ -69,9 +73,15 @@ def test_verify_measures_and_never_claims_bit_identical():
     assert (doc["bit_exact"], doc["proof"]) == (False, False) and "all_match" not in doc
     assert "not a proof" in doc["notes"][0]
     (row,) = doc["workloads"]
-    assert row["workload"] == "shared-system" and row["kind"] == "int8"
-    assert 0 < row["max_logit_difference"] == pytest.approx(0.0431, abs=1e-3)
-    assert (row["changed_requests"], row["changed_tokens"], row["generated_tokens"]) == (0, 0, 40)
+    assert set(row) == {"workload", "kind", "requests", "cached_prompt_tokens",
+                        "generated_tokens", "max_logit_difference", "changed_requests",
+                        "changed_tokens"}
+    # the scheduler's counts are fixed; how far logits move and which tokens change depends on
+    # the CPU (`tests/engine/test_lossy.py`), so only what holds everywhere is asserted
+    assert (row["workload"], row["kind"], row["requests"]) == ("shared-system", "int8", 10)
+    assert (row["generated_tokens"], row["cached_prompt_tokens"]) == (40, 128)
+    assert 0 < row["max_logit_difference"] < math.inf
+    assert 0 <= row["changed_requests"] <= row["changed_tokens"] <= row["generated_tokens"]
 
 
 def test_verify_table_labels_the_measurement():
@@ -79,7 +89,10 @@ def test_verify_table_labels_the_measurement():
                                  "fp8"])
     assert result.exit_code == 0, result.output
     assert "what-if (lossy, not bit-exact)" in result.output
-    assert "not a proof" in result.output and "0 / 36" in result.output
+    assert "not a proof" in result.output
+    # requests, cached prompt tokens, then the measured cells (CPU-dependent) and "k / 36"
+    assert re.search(r"tiny-pools\W+9\W+32\W+[0-9.e+-]+\W+[0-9]\W+[0-9]+ / 36\b",
+                     result.output), result.output
 
 
 def test_verify_skips_host_workloads_by_default_and_refuses_one_named(monkeypatch):
@@ -87,17 +100,19 @@ def test_verify_skips_host_workloads_by_default_and_refuses_one_named(monkeypatc
     from kvledger.engine.workloads import DEFAULT_WORKLOADS
 
     seen = []
-    real = lossy_module.lossy_difference
+    measured = lossy_module.lossy_difference("tiny-pools", LossyCheckpoints.INT8)
 
     def spy(name, kind, **policies):
-        seen.append(name)
-        return real("tiny-pools", kind, **policies)
+        seen.append(name)  # which workloads the command asks for; one real measurement serves
+        return replace(measured, workload=name)
 
     monkeypatch.setattr(lossy_module, "lossy_difference", spy)
     result = runner.invoke(app, ["verify", "--lossy-checkpoints", "int8", "--json"])
     assert result.exit_code == 0, result.output
     assert seen == [n for n in DEFAULT_WORKLOADS if not n.startswith("host-")]
-    assert json.loads(result.output)["skipped_workloads"] == ["host-write-back"]
+    doc = json.loads(result.output)
+    assert doc["skipped_workloads"] == ["host-write-back"]
+    assert [row["workload"] for row in doc["workloads"]] == seen
     named = runner.invoke(app, ["verify", "--workload", "host-write-back",
                                 "--lossy-checkpoints", "int8"])
     assert named.exit_code == 2 and "device states only" in named.output

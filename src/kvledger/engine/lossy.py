@@ -28,10 +28,10 @@ from kvledger.cache.policies.lossy_states import LossyCheckpoints
 from kvledger.cache.token_rows import TokenRows
 from kvledger.engine.cached import ENGINE_DEPLOYMENT, PrefixCache
 from kvledger.engine.fresh import FreshCache
-from kvledger.engine.loop import Engine
+from kvledger.engine.loop import Engine, EngineStats, Generation
 from kvledger.engine.memory import build_device_pools
 from kvledger.engine.model import TinyModel
-from kvledger.engine.script import run_script
+from kvledger.engine.script import Script, run_script
 from kvledger.engine.verify import engine_policies_for
 from kvledger.engine.workloads import WORKLOADS, Workload
 from kvledger.sglang.resolve import state_slots_per_request
@@ -93,6 +93,48 @@ class LossyDifference:
     changed_tokens: int  # generated positions whose token differs (after a change, all may)
 
 
+@dataclass(frozen=True, slots=True)
+class LossyRuns:
+    """One workload run twice: cached with `kind` checkpoints, and cache-free; requests in
+    script order. Which tokens change, and by how much logits move, depends on the CPU (the
+    model's weights come from ``torch.randn``, whose vectorised kernels differ by CPU
+    capability, and a near-tie flips a token or an index selection), so only the counts the
+    scheduler decides (requests, cached prompt tokens) are fixed."""
+
+    workload: str
+    kind: LossyCheckpoints
+    script: Script
+    lossy: tuple[Generation, ...]
+    exact: tuple[Generation, ...]
+    stats: EngineStats  # the cached run's
+
+    def prompts(self, outs: tuple[Generation, ...]) -> list[tuple[int, ...]]:
+        """Every request's prompt as `run_script` built it from `outs` (a follow-up resends
+        the parent's output, so a changed token changes its children's prompts)."""
+        texts: list[tuple[int, ...]] = []
+        turns = [turn for wave in self.script.waves for turn in wave]
+        prompts = []
+        for turn, out in zip(turns, outs, strict=True):
+            parent = texts[turn.parent] if turn.parent is not None else ()
+            prompt = parent[: turn.prefix_tokens(len(parent))] + turn.tokens
+            prompts.append(prompt)
+            texts.append(prompt + out.token_ids)
+        return prompts
+
+    def difference(self) -> LossyDifference:
+        pairs = list(zip(self.lossy, self.exact, strict=True))
+        diff = max(float((a.logits - b.logits).abs().max()) for a, b in pairs)
+        changed = sum(a.token_ids != b.token_ids for a, b in pairs)
+        tokens = sum(x != y for a, b in pairs
+                     for x, y in zip(a.token_ids, b.token_ids, strict=True))
+        return LossyDifference(workload=self.workload, kind=self.kind,
+                               requests=self.stats.requests,
+                               cached_prompt_tokens=self.stats.cached_prompt_tokens,
+                               generated_tokens=self.stats.generated_tokens,
+                               max_logit_difference=diff, changed_requests=changed,
+                               changed_tokens=tokens)
+
+
 def lossy_workload(name: str) -> Workload:
     """The named workload, if the what-if covers it (device states only)."""
     if name not in WORKLOADS:
@@ -104,10 +146,10 @@ def lossy_workload(name: str) -> Workload:
     return workload
 
 
-def lossy_difference(name: str, kind: LossyCheckpoints = LossyCheckpoints.INT8, *,
-                     admission: StateAdmission = StateAdmission.ENGINE,
-                     eviction: StateEviction = StateEviction.LRU) -> LossyDifference:
-    """Run workload `name` with `kind` cached checkpoints and cache-free; compare outputs."""
+def lossy_runs(name: str, kind: LossyCheckpoints = LossyCheckpoints.INT8, *,
+               admission: StateAdmission = StateAdmission.ENGINE,
+               eviction: StateEviction = StateEviction.LRU) -> LossyRuns:
+    """Run workload `name` with `kind` cached checkpoints and cache-free."""
     workload = lossy_workload(name)
     script = workload.script()
     longest = max(script.request_tokens(workload.max_new_tokens))
@@ -132,12 +174,12 @@ def lossy_difference(name: str, kind: LossyCheckpoints = LossyCheckpoints.INT8, 
         runs.append((run_script(engine, script, workload.max_new_tokens), engine.stats))
         request_cache.check_integrity()
     (lossy, stats), (exact, _) = runs
-    pairs = list(zip(lossy, exact, strict=True))
-    diff = max(float((a.logits - b.logits).abs().max()) for a, b in pairs)
-    changed = sum(a.token_ids != b.token_ids for a, b in pairs)
-    tokens = sum(x != y for a, b in pairs for x, y in zip(a.token_ids, b.token_ids, strict=True))
-    return LossyDifference(workload=name, kind=kind, requests=stats.requests,
-                           cached_prompt_tokens=stats.cached_prompt_tokens,
-                           generated_tokens=stats.generated_tokens,
-                           max_logit_difference=diff, changed_requests=changed,
-                           changed_tokens=tokens)
+    return LossyRuns(workload=name, kind=kind, script=script, lossy=tuple(lossy),
+                     exact=tuple(exact), stats=stats)
+
+
+def lossy_difference(name: str, kind: LossyCheckpoints = LossyCheckpoints.INT8, *,
+                     admission: StateAdmission = StateAdmission.ENGINE,
+                     eviction: StateEviction = StateEviction.LRU) -> LossyDifference:
+    """Run workload `name` with `kind` cached checkpoints and cache-free; compare outputs."""
+    return lossy_runs(name, kind, admission=admission, eviction=eviction).difference()
