@@ -114,11 +114,14 @@ def test_torch_loads_only_with_the_host_tier():
         "args = ['simulate', '--workload', 'chat', '--num-requests', '5', '--no-progress']\n"
         "assert CliRunner().invoke(app, args).exit_code == 0\n"
         "print('torch' in sys.modules)\n"
+        "assert CliRunner().invoke(app, [*args, '--l3-size', '10']).exit_code == 0\n"
+        "print(any(m in sys.modules for m in ('torch', 'xxhash', 'redis')))\n"
         "assert CliRunner().invoke(app, [*args, '--enable-hierarchical-cache']).exit_code == 0\n"
         "print('torch' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "True"], out.stdout
+    # the store tier in accounting mode needs neither torch nor the store extra's clients
+    assert out.stdout.split() == ["False", "False", "True"], out.stdout
 
 
 def test_simulate_with_a_store_tier_reports_its_hits_and_bytes():

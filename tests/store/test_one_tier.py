@@ -3,8 +3,9 @@ engine over a real store (real bytes) restore the same prompt tokens from one wo
 
 The workload is a Mooncake trace of six requests far apart (each runs alone), replayed on
 the same memory in both: 64-token pages, 32 device pages (``--max-total-tokens 2048``), the
-plan's 343 state slots, no host tier, a state grid of 64 tokens, one prefill chunk per
-prompt, 4 output tokens. A 1,000-token prompt caches 960 tokens (15 pages and the state
+plan's 343 state slots, a state grid of 64 tokens, one prefill chunk per prompt, 4 output
+tokens; no host tier, or the plan's at ``--hicache-ratio 1`` (33 pages, 344 state slots:
+two cached prompts), written through, so the store serves what both dropped. A 1,000-token prompt caches 960 tokens (15 pages and the state
 after them) and needs 16 pages while it runs, so the third distinct prompt evicts the first:
 the revisits (requests 3 and 4) come back from the store; request 5 shares only 512 tokens
 with request 0, less than any stored group. The engine's token ids are bytes drawn per
@@ -23,7 +24,7 @@ from typer.testing import CliRunner
 from kvledger.cli import app
 from kvledger.engine.cached import prefix_cache
 from kvledger.engine.loop import Engine
-from kvledger.engine.memory import PoolSizes, StoreTierSpec
+from kvledger.engine.memory import HostTier, PoolSizes, StoreTierSpec
 from kvledger.sim.trace import TRACE_PAGE_TOKENS
 from store.store_harness import CFG, model
 
@@ -33,6 +34,8 @@ REQUESTS = (((0, 1), 1000), ((2, 3), 1000), ((4, 5), 1000), ((0, 1), 1000), ((2,
 OUTPUT_TOKENS = 4
 PAGE = 64
 SIZES = PoolSizes(page_tokens=PAGE, num_pages=32, num_state_slots=343, max_running_requests=2)
+HOST = HostTier(num_pages=33, num_state_slots=344)  # int(1 · 2,048) // 64 + 1, int(343) + 1
+HOST_FLAGS = ("--enable-hierarchical-cache", "--hicache-ratio", "1")
 
 
 def _trace(path) -> None:
@@ -42,12 +45,12 @@ def _trace(path) -> None:
                                 "output_length": OUTPUT_TOKENS, "hash_ids": list(ids)}) + "\n")
 
 
-def simulated(tmp_path) -> dict:
+def simulated(tmp_path, *, host: bool) -> dict:
     _trace(tmp_path / "trace.jsonl")
     result = CliRunner().invoke(app, [
         "simulate", "--trace", str(tmp_path / "trace.jsonl"), "--max-total-tokens", "2048",
         "--kv-cache-dtype", "fp8_e4m3", "--l3-size", "4", "--l3-backend", "local-dir",
-        "--json", "--no-progress"])
+        *(HOST_FLAGS if host else ()), "--json", "--no-progress"])
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
 
@@ -60,9 +63,11 @@ def _prompt(ids: tuple[int, ...], length: int) -> list[int]:
     return tokens[:length]
 
 
-def real_bytes(backend) -> tuple[int, list[int]]:
-    """Restored tokens and per-request cached prompt tokens of the engine over `backend`."""
-    cache = prefix_cache(CFG, SIZES, store=StoreTierSpec(backend=backend, salt=uuid.uuid4().hex))
+def real_bytes(backend, *, host: bool):
+    """The engine over `backend`: its cache (closed) and every request's cached prompt
+    tokens."""
+    cache = prefix_cache(CFG, SIZES, host=HOST if host else None,
+                         store=StoreTierSpec(backend=backend, salt=uuid.uuid4().hex))
     engine = Engine(model(), cache, chunk_tokens=1024, max_running_requests=1)
     hits = []
     for ids, length in REQUESTS:  # one at a time, as the trace's gaps make them
@@ -70,17 +75,17 @@ def real_bytes(backend) -> tuple[int, list[int]]:
         hits.append(out.cached_prompt_tokens)
         cache.cache.store.flush()  # written through before the next arrival, as in the replay
     cache.check_integrity()
-    tier = cache.cache.store
-    tier.close()
-    return tier.stats.restored_pages * PAGE, hits
+    cache.cache.store.close()
+    return cache.cache, hits
 
 
-@pytest.mark.parametrize("kind", ["local-dir", "redis"])
-def test_simulate_and_the_real_tier_restore_the_same_tokens(tmp_path, clients, kind):
+@pytest.mark.parametrize(("kind", "host"), [("local-dir", False), ("redis", True)])
+def test_simulate_and_the_real_tier_restore_the_same_tokens(tmp_path, clients, kind, host):
     from kvledger.store.backend import BackendKind
 
-    doc = simulated(tmp_path)
-    restored, hits = real_bytes(clients(BackendKind(kind)))
+    doc = simulated(tmp_path, host=host)
+    hybrid, hits = real_bytes(clients(BackendKind(kind)), host=host)
+    restored = hybrid.store.stats.restored_pages * PAGE
     store = doc["store"]
     assert store["restored_tokens"] == restored == 2 * 960  # requests 3 and 4, 15 pages each
     # every request looked the store up (none had its prompt cached with a state); request
@@ -91,3 +96,8 @@ def test_simulate_and_the_real_tier_restore_the_same_tokens(tmp_path, clients, k
     assert hits == [0, 0, 0, 960, 960, 0]
     assert doc["tokens"]["usable_hit"] == sum(hits)
     assert doc["tokens"]["hit"] == sum(hits) + 512
+    if host:  # the host tier saw the same traffic (the engine counts tokens, the replay pages)
+        sim, real = doc["host"], hybrid.tier.stats()
+        assert (sim["capacity_pages"], sim["capacity_slots"]) == (33, 344)
+        assert (sim["backup_pages"], sim["host_evicted_pages"]) == (
+            real.backup_pages // PAGE, real.host_evicted_pages // PAGE) == (75, 45)

@@ -5,6 +5,9 @@ facade moves indices between them. Two modes run this same code, differing only 
 rows object: real bytes (`TokenRows`: torch pools, the tree keys tokens; the reference
 engine and `kvledger verify`) and accounting (`PageRows`: numpy page ids, the tree keys whole
 pages; the simulator, no torch). All lengths here are tokens; ``unit`` converts tree lengths.
+Below the host tier a store tier (`kvledger.cache.store_tier.StoreTier`, in either mode) is
+told of every insert, hit and eviction, and before matching may hand back a prefix it read,
+which enters through `adopt_restored` as a device hit.
 
 A request's life, as SGLang's MambaRadixCache and scheduler run it (page P, checkpoint grid
 G = lcm(linear chunk, P), decode track interval I)::
