@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kvledger.store.accounting import AccountingStore, StoreLink, prefix_chain
+from kvledger.store.accounting import AccountingStore, prefix_chain
 from kvledger.store.backend import BackendKind
+from kvledger.store.link import StoreLink
 from kvledger.store.queue import StoreTimeout
 
 LINK = StoreLink(backend=BackendKind.REDIS, get_gbps=1.0, put_gbps=2.0, latency_ms=0.5)

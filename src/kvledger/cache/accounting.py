@@ -32,7 +32,8 @@ from kvledger.host.policy import BackupPolicy
 from kvledger.host.state_backup import HostStateBackup
 from kvledger.plan import Plan
 from kvledger.pools.ids import StateSlotAllocator
-from kvledger.store.accounting import AccountingStore, L3Config
+from kvledger.store.accounting import AccountingStore
+from kvledger.store.link import L3Config
 from kvledger.tree import FULL_ONLY, RadixTree
 
 MAMBA_CHUNK_TOKENS = 64  # the linear-attention chunk of GLM-5.3-Flash's KDA layers

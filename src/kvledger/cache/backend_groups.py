@@ -20,9 +20,9 @@ import numpy as np
 from kvledger.cache.store_codec import PageCodec
 from kvledger.store.backend import StoreBackend
 from kvledger.store.group import group_write
+from kvledger.store.group_store import GroupAck, PrefixRead
 from kvledger.store.keys import Namespace, page_keys
 from kvledger.store.queue import StoreQueue
-from kvledger.store.results import GroupAck, PrefixRead
 from kvledger.store.transfer import read_prefix, write_group
 
 

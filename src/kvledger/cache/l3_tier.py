@@ -1,9 +1,9 @@
 """L3Tier: the third tier — object groups in a shared store, below device and host.
 
 One implementation of `kvledger.cache.store_tier.StoreTier` for both of the facade's modes;
-only its `GroupStore` differs: real bytes on a server (`kvledger.cache.backend_groups`:
-the engine, `kvledger verify --workload l3-*`) or sizes in accounting mode
-(`kvledger.store.accounting`: `kvledger simulate --l3-size`). The facade calls its hooks:
+only its `kvledger.store.group_store.GroupStore` differs: real bytes on a server
+(`kvledger.cache.backend_groups`: the engine, `kvledger verify --workload l3-*`) or sizes in
+accounting mode (`kvledger.store.accounting`: `kvledger simulate --l3-size`). The facade calls its hooks:
 
     prefetch(cache, keys)  before matching: when the store may hold a longer prefix than
                            device + host, read the longest committed one (the request
@@ -33,15 +33,15 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from kvledger.cache.store_tier import StoreStats
 from kvledger.host.policy import POLICIES, BackupPolicy
-from kvledger.store.backend import BackendKind, StoreUnavailable
+from kvledger.store.backend import StoreUnavailable
+from kvledger.store.group_store import GroupAck, GroupStore, PrefixRead
 from kvledger.store.queue import StoreTimeout
-from kvledger.store.results import GroupAck, PrefixRead
 from kvledger.tree import Node, RadixTree
 from kvledger.tree.node import TOKEN_DTYPE
 
@@ -65,43 +65,6 @@ class PrefetchTimeout:
 
     def for_tokens(self, num_tokens: int) -> float:
         return min(self.max_s, self.base_s + self.per_ki_token_s * num_tokens / 1024)
-
-
-class GroupStore(Protocol):
-    """Where the tier's groups live. Pages are counted from the root; a group is named by
-    the prefix id of its last page."""
-
-    kind: BackendKind
-    holds_bytes: bool  # real bytes (needs the facade in real bytes) or accounting
-    page_bytes: int  # one page object's payload
-    state_bytes: int  # one state object's payload
-
-    def prefix_ids(self, tree_keys: np.ndarray) -> Sequence[Hashable]:
-        """One id per whole page of `tree_keys`, naming the prefix that ends there."""
-
-    def write(self, ids: Sequence[Hashable], *, first_page: int, page_ids: np.ndarray,
-              state_slot: int) -> None:
-        """Queue the group of pages first_page .. len(ids) − 1 (device pages `page_ids`)
-        and the state in `state_slot` after them, copied out before this returns; it is
-        acknowledged by a later `acks`. Raising, it queued nothing."""
-
-    def acks(self, *, wait_s: float | None = None) -> list[GroupAck]:
-        """Writes finished since the last call (`wait_s`: wait up to that for all)."""
-
-    def read(self, ids: Sequence[Hashable], *, start_page: int, min_end_page: int,
-             timeout_s: float) -> PrefixRead:
-        """The longest committed, intact prefix past `start_page` of at least
-        `min_end_page` pages; raises `StoreTimeout` past `timeout_s`, `StoreUnavailable`."""
-
-    def install(self, got: PrefixRead, token_slots: np.ndarray, state_slot: int) -> None:
-        """Write a read's pages into the device at `token_slots` and its state into
-        `state_slot`."""
-
-    @property
-    def pending_writes(self) -> int: ...
-    @property
-    def pending_reads(self) -> int: ...
-    def close(self) -> None: ...
 
 
 @dataclass(slots=True)

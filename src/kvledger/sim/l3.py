@@ -27,8 +27,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvledger.cache.l3_tier import L3Tier
-from kvledger.store.accounting import AccountingStore, L3Config
+from kvledger.store.accounting import AccountingStore
 from kvledger.store.backend import BackendKind
+from kvledger.store.link import L3Config
 
 __all__ = ["L3Config", "StoreSummary", "store_summary"]
 

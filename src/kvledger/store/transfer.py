@@ -30,8 +30,8 @@ from collections.abc import Sequence
 
 from kvledger.store.backend import StoreBackend
 from kvledger.store.group import GroupWrite, Manifest, digest
+from kvledger.store.group_store import PrefixRead
 from kvledger.store.keys import Namespace, ObjectKind, object_key
-from kvledger.store.results import PrefixRead
 
 MAX_TRIES = 3
 
