@@ -3,11 +3,13 @@
 One implementation of `kvledger.cache.store_tier.StoreTier` for both of the facade's modes;
 only its `kvledger.store.group_store.GroupStore` differs: real bytes on a server
 (`kvledger.cache.backend_groups`: the engine, `kvledger verify --workload l3-*`) or sizes in
-accounting mode (`kvledger.store.accounting`: `kvledger simulate --l3-size`). The facade calls its hooks:
+accounting mode (`kvledger.store.accounting`: `kvledger simulate --l3-size`). Tree keys are
+tokens in real bytes and whole pages in accounting (``unit_tokens``). The facade calls:
 
     prefetch(cache, keys)  before matching: when the store may hold a longer prefix than
-                           device + host, read the longest committed one (the request
-                           waits, up to the `PrefetchTimeout`) and hand it to
+                           device + host and the device has room for one page more, read
+                           the longest committed one (the request waits, up to the
+                           `PrefetchTimeout`) and hand it to
                            `cache.adopt_restored`, which writes it into fresh device pages
                            and a state slot and inserts it — from there it is an ordinary
                            device hit, and the host tier's insert hook backs it up to host
