@@ -21,8 +21,8 @@ DRAM per instance: with Mooncake every instance mounts its share of the store
 instance needs only the staging copy of the groups in flight (one group here: writes are
 queued one at a time). Capacity: `l3_bytes // node bytes` nodes of n pages.
 
->>> from kvledger.plan import make_plan
->>> from kvledger.deploy import Deployment, KVDtype
+>>> from kvledger.sglang.plan import make_plan
+>>> from kvledger.sglang.deploy import Deployment, KVDtype
 >>> p = make_plan(deployment=Deployment(kv_cache_dtype=KVDtype.FP8_E4M3))
 >>> l3 = plan_l3(p.layout.page_tokens, token_bytes=p.ledgers.token.total_bytes,
 ...              state_bytes=p.ledgers.state.total_bytes, l3_bytes=100 * 2**30)
@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvledger.units import cdiv
+from kvledger.core.units import cdiv
 
 KEY_BYTES = 80  # "<12 hex>:<64 hex>:kv"
 MANIFEST_HEAD_BYTES = 26

@@ -8,8 +8,8 @@ it, does (its meta-device pools), and is imported only then. A store tier (`stor
 simulator's --l3-size) is `kvledger.cache.l3_tier.L3Tier` over an `AccountingStore`: page
 objects of the plan's token ledger (P × token bytes), one state slot of its state ledger.
 
->>> from kvledger.deploy import Deployment, KVDtype
->>> from kvledger.plan import make_plan
+>>> from kvledger.sglang.deploy import Deployment, KVDtype
+>>> from kvledger.sglang.plan import make_plan
 >>> cache = accounting_cache(make_plan(deployment=Deployment(kv_cache_dtype=KVDtype.FP8_E4M3)))
 >>> cache.rows.pages.capacity, cache.states.capacity, cache.held_slots, cache.mode.value
 (121573, 343, 3, 'extra_buffer')
@@ -27,10 +27,10 @@ from kvledger.cache.l3_tier import L3Tier
 from kvledger.cache.page_rows import PageRows
 from kvledger.cache.policies import StatePolicies
 from kvledger.cache.seq import CheckpointMode
-from kvledger.deploy import MambaStrategy
+from kvledger.sglang.deploy import MambaStrategy
 from kvledger.host.policy import BackupPolicy
 from kvledger.host.state_backup import HostStateBackup
-from kvledger.plan import Plan
+from kvledger.sglang.plan import Plan
 from kvledger.pools.ids import StateSlotAllocator
 from kvledger.store.accounting import AccountingStore
 from kvledger.store.link import L3Config

@@ -69,7 +69,7 @@ from kvledger.cache.tier import HostTier, NoHostTier
 from kvledger.host.results import LoadStatus
 from kvledger.pools.ids import StateSlotAllocator
 from kvledger.tree import MatchResult, Node, RadixTree
-from kvledger.units import cdiv
+from kvledger.core.units import cdiv
 
 _FAILED_LOADBACKS = (LoadStatus.NO_ROOM, LoadStatus.FAILED)
 

@@ -11,11 +11,11 @@ import typer
 from kvledger.cache.policies.choice import StateAdmission, StateEviction
 from kvledger.cache.policies.lossy_states import LossyCheckpoints
 from kvledger.cli.app import command, console, emit_json, err_console, user_errors
-from kvledger.cli.groups import option_group
-from kvledger.cli.options import JsonOpt, PlanInputs, plan_from
+from kvledger.cli.options.groups import option_group
+from kvledger.cli.options.plan import JsonOpt, PlanInputs, plan_from
 from kvledger.host.policy import BackupPolicy
 from kvledger.host.state_backup import HostStateBackup
-from kvledger.limits import (
+from kvledger.core.limits import (
     MAX_COUNT,
     MAX_GENERATED_REQUESTS,
     MAX_RATE_PER_S,
@@ -34,7 +34,7 @@ SIM_DEFAULTS, COST_DEFAULTS = SimConfig(), StepCost()  # flag defaults are the d
 EFF_DEFAULTS = Efficiency()
 
 if TYPE_CHECKING:
-    from kvledger.plan import Plan
+    from kvledger.sglang.plan import Plan
     from kvledger.sim.replay import SimResult
 
 TraceOpt = Annotated[Path | None, typer.Option(
@@ -128,7 +128,7 @@ class SimInputs:
     l3_backend: L3BackendOpt = None
 
     def check(self) -> None:
-        """Every value in range before any work starts (the CLI boundary; kvledger.limits)."""
+        """Every value in range before any work starts (the CLI boundary; kvledger.core.limits)."""
         if self.num_requests is not None:
             high = MAX_COUNT if self.trace is not None else MAX_GENERATED_REQUESTS
             check_int("--num-requests", self.num_requests, low=1, high=high)
@@ -208,7 +208,7 @@ def run_simulation(plan: Plan, work: SimInputs, *, progress: bool) -> SimResult:
     work.check()
     config = work.config(plan)
     if plan.layout.deployment.enable_hierarchical_cache:
-        from kvledger.extras import MEMORY
+        from kvledger.core.extras import MEMORY
 
         MEMORY.require("simulating the host tier (--enable-hierarchical-cache)")
     workload = load_workload(trace=work.trace, generator=work.workload,
@@ -262,7 +262,7 @@ def simulate(ctx: typer.Context, inputs: PlanInputs, sim: SimInputs,
             if compare or csv is not None or slot_economy is not None:
                 raise ValueError("--lossy-checkpoints: runs on its own (not with --compare, "
                                  "--csv or --slot-economy)")
-            from kvledger.cli.sim_lossy import run_lossy
+            from kvledger.cli.runners.sim_lossy import run_lossy
 
             run_lossy(plan, sim, kind=lossy_checkpoints, json=json, progress=not no_progress,
                       ignored=list(ignored))
@@ -270,13 +270,13 @@ def simulate(ctx: typer.Context, inputs: PlanInputs, sim: SimInputs,
         if slot_economy is not None:
             if compare or csv is not None:
                 raise ValueError("--slot-economy: runs on its own (not with --compare or --csv)")
-            from kvledger.cli.sim_slot_economy import run_slot_economy
+            from kvledger.cli.runners.sim_slot_economy import run_slot_economy
 
             run_slot_economy(plan, sim, spec=slot_economy, json=json,
                              progress=not no_progress, ignored=list(ignored))
             return
         if compare:
-            from kvledger.cli.sim_compare import run_compare
+            from kvledger.cli.runners.sim_compare import run_compare
 
             run_compare(plan, sim, figure_dir=figure_dir, json=json,
                         progress=not no_progress, ignored=list(ignored))

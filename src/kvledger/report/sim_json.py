@@ -40,7 +40,7 @@ from dataclasses import asdict, fields
 from typing import Any
 
 from kvledger.cache.host_stats import HostStats
-from kvledger.report.envelope import envelope, schema_name
+from kvledger.core.envelope import envelope, schema_name
 from kvledger.sim.metrics import SimSummary
 from kvledger.sim.series import Constraint
 

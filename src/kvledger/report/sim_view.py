@@ -10,7 +10,7 @@ from kvledger.cache.host_stats import HostStats
 from kvledger.sim.l3 import StoreSummary
 from kvledger.sim.metrics import SimSummary
 from kvledger.sim.series import Constraint
-from kvledger.units import GB, fmt_bytes
+from kvledger.core.units import GB, fmt_bytes
 
 
 def _pct(part: float, whole: float) -> str:

@@ -31,7 +31,7 @@ import numpy as np
 
 from kvledger.cache.accounting import accounting_cache
 from kvledger.cache.seq import Shortfall
-from kvledger.plan import Plan
+from kvledger.sglang.plan import Plan
 from kvledger.sim.config import SimConfig
 from kvledger.sim.l3 import store_summary
 from kvledger.sim.latency import LatencyStats
@@ -42,7 +42,7 @@ from kvledger.sim.series import Constraint, TimeSeries, blocked_mask
 from kvledger.sim.setup import check_plan, policies_for, step_timer
 from kvledger.sim.timing import StepWork
 from kvledger.sim.workload import Workload
-from kvledger.units import align_down
+from kvledger.core.units import align_down
 
 Progress = Callable[[int, int], None]  # (requests done, requests total)
 

@@ -6,7 +6,7 @@ backend_groups`); here they are sizes: what the store holds and what moving it c
 no bytes, no torch and no server (the simulator's L3). A group is what the tier writes for
 one cached prefix end: its pages past the deepest group the tier had already written below
 it (``first_pages``), the state after its last page and a manifest, with the byte layout of
-`kvledger.l3plan.NodeObjects` (local-dir rounds each file up to 4 KiB). Page objects are
+`kvledger.sglang.l3plan.NodeObjects` (local-dir rounds each file up to 4 KiB). Page objects are
 keyed by the prefix chain, so two groups along one prefix share the pages they have in
 common, as the real store does (one key, one object).
 
@@ -43,12 +43,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kvledger.l3plan import FS_BLOCK_BYTES, NodeObjects
+from kvledger.sglang.l3plan import FS_BLOCK_BYTES, NodeObjects
 from kvledger.store.backend import BackendKind
 from kvledger.store.group_store import GroupAck, PrefixRead
 from kvledger.store.link import StoreLink
 from kvledger.store.queue import StoreTimeout
-from kvledger.units import cdiv
+from kvledger.core.units import cdiv
 
 MAX_TRIES = 3  # groups a read tries, deepest first (`kvledger.store.transfer.MAX_TRIES`)
 
