@@ -133,7 +133,7 @@ def one_round(kind, backend, groups, page_tokens, raw_first: bool):
     def ours_get():
         for keys, _ in writes:
             got = read_prefix(backend, ns, keys, start_page=0)
-            assert got is not None and got.end_page == len(keys)
+            assert got.found and got.end_page == len(keys)
 
     def raw_put():
         for items in raw_items:

@@ -42,11 +42,9 @@ def run(spec: StoreTierSpec | None, sc: Script, *, host: HostTier | None = None,
     cache = prefix_cache(CFG, sizes, host=host, store=spec)
     engine = Engine(model(), cache, chunk_tokens=CHUNK, max_running_requests=RUNNING)
     outs = run_script(engine, sc, NEW)
-    if cache.cache.store is not None:
-        cache.cache.store.flush()
+    cache.cache.store.flush()  # `NoStoreTier` without a store: nothing to wait for
     cache.check_integrity()
-    if cache.cache.store is not None:
-        cache.cache.store.close()  # waits for reads a timeout abandoned
+    cache.cache.store.close()  # waits for reads a timeout abandoned
     return outs, cache
 
 
@@ -77,5 +75,15 @@ def assert_nothing_leaked(cache: PrefixCache) -> None:
     pages = hybrid.rows.allocator
     assert pages.num_free_pages * hybrid.page + sizes.full_evictable_tokens \
         == pages.num_pages * hybrid.page
-    if hybrid.store is not None:
-        hybrid.store.check_integrity()
+    hybrid.store.check_integrity()
+
+
+def serve(hybrid, tokens: np.ndarray):
+    """A request through the facade without the model: its prompt computed in one chunk,
+    cached, released (the bytes are whatever the pools hold: for tests that count)."""
+    seq = hybrid.admit(tokens, prompt_tokens=len(tokens), final_tokens=len(tokens))
+    assert seq
+    hybrid.extend(seq, len(tokens) - seq.computed_tokens)
+    hybrid.commit(seq, tokens, len(tokens) - seq.computed_tokens, cache_unfinished=True)
+    hybrid.release(seq, tokens)
+    return seq

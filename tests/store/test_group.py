@@ -38,21 +38,25 @@ def test_manifest_records_xxh3_64_of_each_object(tmp_path):
     got = read_prefix(store, NS, keys, start_page=0)
     assert got.end_page == 3 and [bytes(p) for p in got.pages] == PAGES
     assert bytes(got.state) == STATE
+    assert got.present == (3,) and got.broken == ()
 
 
 def test_one_flipped_bit_in_a_page_is_a_miss(tmp_path):
     store, keys = _stored(tmp_path)
     _flip(store, object_key(NS, keys[1], ObjectKind.KV))
-    assert read_prefix(store, NS, keys, start_page=0) is None
+    got = read_prefix(store, NS, keys, start_page=0)
+    assert not got.found and got.present == (3,) and got.broken == (3,)
 
 
 def test_one_flipped_bit_in_the_state_is_a_miss(tmp_path):
     store, keys = _stored(tmp_path)
     _flip(store, object_key(NS, keys[-1], ObjectKind.STATE))
-    assert read_prefix(store, NS, keys, start_page=0) is None
+    got = read_prefix(store, NS, keys, start_page=0)
+    assert not got.found and got.broken == (3,)
 
 
 def test_one_flipped_bit_in_the_manifest_is_a_miss(tmp_path):
     store, keys = _stored(tmp_path)
     _flip(store, object_key(NS, keys[-1], ObjectKind.MANIFEST))
-    assert read_prefix(store, NS, keys, start_page=0) is None
+    got = read_prefix(store, NS, keys, start_page=0)
+    assert not got.found and got.broken == (3,)  # present, but it does not parse

@@ -10,7 +10,16 @@ import pytest
 from kvledger.engine.memory import HostTier, PoolSizes, StoreTierSpec
 from kvledger.host.policy import BackupPolicy
 from kvledger.store.local_dir import LocalDirStore
-from store.store_harness import SMALL_HOST, assert_nothing_leaked, identical, run, script
+from store.store_harness import (
+    CFG,
+    SIZES,
+    SMALL_HOST,
+    assert_nothing_leaked,
+    identical,
+    run,
+    script,
+    serve,
+)
 
 
 def test_revisits_restore_from_the_store_bit_identical(backend):
@@ -47,9 +56,9 @@ def test_selective_writes_on_the_second_hit_only(tmp_path):
     assert tier.stats.groups_committed > 0
     once = [n for n, hits in tier.hits.items() if hits == 1 and n.alive]
     assert once, "some node was inserted and never hit again"
-    from kvledger.cache.store_tier import path_tokens
+    from kvledger.cache.l3_tier import path_tokens
     from kvledger.store.keys import ObjectKind, object_key, page_keys
-    ns = tier.namespace
+    ns = tier.groups.namespace
     for node in once:
         keys = page_keys(ns, path_tokens(node), page_tokens=16)
         assert not backend.exists([object_key(ns, keys[-1], ObjectKind.MANIFEST)])[0]
@@ -75,3 +84,35 @@ def test_write_back_groups_restore_in_a_second_engine(tmp_path):
     run(spec, sc, host=HostTier(num_pages=4, num_state_slots=4, policy=BackupPolicy.WRITE_BACK))
     outs, cache = run(spec, sc)
     assert identical(outs) and cache.cache.store.stats.restored_pages > 0
+
+
+def test_a_corrupt_group_counts_as_broken_not_as_a_plain_miss(tmp_path):
+    """The only group of a prompt has one flipped bit: the read skips it (broken), restores
+    nothing (a miss) and forgets it, so the prefix is recomputed and written again."""
+    import numpy as np
+
+    from kvledger.engine.cached import prefix_cache
+    from kvledger.store.keys import ObjectKind, object_key, page_keys
+
+    tokens = np.random.default_rng(7).integers(0, 256, 54).astype(np.int64)
+    spec = StoreTierSpec(backend=LocalDirStore(tmp_path), salt=uuid.uuid4().hex)
+    first = prefix_cache(CFG, SIZES, store=spec)
+    serve(first.cache, tokens)
+    first.cache.store.close()
+    ns = first.cache.store.groups.namespace
+    victim = tmp_path / object_key(ns, page_keys(ns, tokens, page_tokens=16)[1], ObjectKind.KV)
+    bad = bytearray(victim.read_bytes())
+    bad[100] ^= 0x01
+    victim.write_bytes(bytes(bad))
+    cache = prefix_cache(CFG, SIZES, store=spec)
+    tier = cache.cache.store
+    assert serve(cache.cache, tokens).usable_hit_tokens == 0
+    st = tier.stats
+    assert (st.prefetches, st.broken_groups, st.misses, st.restored_pages) == (1, 1, 1, 0)
+    tier.flush()
+    assert st.groups_committed == 1  # recomputed, and written again (overwriting the bad page)
+    third = prefix_cache(CFG, SIZES, store=spec).cache
+    assert serve(third, tokens).usable_hit_tokens == 48
+    third.store.close()
+    tier.close()
+    assert_nothing_leaked(cache)

@@ -11,9 +11,10 @@
 - `tier`: the `HostTier` protocol and its null object `NoHostTier`;
 - `hicache_tier`: `HiCacheTier`, SGLang's HiCache controller as a `HostTier` (torch);
 - `host_stats`: what a host tier reports;
-- `store_tier`: the store tier below host (hooks into the facade) and `store_codec`: device
-  pages and state slots as object bytes;
-- `store_accounting`: the store tier in accounting mode (objects, bytes, LRU, transfer time).
+- `store_tier`: the `StoreTier` protocol and its null object `NoStoreTier`;
+- `l3_tier`: `L3Tier`, object groups in a shared store as a `StoreTier`, in either mode
+  (its `GroupStore`: `backend_groups` on a server, in real bytes, with `store_codec`'s
+  device pages and state slots as object bytes; `kvledger.store.accounting` in accounting);
 - `policies`: state admission and eviction policies (the engine's by default).
 """
 

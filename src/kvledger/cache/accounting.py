@@ -4,7 +4,9 @@ Sized from the plan, per rank: T / P token pages, K state slots, N request rows;
 keys whole pages and saves states on the grid lcm(linear chunk, P) tokens; a running request
 holds the plan's ``held_slots_per_request``. A dense model (no linear layers) gets the facade
 without a state component. Nothing here imports torch; the host tier, when the plan enables
-it, does (its meta-device pools), and is imported only then.
+it, does (its meta-device pools), and is imported only then. A store tier (`store`, the
+simulator's --l3-size) is `kvledger.cache.l3_tier.L3Tier` over an `AccountingStore`: page
+objects of the plan's token ledger (P × token bytes), one state slot of its state ledger.
 
 >>> from kvledger.sglang.deploy import Deployment, KVDtype
 >>> from kvledger.sglang.plan import make_plan
@@ -21,6 +23,7 @@ from __future__ import annotations
 from math import lcm
 
 from kvledger.cache.hybrid import HybridCache
+from kvledger.cache.l3_tier import L3Tier
 from kvledger.cache.page_rows import PageRows
 from kvledger.cache.policies import StatePolicies
 from kvledger.cache.seq import CheckpointMode
@@ -29,6 +32,8 @@ from kvledger.host.state_backup import HostStateBackup
 from kvledger.pools.ids import StateSlotAllocator
 from kvledger.sglang.deploy import MambaStrategy
 from kvledger.sglang.plan import SglangPlan
+from kvledger.store.accounting import AccountingStore
+from kvledger.store.link import L3Config
 from kvledger.tree import FULL_ONLY, RadixTree
 
 MAMBA_CHUNK_TOKENS = 64  # the linear-attention chunk of GLM-5.3-Flash's KDA layers
@@ -47,10 +52,12 @@ def accounting_cache(plan: SglangPlan, *, mamba_chunk_tokens: int = MAMBA_CHUNK_
                      track_interval_tokens: int | None = None,
                      host_policy: BackupPolicy | None = None,
                      policies: StatePolicies | None = None,
-                     host_state_backup: HostStateBackup = HostStateBackup.ALL) -> HybridCache:
+                     host_state_backup: HostStateBackup = HostStateBackup.ALL,
+                     store: L3Config | None = None) -> HybridCache:
     """`host_policy`: the host tier's write policy when the plan enables the host tier
     (--enable-hierarchical-cache); None then means write_through, SGLang's default.
-    `host_state_backup`: which states get host room (`kvledger.host.state_backup`)."""
+    `host_state_backup`: which states get host room (`kvledger.host.state_backup`).
+    `store`: a store tier below host (write-through), if any."""
     lay, cap = plan.layout, plan.capacity
     page = lay.page_tokens
     grid = lcm(mamba_chunk_tokens, page)
@@ -68,7 +75,16 @@ def accounting_cache(plan: SglangPlan, *, mamba_chunk_tokens: int = MAMBA_CHUNK_
 
         host = HiCacheTier.for_plan(plan, host_policy or BackupPolicy.WRITE_THROUGH, tree,
                                     rows.allocator, states, state_backup=host_state_backup)
+    l3 = None
+    if store is not None:
+        if states is None:
+            raise ValueError("--l3-size: the store tier keeps a node's state with its pages; "
+                             "a model without linear-attention layers has none")
+        groups = AccountingStore(capacity_bytes=store.capacity_bytes,
+                                 page_bytes=page * cap.token_bytes, state_bytes=cap.slot_bytes,
+                                 link=store.link())
+        l3 = L3Tier(groups=groups, page_tokens=page, unit_tokens=page)
     return HybridCache(rows=rows, tree=tree, states=states,
                        held_slots_per_request=lay.held_slots_per_request, mode=mode,
                        track_interval_tokens=track_interval_tokens, host=host,
-                       policies=policies)
+                       policies=policies, store=l3)

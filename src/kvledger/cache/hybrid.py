@@ -5,6 +5,9 @@ facade moves indices between them. Two modes run this same code, differing only 
 rows object: real bytes (`TokenRows`: torch pools, the tree keys tokens; the reference
 engine and `kvledger verify`) and accounting (`PageRows`: numpy page ids, the tree keys whole
 pages; the simulator, no torch). All lengths here are tokens; ``unit`` converts tree lengths.
+Below the host tier a store tier (`kvledger.cache.store_tier.StoreTier`, in either mode) is
+told of every insert, hit and eviction, and before matching may hand back a prefix it read,
+which enters through `adopt_restored` as a device hit.
 
 A request's life, as SGLang's MambaRadixCache and scheduler run it (page P, checkpoint grid
 G = lcm(linear chunk, P), decode track interval I)::
@@ -56,7 +59,7 @@ True
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 import numpy as np
 
@@ -66,15 +69,13 @@ from kvledger.cache.policies.choice import engine_policies
 from kvledger.cache.policies.ghost import prefix_hashes
 from kvledger.cache.rows import Rows
 from kvledger.cache.seq import CacheSeq, CacheStats, CheckpointMode, Extension, Shortfall
+from kvledger.cache.store_tier import NoStoreTier, StoreTier
 from kvledger.cache.tier import HostTier, NoHostTier
 from kvledger.cache.unwind import Admission, abandon_admission
 from kvledger.core.units import cdiv
 from kvledger.host.results import LoadStatus
 from kvledger.pools.ids import StateSlotAllocator
-from kvledger.tree import Node, RadixTree
-
-if TYPE_CHECKING:
-    from kvledger.cache.store_tier import StoreTier
+from kvledger.tree import MatchResult, Node, RadixTree
 
 _FAILED_LOADBACKS = (LoadStatus.NO_ROOM, LoadStatus.FAILED)
 
@@ -97,8 +98,10 @@ class HybridCache:
                              f"{mode.value} holds {least}" + ("" if least == 0 else " or more"))
         if host is not None and not host.serves(tree, rows.allocator, states):
             raise ValueError("HybridCache: the host tier must share this tree and allocators")
-        if store is not None and (not rows.writes_rows or unit != 1 or states is None):
-            raise ValueError("HybridCache: the store tier needs real bytes, token keys and states")
+        self.store: StoreTier = store if store is not None else NoStoreTier()
+        if why := self.store.fits(page_tokens=page, unit_tokens=unit,
+                                  writes_rows=rows.writes_rows, has_states=states is not None):
+            raise ValueError(f"HybridCache: {why}")
         self.rows, self.tree, self.states, self.mode = rows, tree, states, mode
         # state admission and eviction (`kvledger.cache.policies`); default: the engine's
         self.policies = policies or engine_policies()
@@ -118,7 +121,6 @@ class HybridCache:
         self.own_pages = 0  # pages running requests own (allocated, not the tree's)
         self.held_slots_total = 0  # state slots running requests hold
         self.running: dict[int, CacheSeq] = {}  # row -> seq
-        self.store = store  # the store tier below host (`kvledger.cache.store_tier`), if any
         self.stats = CacheStats()
 
     # ---- capacity ----------------------------------------------------------------------------
@@ -164,8 +166,7 @@ class HybridCache:
                taken: Admission) -> CacheSeq | Shortfall:
         """`admit`'s work; what it holds so far is in `taken`, for the unwind."""
         page, unit, tree = self.page, self.unit, self.tree
-        if self.store is not None:
-            self.store.prefetch(self, keys[: (prompt_tokens - 1) // page * page])
+        self.store.prefetch(self, keys[: (prompt_tokens - 1) // page * page // unit])
         match = tree.match_prefix(keys[: (prompt_tokens - 1) // page * page // unit])
         last, best = match.last_device_node, match.best_match_node
         device_tokens = match.device_hit_length * unit
@@ -217,8 +218,7 @@ class HybridCache:
             else:
                 seq.receipt = tree.lock(node)
             self.tier.on_hit(node)
-            if self.store is not None:
-                self.store.on_hit(node)
+            self.store.on_hit(node)
             if self.states is not None:
                 self.rows.copy_state(int(node.mamba.value), seq.slots[0])
         while guards:  # popped as unlocked, so an unwind never unlocks one twice
@@ -407,8 +407,6 @@ class HybridCache:
         # own KV (matched or inserted by this request), so only the new suffix is compared.
         held = seq.receipt.node if seq.receipt is not None else None
         result = tree.insert(keys[: length // self.unit], values, slot, below=held)
-        if self.store is not None:
-            self.store.on_insert(result.node)
         duplicates = result.duplicate_indices
         if len(duplicates):
             rows.free_values(duplicates)
@@ -430,9 +428,11 @@ class HybridCache:
             old, seq.receipt = seq.receipt, tree.lock(result.node)
             if old is not None:
                 tree.unlock(old)
-        # Last: the write policy's backups may raise (a failed copy is swallowed, anything
-        # else propagates), and by now the tree, the rows and the totals agree.
+        # Last: the host write policy's backups, then the store's write-through, may raise (a
+        # failed copy is swallowed, anything else propagates); by now the tree, the rows and
+        # the totals agree.
         self.tier.on_insert(result)
+        self.store.on_insert(result.node)
 
     # ---- memory ------------------------------------------------------------------------------
 
@@ -447,21 +447,66 @@ class HybridCache:
         return None if got is None else got.tolist()
 
     def _evict(self, *, full_units: int = 0, mamba_slots: int = 0) -> None:
-        if self.store is not None:
-            self.store.before_evict()
+        self.store.before_evict()
         freed = self.tier.evict_device(full_tokens=full_units, mamba_slots=mamba_slots)
         self.stats.evicted_tokens += freed.num_full_tokens * self.unit
         self.stats.evicted_states += freed.num_mamba_slots
-        if self.store is not None:
-            self.store.after_evict(self.tree, freed.full_indices, freed.mamba_slots)
+        self.store.after_evict(self.tree, freed.full_indices, freed.mamba_slots)
+
+    # ---- groups restored from below the host tier --------------------------------------------
+
+    def can_adopt(self, num_pages: int) -> bool:
+        """Whether `num_pages` restored pages and their state could enter the device now
+        (free + evictable pages beyond what running requests reserved, and a state slot)."""
+        return (self.states is not None and self.available_slots() >= 1
+                and self.available_pages() - self.reserved_pages >= num_pages)
+
+    def adopt_restored(self, match: MatchResult, keys: np.ndarray, num_pages: int,
+                       write: Callable[[np.ndarray, int], None]) -> bool:
+        """Cache a prefix the store tier read: `keys` (tree keys) end `num_pages` pages past
+        `match`'s device hit, with the state after them. Check-then-commit: False when the
+        device cannot take them now (nothing changed). Else fresh pages and a state slot
+        are allocated (evicting LRU entries; the device prefix it continues stays pinned),
+        `write(token_slots, state_slot)` fills them, and they enter the tree as a
+        request's prefix does (duplicates freed; the host tier's insert hook runs). If
+        `write` raises, the pages and the slot are freed before the error propagates."""
+        tree, last = self.tree, match.last_device_node
+        guard = None if last.parent is None else tree.lock(last)
+        try:
+            if not self.can_adopt(num_pages):
+                return False
+            short = num_pages - self.rows.num_free_pages
+            if short > 0:
+                self._evict(full_units=short * self.units_per_page)
+            slots = self._alloc_slots(1)
+            assert slots is not None, "a state slot vanished between check and commit"
+            locs = self.rows.allocator.alloc(num_pages * self.units_per_page)
+            if locs is None:
+                self.states.free(slots)
+                raise RuntimeError("store restore: no pages after eviction although it fit")
+            try:
+                write(locs, slots[0])
+            except BaseException:
+                self.rows.free_values(locs)
+                self.states.free(slots)
+                raise
+            full = np.concatenate([np.asarray(match.device_indices, dtype=np.int64), locs])
+            result = tree.insert(keys, full, slots[0])
+            self.rows.free_values(result.duplicate_indices)
+            if result.mamba_existed:
+                self.states.free(slots)
+            self.tier.on_insert(result)
+        finally:
+            if guard is not None:
+                tree.unlock(guard)
+        return True
 
     def check_integrity(self) -> None:
         """Tree, rows and host tier consistent; every device page and state slot owned exactly
         once, by the tree or by one running request; reservations and totals add up."""
         seqs = list(self.running.values())
         self.tier.check_integrity([s.receipt for s in seqs if s.receipt is not None])
-        if self.store is not None:
-            self.store.check_integrity()
+        self.store.check_integrity()
         self.rows.check_integrity()
         if self.states is not None:
             self.states.check_integrity()

@@ -21,8 +21,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
+from kvledger.cache.backend_groups import BackendGroups
+from kvledger.cache.l3_tier import L3Tier, PrefetchTimeout
 from kvledger.cache.store_codec import PageCodec
-from kvledger.cache.store_tier import PrefetchTimeout, StoreTier
 from kvledger.engine.config import CONV_DTYPE, TinyConfig
 from kvledger.host.controller import HiCacheController
 from kvledger.host.device import DeviceBytes, DeviceSide
@@ -153,9 +154,10 @@ class StoreTierSpec:
     salt: str = ""  # the namespace's salt: instances share objects only with equal salts
 
 
-def build_store_tier(cfg: TinyConfig, pools: TinyPools, spec: StoreTierSpec) -> StoreTier:
+def build_store_tier(cfg: TinyConfig, pools: TinyPools, spec: StoreTierSpec) -> L3Tier:
+    """The store tier in real bytes over the tiny model's pools (tree keys are tokens)."""
     codec = PageCodec.of(pools.kv, page_tokens=pools.token_allocator.page_tokens)
     model = "tiny-" + hashlib.sha256(repr(cfg).encode()).hexdigest()[:12]
-    return StoreTier(backend=spec.backend, namespace=Namespace(model=model, layout=codec.layout,
-                                                               salt=spec.salt),
-                     codec=codec, policy=spec.policy, timeout=spec.timeout)
+    namespace = Namespace(model=model, layout=codec.layout, salt=spec.salt)
+    return L3Tier(groups=BackendGroups(spec.backend, namespace, codec),
+                  page_tokens=codec.page_tokens, policy=spec.policy, timeout=spec.timeout)

@@ -115,9 +115,8 @@ def verify(workload: Workload | str,
             outputs = run_script(engine, script, workload.max_new_tokens)
             runs.append((outputs, engine.stats, time.perf_counter() - start))
             request_cache.check_integrity()
-        tier = cache.cache.store
-        if tier is not None:
-            tier.close()
+        tier = cache.cache.store  # `NoStoreTier` (zero stats) without a store
+        tier.close()
     (cached_out, stats, cached_s), (fresh_out, _, fresh_s) = runs
     mismatched = tuple(a.rid for a, b in zip(cached_out, fresh_out, strict=True)
                        if not same_output(a, b))
@@ -129,8 +128,8 @@ def verify(workload: Workload | str,
         loadback_tokens=cs.loadback_tokens, loadback_states=cs.loadback_states,
         loadback_failures=cs.loadback_failures, evicted_tokens=cs.evicted_tokens,
         branch_states=cs.branch_states,
-        store_restored_tokens=0 if tier is None else tier.stats.restored_pages * sizes.page_tokens,
-        store_groups_written=0 if tier is None else tier.stats.groups_committed,
+        store_restored_tokens=tier.stats.restored_pages * sizes.page_tokens,
+        store_groups_written=tier.stats.groups_committed,
         host_states_declined=0 if host_stats is None else host_stats.declined_state_backups,
         mismatched=mismatched, cached_seconds=cached_s, fresh_seconds=fresh_s,
     )

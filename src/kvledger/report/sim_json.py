@@ -20,9 +20,10 @@ kvledger_version, ignored_flags, notes — the plan's assumptions, then the repl
          usable hits through a loadback: KV pages loaded back, or KV already on device made
          usable by a state loaded back, so it can be non-zero with loadback_pages 0),
     store{backend, capacity_bytes, used_bytes, objects, groups, put_groups, put_bytes, put_ms,
-          refused_groups, evicted_groups, restores, restored_tokens, get_bytes, get_ms} (null
-          without --l3-size; accounting mode: bytes as the backend lays objects out, times
-          from the backend's bandwidth and latency),
+          refused_groups, evicted_groups, restores, restored_tokens, get_bytes, get_ms, reads,
+          no_room, lost_groups, broken_groups, timeouts} (null without --l3-size; accounting
+          mode: bytes as the backend lays objects out, times from the backend's bandwidth and
+          latency; restored_tokens are device hits, so they are part of tokens.usable_hit),
     blocked_ms{code: ms}, binding (a code or null), peaks{pages_used, pages_pinned,
     slots_used, slots_pinned, running}, time{simulated_ms, steps, queue_ms_mean, wall_s},
     latency{model, ttft_ms{mean, p50, p95, p99}, tpot_ms{…}, output_tokens_per_s,

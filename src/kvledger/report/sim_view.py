@@ -110,10 +110,13 @@ def store_table(s: SimSummary, st: StoreSummary) -> Table:
                   show_bytes(st.put_bytes), show_ms(st.put_ms))
     table.add_row("evicted / refused (larger than the store)",
                   f"{st.evicted_groups:,} / {st.refused_groups:,}", "", "", "")
-    table.add_row(f"restored into {st.restores:,} requests (waited)",
+    table.add_row(f"restored into {st.restores:,} requests (waited; device hits from then on)",
                   f"{st.restored_tokens:,} tokens", _pct(st.restored_tokens,
                                                          s.counters.prompt_tokens) + " of prompt",
                   show_bytes(st.get_bytes), show_ms(st.get_ms))
+    table.add_row(f"looked up {st.reads:,} times: lost / broken / no room / timed out",
+                  f"{st.lost_groups:,} / {st.broken_groups:,} / {st.no_room:,} / "
+                  f"{st.timeouts:,}", "", "", "")
     return table
 
 

@@ -1,6 +1,6 @@
 """Store-tier (L3) sizing: objects and bytes per tree node, and the DRAM each instance needs.
 
-The store tier (`kvledger.cache.store_tier`) keeps a tree node of n pages as one group:
+The store tier (`kvledger.cache.l3_tier`) keeps a tree node of n pages as one group:
 
     n page objects    P · C_token bytes each — every full layer's KV rows and index keys,
                       byte for byte as the device holds them (C_token: the token ledger)

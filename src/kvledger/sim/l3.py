@@ -1,18 +1,21 @@
-"""The store tier (L3) in a replay: write-through of every cached prefix, restores on admission.
+"""The store tier (L3) in a replay: the facade's own store tier, in accounting mode.
 
-In accounting mode the store is `kvledger.cache.store_accounting.StoreAccounting`. The replay
-drives it at two points, as the real tier's hooks sit on the facade:
+With ``--l3-size`` the replay's cache (`kvledger.cache.accounting.accounting_cache`) carries
+`kvledger.cache.l3_tier.L3Tier` over an `kvledger.store.accounting.AccountingStore` — the
+tier `kvledger verify --workload l3-*` runs in real bytes, with object sizes instead of
+bytes. So the simulator's third tier is what ``verify`` proves:
 
-    cached   after each commit that caches a prefix (an unfinished request's forward, a
-             finished request's release) the group ending at the cached prefix is put
-             (write-through; its put time is counted, not waited for — writes are queued)
-    admit    past the device/host hit, the deepest stored prefix (≤ prompt − 1 tokens,
-             whole pages, manifests chained to the root) is restored: its tokens are not
-             prefill-computed, and the step that admits the request waits the read's time
-             (latency per round trip + bytes / bandwidth)
+    write    every prefix the tree caches is written through as one object group (its
+             pages past the deepest group already written, its state, a manifest), queued:
+             its put time is counted, not waited for
+    restore  before admission matches, when the store holds a deeper prefix than device +
+             host (≤ prompt − 1 tokens, whole pages, manifests chained down to the device
+             hit) and the device has room, it is read into fresh pages and a state slot and
+             inserted: the request sees it as a device hit, and the step that admits it
+             waits the read (latency per round trip + bytes / bandwidth)
 
-The restored tokens take the request's own reserved pages, exactly as computing them would,
-so device memory is unchanged; only prefill compute becomes transfer time.
+This summary adds the tier's counts (restores, lost and broken groups, room refusals) to
+the accounting store's (objects, bytes, LRU evictions, transfer time).
 
 >>> from kvledger.store.backend import BackendKind
 >>> L3Config(capacity_bytes=1 << 30, backend=BackendKind.REDIS).link().get_gbps
@@ -23,18 +26,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvledger.cache.store_accounting import StoreAccounting, StoreLink, prefix_chain
+from kvledger.cache.l3_tier import L3Tier
+from kvledger.store.accounting import AccountingStore
 from kvledger.store.backend import BackendKind
+from kvledger.store.link import L3Config
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class L3Config:
-    capacity_bytes: int  # --l3-size
-    backend: BackendKind = BackendKind.MOONCAKE  # --l3-backend
-    custom_link: StoreLink | None = None  # None: the backend's default rates
-
-    def link(self) -> StoreLink:
-        return self.custom_link or StoreLink.default(self.backend)
+__all__ = ["L3Config", "StoreSummary", "store_summary"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -49,49 +46,30 @@ class StoreSummary:
     put_ms: float  # write time the store spent (queued, not waited for)
     refused_groups: int  # larger than the whole store
     evicted_groups: int
-    restores: int  # admissions that restored a prefix from the store
+    restores: int  # groups restored from the store into the device tree
     restored_tokens: int
     get_bytes: int
-    get_ms: float  # read time requests waited
+    get_ms: float  # read time admissions waited (restores and lookups that found nothing)
+    reads: int  # lookups tried: the store might hold more than device + host
+    no_room: int  # a deeper prefix the device could not take then (not read, or dropped)
+    lost_groups: int  # written groups the store had evicted when a read looked for them
+    broken_groups: int  # groups found cut from the device hit (a group below them evicted)
+    timeouts: int  # reads slower than the prefetch timeout (recomputed)
 
 
-class SimStore:
-    def __init__(self, config: L3Config, *, page_tokens: int, token_bytes: int,
-                 state_bytes: int) -> None:
-        if state_bytes <= 0:
-            raise ValueError("--l3-size: the store tier keeps a node's state with its pages; "
-                             "a model without linear-attention layers has none")
-        self.page = page_tokens
-        self.store = StoreAccounting(capacity_bytes=config.capacity_bytes,
-                                     page_bytes=page_tokens * token_bytes,
-                                     state_bytes=state_bytes, link=config.link())
-        self.restored_tokens = 0
-
-    def chain(self, seq_keys) -> list[int]:
-        return prefix_chain(seq_keys)
-
-    def restore(self, chain: list[int], *, hit_tokens: int, prompt_tokens: int) -> tuple[int, float]:
-        """(tokens restored past the hit, read ms) for a request just admitted."""
-        start = hit_tokens // self.page
-        end = self.store.match(chain, start_pages=start, max_pages=(prompt_tokens - 1) // self.page)
-        if end <= start:
-            return 0, 0.0
-        ms = self.store.record_get(chain, start, end)
-        tokens = (end - start) * self.page
-        self.restored_tokens += tokens
-        return tokens, ms
-
-    def cached(self, chain: list[int], cached_tokens: int) -> None:
-        if cached_tokens >= self.page:
-            self.store.put(chain, end_pages=cached_tokens // self.page)
-
-    def summary(self) -> StoreSummary:
-        s = self.store
-        s.check_integrity()
-        return StoreSummary(
-            backend=s.link.backend, capacity_bytes=s.capacity_bytes, used_bytes=s.used_bytes,
-            objects=s.objects, groups=len(s.groups), put_groups=s.put_groups,
-            put_bytes=s.put_bytes, put_ms=round(s.put_ms, 3), refused_groups=s.refused_groups,
-            evicted_groups=s.evicted_groups, restores=s.get_groups,
-            restored_tokens=self.restored_tokens, get_bytes=s.get_bytes,
-            get_ms=round(s.get_ms_total, 3))
+def store_summary(tier: L3Tier) -> StoreSummary:
+    """The run's store tier, after checking its conservation laws."""
+    store, st = tier.groups, tier.stats
+    assert isinstance(store, AccountingStore), "the simulator's store tier is in accounting mode"
+    tier.flush()
+    tier.check_integrity()
+    store.check_integrity()
+    return StoreSummary(
+        backend=store.kind, capacity_bytes=store.capacity_bytes, used_bytes=store.used_bytes,
+        objects=store.objects, groups=len(store.groups), put_groups=store.put_groups,
+        put_bytes=store.put_bytes, put_ms=round(store.put_ms, 3),
+        refused_groups=store.refused_groups, evicted_groups=store.evicted_groups,
+        restores=st.restored_groups, restored_tokens=st.restored_pages * tier.page_tokens,
+        get_bytes=store.get_bytes, get_ms=round(st.read_wait_ms, 3), reads=st.prefetches,
+        no_room=st.no_room, lost_groups=st.lost_groups, broken_groups=st.broken_groups,
+        timeouts=st.timeouts)

@@ -12,7 +12,10 @@ With attention DP, rank 0's round-robin share of the workload is replayed. Every
 decision — admission, page reservation, chunked-prefill inserts, decode checkpoints, finish,
 release, eviction — is the cache facade's (`kvledger.cache.HybridCache` in accounting mode,
 the same code the reference engine runs in real bytes). With --enable-hierarchical-cache,
-device eviction, backups and loadbacks go through its host tier (SGLang's HiCache policies).
+device eviction, backups and loadbacks go through its host tier (SGLang's HiCache policies);
+with --l3-size, writes and restores go through its store tier in accounting mode (the same
+`kvledger.cache.l3_tier.L3Tier` that `kvledger verify --workload l3-*` runs in real bytes),
+and the step that admits a request waits its store reads (`kvledger.sim.l3`).
 
 Every request either finishes or is reported unfinished with the reason (it can never fit).
 """
@@ -31,7 +34,7 @@ from kvledger.cache.seq import Shortfall
 from kvledger.core.units import align_down
 from kvledger.sglang.plan import SglangPlan
 from kvledger.sim.config import SimConfig
-from kvledger.sim.l3 import SimStore
+from kvledger.sim.l3 import store_summary
 from kvledger.sim.latency import LatencyStats
 from kvledger.sim.metrics import Counters, RequestRecord, SimSummary, Unfinished
 from kvledger.sim.pages import PageKeyer
@@ -65,7 +68,7 @@ class Replay:
                                       track_interval_tokens=config.mamba_track_interval_tokens,
                                       host_policy=config.hicache_write_policy,
                                       host_state_backup=config.host_state_backup,
-                                      policies=self.policies)
+                                      policies=self.policies, store=config.l3)
         # host → device bytes per loaded-back page and state, to time loadbacks
         self.page_bytes, self.slot_bytes = cap.token_bytes * lay.page_tokens, cap.slot_bytes
         self.host = self.cache.tier
@@ -84,10 +87,7 @@ class Replay:
         self.spans: list[tuple[int, int]] = []  # prefill chunks of the current step
         self.timed_transfer_bytes = 0
         self.timer, self.timing = step_timer(plan, config)
-        self.l3 = None if config.l3 is None else SimStore(
-            config.l3, page_tokens=self.page, token_bytes=cap.token_bytes,
-            state_bytes=cap.slot_bytes if self.cache.states is not None else 0)
-        self.store_wait_ms = 0.0  # store reads the next step waits for
+        self.timed_store_ms = 0.0  # store read time already charged to a step
 
     # ---- one step --------------------------------------------------------------------------
 
@@ -114,21 +114,11 @@ class Replay:
         c.prompt_tokens += run.prompt_tokens
         c.hit_tokens += got.hit_tokens
         c.usable_hit_tokens += got.usable_hit_tokens
-        if self.l3 is not None:
-            run.chain = self.l3.chain(run.seq_keys)
-            run.restore_tokens, ms = self.l3.restore(run.chain, hit_tokens=got.usable_hit_tokens,
-                                                     prompt_tokens=run.prompt_tokens)
-            self.store_wait_ms += ms
         return set()
 
     def _chunk(self, run: Running, budget_tokens: int) -> int:
         """Run one prefill chunk of at most `budget_tokens`; return the tokens computed."""
         seq, prompt = run.seq, run.prompt_tokens
-        if run.restore_tokens:  # read from the store: placed in its own pages, not computed
-            restored, run.restore_tokens = run.restore_tokens, 0
-            self.cache.extend(seq, restored)
-            self.cache.commit(seq, run.seq_keys, restored, cache_unfinished=True)
-            self.l3.cached(run.chain, seq.cached_tokens)
         start = seq.computed_tokens
         end = min(prompt, start + budget_tokens)
         if end < prompt:
@@ -142,8 +132,6 @@ class Replay:
         # (cache_unfinished_req, "so others can match"); a finishing one is cached at release.
         self.cache.commit(seq, run.seq_keys, num,
                           cache_unfinished=end < prompt or run.output_tokens > 1)
-        if self.l3 is not None:
-            self.l3.cached(run.chain, seq.cached_tokens)
         self.counters.prefill_tokens += num
         if end == prompt and run.output_tokens:
             run.generated_tokens = 1  # the first token is sampled by the prefill pass
@@ -220,8 +208,6 @@ class Replay:
         release, c = self.cache.release, self.counters
         for run in done:
             release(run.seq, run.seq_keys)
-            if self.l3 is not None:
-                self.l3.cached(run.chain, run.seq.cached_tokens)
             c.finished += 1
         if done:
             finished = {id(r) for r in done}
@@ -229,7 +215,9 @@ class Replay:
             decoding = [r for r in decoding if id(r) not in finished]
         decoding += [r for r in started if r.generated_tokens < r.output_tokens]
         self.decoding = decoding
-        wait_ms, self.store_wait_ms = self.store_wait_ms, 0.0  # the admitting step waits its reads
+        # the admitting step waits its store reads (their prefetch ran in `_prefill`)
+        read_ms = self.cache.store.stats.read_wait_ms
+        wait_ms, self.timed_store_ms = read_ms - self.timed_store_ms, read_ms
         elapsed = steps * step_ms + wait_ms
         for run in started:  # sampled by this step's pass, out when it ends
             run.first_token_ms = self.now_ms + step_ms + wait_ms
@@ -330,7 +318,7 @@ class Replay:
             policies=self.policies.label,
             latency=LatencyStats.of(self.records, duration_ms=self.now_ms) if self.records
             else None, notes=tuple(self.notes),
-            store=None if self.l3 is None else self.l3.summary(),
+            store=None if self.config.l3 is None else store_summary(self.cache.store),
         )
 
 

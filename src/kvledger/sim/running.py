@@ -21,8 +21,7 @@ def kv_total_tokens(prompt_tokens: int, output_tokens: int) -> int:
 
 class Running:
     __slots__ = ("request", "prompt_tokens", "output_tokens", "seq_keys", "seq",
-                 "generated_tokens", "admitted_ms", "first_token_ms", "chain",
-                 "restore_tokens")
+                 "generated_tokens", "admitted_ms", "first_token_ms")
 
     def __init__(self, *, request: Request, seq_keys: np.ndarray) -> None:
         self.request = request
@@ -33,8 +32,6 @@ class Running:
         self.generated_tokens = 0
         self.admitted_ms = 0.0
         self.first_token_ms = 0.0  # end of the step that ran the prompt's last chunk
-        self.chain: list[int] = []  # prefix ids of its pages, when a store tier runs
-        self.restore_tokens = 0  # restored from the store at admission, not yet placed
 
     @property
     def kv_total_tokens(self) -> int:

@@ -132,12 +132,14 @@ class StoreServer:
         self.stop()
 
 
-def start_redis(*, maxmemory_bytes: int = 512 << 20, timeout_s: float = 10.0) -> StoreServer:
+def start_redis(*, maxmemory_bytes: int = 512 << 20, timeout_s: float = 10.0,
+                port: int | None = None) -> StoreServer:
+    """`port`: a given one (a server restarted where its clients look), else a free one."""
     binary = find_binary(BackendKind.REDIS)
     if binary is None:
         raise StoreUnavailable("no redis-server or valkey-server on PATH (apt-get install "
                                "redis-server)")
-    port = free_port()
+    port = free_port() if port is None else port
     workdir = tempfile.mkdtemp(prefix="kvledger-redis-")
     proc = _spawn(
         [binary, "--bind", LOOPBACK, "--port", str(port), "--save", "", "--appendonly", "no",

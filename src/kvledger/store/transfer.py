@@ -5,7 +5,9 @@ a reader never sees a manifest whose objects were not all acknowledged. `read_pr
 the longest prefix that ends on a committed group and reads every page from ``start_page``
 on plus the state at its end, checking sizes and digests; when a deeper group turns out
 partial or corrupt it falls back to a shallower one (at most `max_tries` of them), reusing
-pages already read. Both raise only `StoreUnavailable` (server gone or too slow).
+pages already read. It answers a `PrefixRead` either way: what it restored (or nothing),
+which manifests it found and which groups were broken, so the tier can forget groups the
+store lost. Both raise only `StoreUnavailable` (server gone or too slow).
 
 >>> import tempfile
 >>> from kvledger.store.group import group_write
@@ -16,35 +18,30 @@ pages already read. Both raise only `StoreUnavailable` (server gone or too slow)
 >>> write_group(store, group_write(ns, keys, first_page=0, pages=[b"p0", b"p1"], state=b"s1"))
 True
 >>> got = read_prefix(store, ns, keys, start_page=1)
->>> got.end_page, got.pages, got.state
-(2, [b'p1'], b's1')
+>>> got.end_page, got.pages, got.state, got.present
+(2, [b'p1'], b's1', (2,))
+>>> read_prefix(store, ns, keys, start_page=2).found  # nothing committed past page 2
+False
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from kvledger.store.backend import StoreBackend
 from kvledger.store.group import GroupWrite, Manifest, digest
+from kvledger.store.group_store import PrefixRead
 from kvledger.store.keys import Namespace, ObjectKind, object_key
 
 MAX_TRIES = 3
 
 
 def write_group(backend: StoreBackend, group: GroupWrite) -> bool:
-    """True once the manifest is stored (the group is committed)."""
+    """True once the manifest is stored (the group is committed). The manifest is put only
+    after every object was acknowledged: one refused object and the group stays invisible."""
     if not all(backend.put(group.objects)):
         return False
     return all(backend.put([group.manifest]))
-
-
-@dataclass(frozen=True, slots=True)
-class PrefixRead:
-    end_page: int  # pages 0 .. end_page − 1 are cached; the state follows page end_page − 1
-    pages: list[bytes]  # pages start_page .. end_page − 1
-    state: bytes
-    misses: int  # deeper groups found partial or corrupt on the way
 
 
 def committed_ends(backend: StoreBackend, ns: Namespace, keys: Sequence[str],
@@ -72,17 +69,18 @@ def _chain(backend: StoreBackend, ns: Namespace, keys: Sequence[str], end: int,
 
 
 def read_prefix(backend: StoreBackend, ns: Namespace, keys: Sequence[str], *, start_page: int,
-                min_end_page: int = 0, max_tries: int = MAX_TRIES) -> PrefixRead | None:
+                min_end_page: int = 0, max_tries: int = MAX_TRIES) -> PrefixRead:
     """The longest committed, intact prefix longer than `start_page` and at least
-    `min_end_page` pages, or None."""
+    `min_end_page` pages (``found`` False when there is none)."""
     known: dict[int, Manifest | None] = {}
     pages_ok: dict[int, bytes] = {}
-    misses = 0
-    ends = [n for n in committed_ends(backend, ns, keys, start_page) if n >= min_end_page]
+    broken: list[int] = []
+    present = tuple(committed_ends(backend, ns, keys, start_page))
+    ends = [n for n in present if n >= min_end_page]
     for end in ends[:max_tries]:
         chain = _chain(backend, ns, keys, end, start_page, known)
         if chain is None:
-            misses += 1
+            broken.append(end)
             continue
         spec: dict[int, tuple[int, int]] = {}
         for m in chain:
@@ -106,8 +104,8 @@ def read_prefix(backend: StoreBackend, ns: Namespace, keys: Sequence[str], *, st
         state = values[-1]
         if (not intact or state is None or len(state) != top.state_size
                 or digest(state) != top.state_digest):
-            misses += 1
+            broken.append(end)
             continue
         return PrefixRead(end_page=end, pages=[pages_ok[p] for p in range(start_page, end)],
-                          state=state, misses=misses)
-    return None
+                          state=state, present=present, broken=tuple(broken))
+    return PrefixRead.none(present=present, broken=tuple(broken))

@@ -81,8 +81,9 @@ StateBackupOpt = Annotated[HostStateBackup | None, typer.Option(
     "the default), junctions (kvledger's: leaves and junctions always, a pass-through state "
     "only into a free host slot). Lossless; needs --enable-hierarchical-cache.")]
 L3SizeOpt = Annotated[float | None, typer.Option(
-    "--l3-size", help="GiB of a store tier below host, replayed in accounting mode: every "
-    "cached prefix written through, restored past the device/host hit.")]
+    "--l3-size", help="GiB of a store tier below host, replayed in accounting mode (the "
+    "tier `verify --workload l3-*` runs in real bytes): every cached prefix written through; "
+    "a deeper prefix than device + host hold is read back before admission, a device hit.")]
 L3BackendOpt = Annotated[BackendKind | None, typer.Option(
     "--l3-backend", help="Store backend whose object layout and default bandwidth/latency "
     "the store tier uses (default mooncake); needs --l3-size.")]
