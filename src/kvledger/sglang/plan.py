@@ -188,7 +188,6 @@ class SglangPlan:
         return plan_json(self, ignored_flags)
 
 
-Plan = SglangPlan  # the name before the engine-plan interface; kept for one release
 
 
 def deployment_fields(dep: Deployment) -> dict[str, Any]:
