@@ -15,8 +15,9 @@ Each timing is the best of `--repeats` runs, alternating ours and the baseline.
 
 Verification: `backup` and `loadback` time the raw pool copies, with no verification. The
 library controller verifies every loadback by default (XXH3-128 digests of the device bytes
-written, keyed by prefix: `kvledger.host.digests`); `loadback_verified` times a KV loadback
-plus that check, against the same baseline, so its cost is shown rather than hidden.
+written, keyed by prefix: `kvledger.host.digests`, and the pages beside each run checked
+unchanged: `kvledger.host.neighbours`); `loadback_verified` times a KV loadback plus both
+checks, against the same baseline, so their cost is shown rather than hidden.
 
     python bench/hicache.py                 # JSON on stdout
     python bench/hicache.py --pages 16 64 --state-slots 1 --repeats 5
@@ -37,10 +38,11 @@ from kvledger.host.device import DeviceBytes
 from kvledger.host.digests import PrefixDigests
 from kvledger.host.layout import HostLayout
 from kvledger.host.moves import Moves
+from kvledger.host.neighbours import NeighbourGuard
 from kvledger.host.runs import pages_to_slots
 from kvledger.pools.dsa import DsaTokenPool
 from kvledger.pools.state import MambaPool
-from kvledger.specs import IndexKeySpec, LatentRowSpec, RowLayout, StateSpec
+from kvledger.sglang.specs import IndexKeySpec, LatentRowSpec, RowLayout, StateSpec
 
 PAGE = 64
 LAYERS = 11
@@ -86,15 +88,18 @@ def _loadback(host, dev, kv_device, kv_host, state_device=EMPTY, state_host=EMPT
 
 
 def _verified_loadback(host, dev, kv_device, kv_host):
-    """A loadback, then the controller's check of the device bytes against backup digests."""
-    digests = PrefixDigests(dev, host)
+    """A loadback as the controller verifies it: the neighbour pages snapshotted before the
+    copy and checked after it, and the device bytes checked against backup digests."""
+    digests, guard = PrefixDigests(dev, host), NeighbourGuard(dev)
     keys = tuple(i.to_bytes(8, "little") for i in range(len(kv_device) // PAGE))
     moves = Moves(kv_device, kv_host, EMPTY, EMPTY, kv_keys=keys)
     digests.record_backup(moves)  # the device pages are what a backup would have copied
     load = _loadback(host, dev, kv_device, kv_host)
 
     def run() -> None:
+        before = guard.snapshot(moves)
         load()
+        assert guard.restore(before) is None
         digests.check_loadback(moves)
 
     return run
@@ -175,7 +180,7 @@ def main() -> None:
         "threads": torch.get_num_threads(),
         "device": "cpu: host and 'device' tensors both in DRAM",
         "verification": "backup/loadback: raw copies, not verified; loadback_verified: "
-                        "with the digest check HiCacheController runs by default",
+                        "with the digest and neighbour checks HiCacheController runs by default",
     }
     for placement in args.placement:
         ratios = [min(r["backup"]["ratio"], r["loadback"]["ratio"]) for r in rows

@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from kvledger.deploy import Deployment, KVDtype
-from kvledger.plan import make_plan
+from kvledger.sglang.deploy import Deployment, KVDtype
+from kvledger.sglang.plan import make_plan
 from kvledger.store.backend import BackendKind
 from kvledger.store.group import group_write
 from kvledger.store.keys import Namespace, page_keys

@@ -36,10 +36,10 @@ from rich.console import Console
 from rich.table import Table
 
 from kvledger.cache.policies import StateAdmission, StateEviction
-from kvledger.deploy import Deployment, KVDtype
 from kvledger.host.state_backup import HostStateBackup
-from kvledger.plan import make_plan
 from kvledger.report.policy_compare import COMPARE_PAIRS, compare_policies, compare_table
+from kvledger.sglang.deploy import Deployment, KVDtype
+from kvledger.sglang.plan import make_plan
 from kvledger.sim.config import SimConfig
 from kvledger.sim.replay import simulate
 from kvledger.sim.sources import load_workload

@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from kvledger.deploy import Deployment, KVDtype
-from kvledger.plan import make_plan
 from kvledger.pools.build import CONV_DTYPE, STATE_DTYPES
 from kvledger.pools.paged import PagedTokenAllocator
 from kvledger.pools.state import MambaPool
+from kvledger.sglang.deploy import Deployment, KVDtype
+from kvledger.sglang.plan import make_plan
 
 PAGE_TOKENS = 64
 POOL_PAGES = 8_192

@@ -30,8 +30,8 @@ import sys
 import time
 from pathlib import Path
 
-from kvledger.deploy import Deployment, KVDtype
-from kvledger.plan import Plan, make_plan
+from kvledger.sglang.deploy import Deployment, KVDtype
+from kvledger.sglang.plan import SglangPlan, make_plan
 from kvledger.sim.generators import GENERATORS, GeneratorParams
 from kvledger.sim.pages import PageKeyer
 from kvledger.sim.replay import simulate
@@ -49,7 +49,7 @@ def _keying_s(workload: Workload, page_tokens: int) -> float:
     return time.perf_counter() - start
 
 
-def _plan(host: bool) -> Plan:
+def _plan(host: bool) -> SglangPlan:
     return make_plan(deployment=Deployment(kv_cache_dtype=KVDtype.FP8_E4M3,
                                            enable_hierarchical_cache=host,
                                            hicache_ratio=2.0 if host else None))

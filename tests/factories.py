@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from kvledger.deploy import Deployment, KVDtype
 from kvledger.model.config import CONFIG_DIR, load_model
-from kvledger.resolve import CacheLayout, resolve
-from kvledger.rules import RULES
+from kvledger.sglang.deploy import Deployment, KVDtype
+from kvledger.sglang.resolve import CacheLayout, resolve
+from kvledger.sglang.rules import RULES
 
 # The real configs: the shared folder beside the checkout when present, else the package's
 # embedded copies of the same files (tests/model checks they are identical).

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import kvledger
-from kvledger.plan import make_plan
+from kvledger.sglang.plan import make_plan
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 

@@ -1,4 +1,10 @@
-"""The import graph is the data flow and points one way; the planner never imports torch."""
+"""The import graph is the data flow: packages in layers, imports pointing down, no circles.
+
+The layering is stated by package, bottom first. A module may import from its own package and
+from any package of a lower layer; packages of one layer are peers and never import each
+other (so `sglang/` and `vllm/` sit side by side on `model/` and `core/`). The planner never
+imports torch or matplotlib at module level.
+"""
 
 from __future__ import annotations
 
@@ -9,60 +15,145 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "kvledger"
 
-# Lower rank = closer to the bottom. A module may import only modules of rank ≤ its own
-# (equal rank only inside one package), never `cli` or `report` from below them.
-RANKS = {
-    "units": 0, "registry": 0, "lazy": 0, "limits": 0, "extras": 0, "model": 1, "deploy": 2, "rules": 2, "gpus": 2,
-    "specs": 2, "launch": 3,
-    "memfraction": 2, "resolve": 3, "ledger": 4, "statebudget": 4, "requestlimits": 4,
-    "rankweights": 5, "capacity": 5, "hicache_share": 4.5, "hicache": 5,
-    "plan": 6, "vllm": 6, "scaling": 6.5, "logs": 7, "sizing": 7, "pools": 7, "tree": 7,
-    "store": 7, "l3plan": 6, "host": 8, "cache": 9, "engine": 10, "sim": 10, "sequential": 10.5, "report": 11, "api": 11,
-    "cli": 12, "__main__": 13, "__init__": 14,
-}
-PLANNING = {"units", "registry", "limits", "model", "deploy", "rules", "gpus", "specs", "launch", "resolve", "ledger",
-            "statebudget", "requestlimits", "memfraction", "rankweights", "capacity", "hicache",
-            "hicache_share",
-            "plan", "vllm", "logs", "scaling", "sizing", "extras", "l3plan"}
+LAYERS = (
+    {"core"},
+    {"model"},
+    {"sglang", "vllm"},  # the two engines' planners, side by side
+    {"logs", "sizing", "pools", "tree", "store"},  # planner consumers; the memory system's base
+    {"host"},
+    {"cache"},  # the one facade
+    {"engine", "sim"},  # both drive the facade
+    {"sequential"},
+    {"report"},
+    {"api"},
+    {"cli"},
+    {"__main__", "__init__"},
+)
+LAYER = {name: i for i, layer in enumerate(LAYERS) for name in layer}
+PLANNING = {"core", "model", "sglang", "vllm", "logs", "sizing"}
 HEAVY = {"torch", "matplotlib"}
+MAX_LOOSE_ROOT_MODULES = 6
 
 
 def _top(path: Path) -> str:
-    rel = path.relative_to(PACKAGE)
-    return rel.parts[0].removesuffix(".py")
+    return path.relative_to(PACKAGE).parts[0].removesuffix(".py")
 
 
-def _imports(path: Path) -> set[str]:
+def _module(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> list[Path]:
+    return [p for p in PACKAGE.rglob("*.py") if "configs" not in p.parts]
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    inside: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            inside |= {id(n) for n in ast.walk(node)}
+    return inside
+
+
+def _imports(path: Path, *, runtime_only: bool = False) -> set[str]:
+    """Dotted names imported; `from a import b` also yields `a.b` (b may be a module)."""
     tree = ast.parse(path.read_text())
+    skip = _type_checking_nodes(tree) if runtime_only else set()
     found: set[str] = set()
     for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.add(node.module)
+            found |= {f"{node.module}.{alias.name}" for alias in node.names}
     return found
 
 
-def _modules():
-    return [p for p in PACKAGE.rglob("*.py") if "configs" not in p.parts]
+def test_every_package_has_a_layer():
+    tops = {_top(p) for p in _modules()}
+    assert tops <= set(LAYER), f"packages without a layer: {sorted(tops - set(LAYER))}"
 
 
-def test_imports_point_one_way():
+def test_imports_point_down_the_layers():
     bad = []
     for path in _modules():
         top = _top(path)
         for name in _imports(path):
             parts = name.split(".")
-            if parts[0] != "kvledger" or len(parts) < 2:
+            if parts[0] != "kvledger" or len(parts) < 2 or parts[1] == top:
                 continue
-            target = parts[1]
-            if target == top:
-                continue
-            if RANKS.get(target, 99) > RANKS.get(top, -1) or (
-                RANKS.get(target) == RANKS.get(top) and top not in {"__init__"}
-            ):
+            if parts[1] in LAYER and LAYER[parts[1]] >= LAYER[top]:
                 bad.append(f"{path.relative_to(PACKAGE)} imports {name}")
-    assert not bad, "imports against the data flow:\n" + "\n".join(bad)
+    assert not bad, "imports against the data flow:\n" + "\n".join(sorted(set(bad)))
+
+
+def test_no_module_imports_itself_in_a_circle():
+    modules = {_module(p): p for p in _modules()}
+    graph = {m: {n for n in _imports(p, runtime_only=True) if n in modules and n != m}
+             for m, p in modules.items()}
+    # a package's __init__ importing its children is the normal direction; a child
+    # importing its own package's __init__ back is the circle we look for
+    circles = _strongly_connected(graph)
+    assert not circles, "import circles:\n" + "\n".join(" ↔ ".join(c) for c in circles)
+
+
+def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's algorithm, iteratively: the components with more than one module."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_circle_finder_finds_a_circle():
+    assert _strongly_connected({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+
+
+def test_the_package_root_holds_only_a_handful_of_modules():
+    loose = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(loose) <= MAX_LOOSE_ROOT_MODULES, loose
+
+
+def test_the_engine_packages_import_cleanly():
+    code = "import kvledger.core, kvledger.sglang, kvledger.vllm"
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_tree_never_imports_pools():

@@ -15,8 +15,8 @@ NO_TORCH = """
 import sys
 import numpy as np
 from kvledger.cache.accounting import accounting_cache
-from kvledger.deploy import Deployment, KVDtype
-from kvledger.plan import make_plan
+from kvledger.sglang.deploy import Deployment, KVDtype
+from kvledger.sglang.plan import make_plan
 cache = accounting_cache(make_plan(deployment=Deployment(kv_cache_dtype=KVDtype.FP8_E4M3)))
 keys = np.arange(40)
 seq = cache.admit(keys, prompt_tokens=2000, final_tokens=2100)

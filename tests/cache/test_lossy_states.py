@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kvledger.cache.policies.lossy_states import LossyStates, checkpoint_bytes, lossy_states
-from kvledger.deploy import Deployment, KVDtype
-from kvledger.plan import make_plan
+from kvledger.sglang.deploy import Deployment, KVDtype
+from kvledger.sglang.plan import make_plan
 
 
 def test_glm_at_60_gib_more_than_triples_the_cached_checkpoints():
@@ -22,7 +22,7 @@ def test_glm_at_60_gib_more_than_triples_the_cached_checkpoints():
 
 
 def test_checkpoint_bytes_one_scale_per_last_dim_row():
-    from kvledger.specs import StateSpec
+    from kvledger.sglang.specs import StateSpec
 
     spec = StateSpec(conv_shape=(2, 10), conv_itemsize=2, temporal_shape=(5, 10),
                      temporal_itemsize=4)

@@ -12,8 +12,8 @@ from kvledger.cache.policies.slot_economy import (
     shared_track_plan,
     slot_economy,
 )
-from kvledger.deploy import Deployment, KVDtype
-from kvledger.plan import make_plan
+from kvledger.sglang.deploy import Deployment, KVDtype
+from kvledger.sglang.plan import make_plan
 
 
 def test_default_plan_frees_two_track_slots_per_request_less_the_pool():

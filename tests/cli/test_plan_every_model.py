@@ -63,7 +63,14 @@ def test_default_model_plans_under_vllm():
     assert doc["layout"]["block_tokens"] == 640  # 128 × cdiv(542,720, 128 × 1,024) at TP 8
 
 
-def test_sglang_spelling_under_vllm_is_refused_with_the_vllm_flag():
-    r = plan("--engine", "vllm", "--model", "llama-3.1-8b", "--tp", "8")
-    assert r.exit_code != 0
-    assert "--tp: SGLang's spelling; vLLM takes --tensor-parallel-size / -tp" in r.output
+def test_sglang_spelling_under_vllm_reads_as_vllms_where_it_means_the_same():
+    # One spelling policy: --tp is vLLM's --tensor-parallel-size; --dp means attention-DP
+    # groups to SGLang, so under vLLM it is refused naming vLLM's flag.
+    same = plan("--engine", "vllm", "--model", "llama-3.1-8b", "--tp", "8")
+    spelled = plan("--engine", "vllm", "--model", "llama-3.1-8b",
+                   "--tensor-parallel-size", "8")
+    assert same.exit_code == 0, same.output
+    assert json.loads(same.stdout)["layout"] == json.loads(spelled.stdout)["layout"]
+    other = plan("--engine", "vllm", "--model", "llama-3.1-8b", "--tp", "8", "--dp", "2")
+    assert other.exit_code == 2
+    assert "--dp: SGLang's spelling; vLLM takes --data-parallel-size / -dp" in other.output

@@ -106,3 +106,66 @@ def test_slot_economy_input_errors():
     assert both.exit_code == 2 and "runs on its own" in both.output
     dense = invoke(*SMALL, "--model", "llama-3.1-8b", "--slot-economy", "shared-track")
     assert dense.exit_code == 2 and "has no state slots" in dense.output
+
+
+def test_compare_progress_bar_is_on_stderr_only(monkeypatch):
+    # The bar goes to the error console (a terminal here), is transient, and never touches
+    # stdout: --json stays one clean document; --no-progress silences it.
+    import io
+
+    from rich.console import Console
+
+    import kvledger.cli.runners.sim_compare as runner_module
+
+    shown = io.StringIO()
+    monkeypatch.setattr(runner_module, "err_console",
+                        Console(file=shown, force_terminal=True, width=120))
+    args = [a for a in SMALL if a != "--no-progress"]
+    result = invoke(*args, "--compare", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["schema"] == "kvledger.simulate-compare/1"
+    assert f"run {len(COMPARE_PAIRS) + 1}/{len(COMPARE_PAIRS) + 1}, FULL-only ceiling" \
+        in shown.getvalue()
+    quiet = io.StringIO()
+    monkeypatch.setattr(runner_module, "err_console", Console(file=quiet, force_terminal=True))
+    assert invoke(*SMALL, "--compare", "--json").exit_code == 0
+    assert quiet.getvalue() == ""
+
+
+def test_compare_policies_reports_progress_over_every_run():
+    from kvledger.report.policy_compare import compare_policies
+    from kvledger.sglang.plan import make_plan
+    from kvledger.sim.config import SimConfig
+    from kvledger.sim.generators import GENERATORS, GeneratorParams
+
+    plan = make_plan(kv_cache_dtype="fp8_e4m3")
+    work = GENERATORS["shared-prompt"].generate(GeneratorParams(num_requests=30, seed=1))
+    seen: list[tuple[str, int, int]] = []
+    pairs = COMPARE_PAIRS[:2]
+    compare_policies(plan, work, SimConfig(), pairs, on_progress=lambda *a: seen.append(a))
+    total = 30 * (len(pairs) + 1)
+    assert {t for _, _, t in seen} == {total}
+    done = [d for _, d, _ in seen]
+    assert done == sorted(done) and done[0] == 0 and done[-1] == total
+    labels = list(dict.fromkeys(label for label, _, _ in seen))
+    assert labels == [f"{a.value} + {e.value}" for a, e in pairs] + ["FULL-only ceiling"]
+
+
+def test_every_hit_rate_output_says_what_it_measures(tmp_path):
+    # replay, simulate and the ceiling measure different things (docs/hit-rates.md); each
+    # output names its own and points at the others
+    from kvledger.report import hit_rates
+
+    sim = json.loads(invoke(*SMALL, "--json").stdout)
+    assert hit_rates.SIMULATE in sim["notes"]
+    assert "not comparable with `replay`" in invoke(*SMALL).output
+    both = json.loads(invoke(*SMALL, "--compare", "--json").stdout)
+    assert {hit_rates.SIMULATE, hit_rates.CEILING} <= set(both["notes"])
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("".join(
+        json.dumps({"timestamp": i, "input_length": 600, "output_length": 4,
+                    "hash_ids": [0, 1]}) + "\n" for i in range(3)))
+    replay = runner.invoke(app, ["replay", "--trace", str(trace), "--pool-tokens", "4096",
+                                 "--state-slots", "8", "--no-progress", "--json"])
+    assert replay.exit_code == 0, replay.output
+    assert hit_rates.REPLAY in json.loads(replay.stdout)["notes"]

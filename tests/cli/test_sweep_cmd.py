@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from kvledger.cli import app
-from kvledger.launch import parse_flags
 from kvledger.model.config import embedded_names
-from kvledger.plan import make_plan
+from kvledger.sglang.launch import parse_flags
+from kvledger.sglang.plan import make_plan
 from kvledger.sizing import Axes, recommend, sweep
 
 runner = CliRunner()

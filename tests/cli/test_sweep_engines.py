@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from kvledger.cli import app
-from kvledger.deploy import Deployment
 from kvledger.model.config import embedded_names
+from kvledger.sglang.deploy import Deployment
 from kvledger.sizing import Axes, sweep
 from kvledger.sizing.vllm_point import vllm_deployment
 from kvledger.vllm.deploy import VllmDeployment
@@ -57,7 +57,7 @@ def test_qwen3_next_on_four_h200s_vllm_concurrency_is_for_max_model_len_requests
     rows = sweep("qwen3-next-80b-a3b-instruct", Axes(gpus=("H200",), tp=(4,)),
                  engines=("sglang", "vllm"))
     sg, vl = rows
-    plan = vl.vllm_plan
+    plan = vl.plan
     # max_model_len is the config's 262,144: vLLM's "Maximum concurrency" is
     # num_gpu_blocks / blocks per such request (get_max_concurrency_for_kv_cache_config)
     assert plan.layout.max_model_len == 262_144
@@ -71,7 +71,7 @@ def test_a_workload_sets_max_model_len_and_checks_requests():
     rows = sweep("qwen3-next-80b-a3b-instruct", Axes(gpus=("H200",), tp=(4,)),
                  engines=("vllm",), requests=64, context_tokens=32_768)
     (row,) = rows
-    assert row.vllm_plan.layout.max_model_len == 32_768
+    assert row.plan.layout.max_model_len == 32_768
     assert row.fits == (row.totals.running_requests >= 64)
 
 
@@ -104,7 +104,6 @@ def test_rules_pick_one_set_per_engine():
 def test_recommend_prints_vllms_command_when_its_plan_fits(model):
     from kvledger.model.config import REPO_IDS
     from kvledger.sizing import recommend
-    from kvledger.sizing.vllm_point import vllm_totals
     from kvledger.vllm.flags import parse_vllm_command
 
     # Both engines' layouts: a model SGLang refuses (Jamba) is recommended vLLM's layouts.
@@ -122,7 +121,7 @@ def test_recommend_prints_vllms_command_when_its_plan_fits(model):
         assert parsed.model_ref == REPO_IDS.get(model, model)
         assert parsed.deployment == vdep
         plan = make_vllm_plan(model, parsed.deployment, gpu="H200")
-        assert vllm_totals(plan).running_requests >= 32
+        assert plan.totals.running_requests >= 32
     result = runner.invoke(app, ["recommend", "--model", model, "--requests", "32",
                                  "--context", "8192", "--gpu", "H200", "--top", "3",
                                  "--engine", "sglang,vllm", "--json"])
@@ -151,9 +150,9 @@ def test_recommend_jamba_from_vllm_layouts():
     # vllm-0.33 on one H200: 27,126 blocks of 160 tokens; a max_model_len request takes 66
     # (get_max_concurrency_for_kv_cache_config: 27,126 / 66 = 411 requests), and the logged
     # "GPU KV cache size" is int(411 × 8,192) = 3,366,912 tokens (get_kv_cache_capacity).
-    cap = best.row.vllm_plan.capacity
+    cap = best.row.plan.capacity
     assert (cap.num_blocks, cap.blocks_per_request, cap.max_concurrency) == (27_126, 66, 411.0)
-    assert best.row.vllm_plan.layout.block_tokens == 160
+    assert best.row.plan.layout.block_tokens == 160
     tot = best.row.totals
     assert (tot.ranks, tot.running_requests, tot.tokens) == (1, 411, 3_366_912)
     assert best.headroom == 411 / 32
@@ -239,7 +238,7 @@ def test_compare_vllm_side_needs_a_gpu():
 def test_replicas_without_dp_attention_multiply_one_copys_totals():
     # SGLang --dp-size R alone: DataParallelController.launch_dp_schedulers launches one
     # tp group per dp_rank (base_gpu_id += tp_size), each with its own pools: tp × R GPUs
-    from kvledger.plan import make_plan
+    from kvledger.sglang.plan import make_plan
 
     rows = sweep("qwen3-next-80b-a3b-instruct", Axes(gpus=("H200",), tp=(4,), replicas=(1, 2)),
                  engines=("sglang", "vllm"))
@@ -252,7 +251,7 @@ def test_replicas_without_dp_attention_multiply_one_copys_totals():
     assert two.totals.tokens == 2 * one.totals.tokens
     assert two.totals.state_pool_bytes == 2 * one.totals.state_pool_bytes
     # vLLM: --tensor-parallel-size 4 --data-parallel-size 2
-    vtwo = rows[3].vllm_plan.layout.deployment
+    vtwo = rows[3].plan.layout.deployment
     assert (vtwo.tensor_parallel_size, vtwo.data_parallel_size) == (4, 2)
     assert rows[3].totals.ranks == 8
 

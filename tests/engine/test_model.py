@@ -17,7 +17,7 @@ from kvledger.engine.memory import PoolSizes, build_device_pools
 from kvledger.engine.pool_store import PoolStore
 from kvledger.model.arch import LayerKind
 from kvledger.model.config import load_model
-from kvledger.specs import RowLayout
+from kvledger.sglang.specs import RowLayout
 
 CFG = TinyConfig()
 

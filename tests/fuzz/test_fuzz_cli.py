@@ -1,7 +1,9 @@
-"""Fuzz the CLI's flags: `plan`, `pools`, `simulate`, `verify`, `replay`, in-process.
+"""Fuzz the CLI's flags: `plan`, `pools`, `simulate`, `verify`, `replay`, `sweep`,
+`recommend`, `compare`, and flag words (abbreviations, misspellings, other engines'
+spellings) for every command, in-process.
 
 Each case is a command line drawn from the real flag tables (kvledger's own options and every
-SGLang flag `kvledger.launch` knows), with values drawn from the hostile set — NaN, ±inf,
+SGLang flag `kvledger.sglang.launch` knows), with values drawn from the hostile set — NaN, ±inf,
 1e308, 1e400, 400-digit integers, negatives, zero, empty and non-numeric text — or valid
 ones. `fuzz_harness.check_invocation` holds each to exit 0 or 2, no traceback, strict JSON.
 
@@ -21,12 +23,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fuzz.fuzz_harness import check_invocation, fuzz_settings
-from kvledger.launch.flags import FLAGS
 from kvledger.model.config import embedded_names
+from kvledger.sglang.launch.flags import FLAGS
 
 HOSTILE = ["0", "-1", "1", "2", "nan", "NaN", "inf", "-inf", "1e308", "1e400", "-1e308",
            "9" * 400, "", " ", "abc", "1.5", "0.5", "1e-300", "0x10", "1_000", "128k", "128K",
-           "2.5K", "-0", "+3", "1e3", "4294967296", "18446744073709551616", "None", "true"]
+           "2.5K", "-0", "+3", "1e3", "4294967296", "18446744073709551616", "None", "true",
+           "1e-310", "5e-324", "2.2250738585072014e-308", "32k", "x" * 5_000]
 VALUES = st.one_of(
     st.sampled_from(HOSTILE),
     st.integers(min_value=-10**6, max_value=10**6).map(str),
@@ -63,6 +66,8 @@ PLAN_OPTIONS = st.one_of(
     st.tuples(st.just("--engine"), st.sampled_from(["sglang", "vllm", "sglang,vllm", "", "x"]))
     .map(list),
     st.tuples(st.just("--hicache-state-share"), st.one_of(PLAUSIBLE, VALUES)).map(list),
+    st.tuples(st.sampled_from(["--l3-size", "--l3-instances", "--l3-node-pages"]),
+              st.one_of(PLAUSIBLE, VALUES)).map(list),
 )
 
 
@@ -77,6 +82,31 @@ def _command(options: st.SearchStrategy[list[str]], max_flags: int = 3):
        json=st.booleans())
 def test_plan(args, json):
     check_invocation("plan", ["plan", *args, *(["--json"] if json else [])])
+
+
+VLLM_VALUE_FLAGS = ["--tensor-parallel-size", "-tp", "--data-parallel-size",
+                    "--gpu-memory-utilization", "--kv-cache-memory-bytes", "--max-model-len",
+                    "--max-num-seqs", "--block-size", "--kv-cache-dtype",
+                    "--mamba-ssm-cache-dtype", "--mamba-cache-mode", "--tp", "--context-length",
+                    "--page-size", "--dp"]  # the last four: SGLang's spellings
+VLLM_OPTIONS = st.one_of(
+    st.tuples(st.sampled_from(VLLM_VALUE_FLAGS),
+              st.one_of(PLAUSIBLE, VALUES, st.sampled_from(["auto", "fp8", "align", "none"])))
+    .map(list),
+    st.sampled_from([["--enforce-eager"], ["--no-enable-prefix-caching"],
+                     ["--disable-radix-cache"], ["--speculative-config",
+                                                 '{"num_speculative_tokens": 1e400}']]),
+    st.tuples(st.sampled_from(["--activation-gib", "--non-torch-gib", "--cudagraph-gib"]),
+              st.one_of(PLAUSIBLE, VALUES)).map(list),
+)
+
+
+@fuzz_settings(20)
+@given(args=_command(VLLM_OPTIONS, max_flags=3), model=st.sampled_from(["llama-3.1-8b",
+                                                                       "qwen3-next-80b-a3b-instruct"]))
+def test_vllm_plan(args, model):
+    check_invocation("plan --engine vllm", ["plan", "--engine", "vllm", "--gpu", "H200",
+                                            "--model", model, *args, "--json"])
 
 
 @fuzz_settings(40)
@@ -160,3 +190,97 @@ def test_replay(args, pool):
     sized = ["--pool-tokens", "8192", "--state-slots", "8"] if pool else []
     check_invocation("replay", ["replay", "--trace", str(REPLAY_TRACE), *sized, *args,
                                 "--no-progress", "--json"])
+
+
+AXIS = st.one_of(
+    st.lists(st.sampled_from(["1", "2", "4", "8", "16"]), min_size=1, max_size=3, unique=True)
+    .map(",".join),
+    VALUES, st.sampled_from(["1,,2", "2,2", "-1,2", "0", "1048576", "1,3"]))
+SWEEP_OPTIONS = st.one_of(
+    st.tuples(st.sampled_from(["--tp", "--dp", "--replicas", "--nodes", "--nnodes"]), AXIS)
+    .map(list),
+    st.tuples(st.just("--gpu"), st.sampled_from(["H200", "H100,B200", "H200,nope", "", ","]))
+    .map(list),
+    st.tuples(st.sampled_from(["--requests", "--context", "--available-gib", "--weights-gib"]),
+              st.one_of(PLAUSIBLE, VALUES)).map(list),
+    st.tuples(st.sampled_from(["--kv-cache-dtype", "--mamba-ssm-dtype"]),
+              st.sampled_from(["auto", "fp8_e4m3,bf16", "float32", "x", ""])).map(list),
+    st.tuples(st.just("--engine"), st.sampled_from(["sglang", "vllm", "sglang,vllm", "x"]))
+    .map(list),
+)
+
+
+@fuzz_settings(20)
+@given(args=_command(SWEEP_OPTIONS, max_flags=3))
+def test_sweep(args):
+    check_invocation("sweep", ["sweep", *args, "--json"])
+
+
+@fuzz_settings(10)
+@given(requests=st.one_of(PLAUSIBLE, VALUES), context=st.one_of(PLAUSIBLE, VALUES),
+       gpu=st.sampled_from(["H200", "B200,H100", "nope", ""]),
+       extra=_command(st.one_of(SGLANG_FLAGS, st.tuples(st.just("--top"), VALUES).map(list)),
+                      max_flags=1))
+def test_recommend(requests, context, gpu, extra):
+    # exit 1 is an answer here: nothing in the search space fits
+    check_invocation("recommend", ["recommend", "--requests", requests, "--context", context,
+                                   "--gpu", gpu, *extra, "--json"], exits=(0, 1, 2))
+
+
+SIDES = st.sampled_from(["--tp 8", "--tp 4 --gpu H200", "--tp 0", "--tp x", "--engine vllm "
+                         "--gpu H200 --tp 8", "--engine nope", "--gpu", "", "--tpp 2"])
+
+
+@fuzz_settings(15)
+@given(a=SIDES, b=SIDES, extra=_command(st.one_of(PLAN_OPTIONS, SGLANG_FLAGS), max_flags=1))
+def test_compare(a, b, extra):
+    check_invocation("compare", ["compare", "--a", a, "--b", b, *extra, "--json"])
+
+
+# Every long option of every command and every engine flag, then cut, misspelt or given as
+# the other engine spells it: each word is read as exactly one flag, or refused (exit 2).
+def _words() -> list[str]:
+    import typer
+
+    from kvledger.cli import app
+    from kvledger.sglang.launch.flags import VLLM_ALIASES
+    from kvledger.sglang.launch.spellings import SGLANG_FLAGS as SGLANG_REGISTERED
+    from kvledger.vllm.flags import SGLANG_ALIASES, VLLM_SPELLINGS
+
+    own = {o for c in typer.main.get_command(app).commands.values() for p in c.params
+           for o in p.opts if o.startswith("--")}
+    return sorted(own | SGLANG_REGISTERED | VLLM_SPELLINGS | set(VLLM_ALIASES)
+                  | set(SGLANG_ALIASES))
+
+
+WORDS = _words()
+# (not pools: each case that parses allocates its pools; test_pools fuzzes its flags)
+COMMANDS = {"plan": [], "explain": [], "sweep": [],
+            "simulate": ["--workload", "chat", "--num-requests", "3", "--no-progress"],
+            "replay": ["--trace", str(REPLAY_TRACE), "--no-progress"],
+            "check-log": [str(next((Path(__file__).parents[1] / "data" / "logs").glob("*.log")))],
+            "recommend": ["--requests", "8", "--context", "4096", "--gpu", "H200"]}
+
+
+@st.composite
+def flag_word(draw) -> str:
+    word = draw(st.sampled_from(WORDS))
+    match draw(st.integers(min_value=0, max_value=3)):
+        case 0:
+            return word
+        case 1:  # an abbreviation: what argparse would read as the one flag it begins
+            return word[:draw(st.integers(min_value=3, max_value=max(3, len(word) - 1)))]
+        case 2:  # a typo
+            i = draw(st.integers(min_value=2, max_value=len(word) - 1))
+            return word[:i] + draw(st.sampled_from("xz-")) + word[i + 1:]
+        case _:
+            return word.replace("-", "_", 1) if word.count("-") > 2 else word + "s"
+
+
+@fuzz_settings(40)
+@given(command=st.sampled_from(sorted(COMMANDS)), word=flag_word(),
+       value=st.sampled_from(["8", "1", "32k", "vllm", "auto"]), with_value=st.booleans())
+def test_flag_words(command, word, value, with_value):
+    args = [command, *COMMANDS[command], word, *([value] if with_value else []), "--json"]
+    exits = (0, 1, 2) if command in ("check-log", "recommend") else (0, 2)
+    check_invocation(f"words {command}", args, exits=exits)

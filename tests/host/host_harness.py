@@ -29,7 +29,7 @@ from kvledger.pools.gqa import GqaKVPool
 from kvledger.pools.ids import StateSlotAllocator
 from kvledger.pools.paged import PagedTokenAllocator
 from kvledger.pools.state import MambaPool
-from kvledger.specs import GqaRowSpec, IndexKeySpec, LatentRowSpec, RowLayout, StateSpec
+from kvledger.sglang.specs import GqaRowSpec, IndexKeySpec, LatentRowSpec, RowLayout, StateSpec
 from kvledger.tree import RadixTree
 
 PAGE = 4  # tokens per page

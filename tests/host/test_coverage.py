@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 
 from factories import glm_layout
-from kvledger.deploy import Deployment, KVDtype
-from kvledger.hicache import ARTICLE_HOST, OUR_HOST, CopyStatus, HostObject
 from kvledger.host.coverage import node_coverage
 from kvledger.model.config import load_model
-from kvledger.resolve import resolve
-from kvledger.rules import RULES
+from kvledger.sglang.deploy import Deployment, KVDtype
+from kvledger.sglang.hicache import ARTICLE_HOST, OUR_HOST, CopyStatus, HostObject
+from kvledger.sglang.resolve import resolve
+from kvledger.sglang.rules import RULES
 from kvledger.tree import Component, RadixTree
 
 KV, IDX, STATE, TAIL = (HostObject.KV, HostObject.INDEX_KEYS, HostObject.STATE,

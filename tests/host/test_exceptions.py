@@ -14,6 +14,7 @@ import pytest
 
 from host.host_harness import PAGE, harness, seq
 from kvledger.host.movers import TensorMover
+from kvledger.host.policy import BackupPolicy
 from kvledger.host.results import BackupOutcome, LoadStatus
 from kvledger.host.transfers import InFlight
 from kvledger.pools.errors import IntegrityError
@@ -177,3 +178,58 @@ def test_in_flight_counters_must_equal_the_transfers_in_flight():
     h.ctrl.inflight.add_host(PAGE, 0)
     with pytest.raises(IntegrityError):
         h.ctrl.check_integrity()
+
+
+def _raising_on_call(obj, name, error, call):
+    real, calls = getattr(obj, name), []
+
+    def wrapper(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == call:
+            raise error
+        return real(*args, **kwargs)
+
+    setattr(obj, name, wrapper)
+    return calls
+
+
+@pytest.mark.parametrize("error", [ValueError("injected"), KeyboardInterrupt()],
+                         ids=["ValueError", "KeyboardInterrupt"])
+@pytest.mark.parametrize("call", [1, 2, 3], ids=["first node", "second node", "state"])
+def test_an_error_recording_a_backup_frees_what_the_tree_did_not_take(error, call):
+    """One backup of two nodes (a parent and its child) and the child's state, recorded
+    root-first; an error at any record (the copy already landed) keeps what was recorded
+    and frees the rest."""
+    h = harness(policy=BackupPolicy.WRITE_BACK)  # nothing is backed up until asked
+    h.insert(seq(0, 2))
+    child = h.insert(np.r_[seq(0, 2), seq(500, 1)]).node
+    assert child.parent.parent is not None and child.parent.full.host_value is None
+    calls = _raising_on_call(h.tree, "set_host_value", error, call)
+    with pytest.raises(type(error)):
+        h.ctrl.backup(child)
+    assert len(calls) == call
+    recorded = h.ctrl.host.sizes()
+    assert recorded.kv_used_tokens == {1: 0, 2: 2 * PAGE, 3: 3 * PAGE}[call]
+    assert recorded.state_used_slots == 0
+    assert child.mamba.host_value is None
+    _assert_clean(h)
+
+
+@pytest.mark.parametrize("error", [ValueError("injected"), KeyboardInterrupt()],
+                         ids=["ValueError", "KeyboardInterrupt"])
+@pytest.mark.parametrize("call", [1, 2], ids=["KV", "state"])
+def test_an_error_recording_a_loadback_frees_what_the_tree_did_not_take(error, call):
+    h = harness()
+    tokens = seq(0, 2)
+    node = h.insert(tokens).node
+    h.ctrl.evict_device(full_tokens=2 * PAGE)
+    free_pages = h.ctrl.device.token_allocator.available_tokens
+    free_slots = h.ctrl.device.state_allocator.num_free
+    _raising_on_call(h.tree, "restore_device_value", error, call)
+    with pytest.raises(type(error)):
+        h.ctrl.loadback(h.tree.match_prefix(tokens))
+    kept = 0 if call == 1 else 2 * PAGE  # the KV recorded before the state failed stays
+    assert h.ctrl.device.token_allocator.available_tokens == free_pages - kept
+    assert h.ctrl.device.state_allocator.num_free == free_slots
+    assert node.mamba.value is None and (node.full.value is None) == (call == 1)
+    _assert_clean(h)

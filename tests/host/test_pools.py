@@ -11,16 +11,16 @@ import pytest
 import torch
 
 from host.host_harness import PAGE, device_side
-from kvledger.hicache import ARTICLE_HOST, OUR_HOST
 from kvledger.host.build import build_host, build_host_group
 from kvledger.host.group import HostPoolGroup
 from kvledger.host.kv_pool import HostKVPool, HostRowError
 from kvledger.host.layout import HostLayout
 from kvledger.host.runs import page_runs, slots_to_pages
 from kvledger.host.side_pools import HostIndexerPool, HostStatePool
-from kvledger.plan import make_plan
 from kvledger.pools.build import ScaleDown, build_pools
 from kvledger.pools.errors import AllocatorError, IntegrityError
+from kvledger.sglang.hicache import ARTICLE_HOST, OUR_HOST
+from kvledger.sglang.plan import make_plan
 
 
 def test_host_row_narrower_than_device_row_is_refused():

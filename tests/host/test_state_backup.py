@@ -101,10 +101,10 @@ def test_the_real_bytes_host_group_and_the_simulator_follow_the_state_share():
     # The plan's own host ledger sizes both: 60 GiB, fp8, ratio 2 (T = 4,670,784, K = 205);
     # share 0.7 of its 128,343,918,080 B budget gives 608 + 1 state slots.
     from kvledger.cache.accounting import accounting_cache
-    from kvledger.deploy import Deployment, KVDtype
     from kvledger.host.build import build_host, host_sizes
-    from kvledger.plan import make_plan
     from kvledger.pools.build import ScaleDown, build_pools
+    from kvledger.sglang.deploy import Deployment, KVDtype
+    from kvledger.sglang.plan import make_plan
 
     def plan(share):
         return make_plan("glm-5.3-flash", Deployment(kv_cache_dtype=KVDtype.FP8_E4M3,

@@ -6,13 +6,13 @@ import pytest
 import torch
 
 from factories import REFUSED_BY_SGLANG, SHARED_CONFIGS
-from kvledger.deploy import Deployment, DeploymentError, KVDtype
-from kvledger.launch import parse_flags
-from kvledger.plan import make_plan
 from kvledger.pools.accounting import account
 from kvledger.pools.build import ScaleDown, build_pools
-from kvledger.rules import RULES
-from kvledger.scaling import scale_plan
+from kvledger.sglang.deploy import Deployment, DeploymentError, KVDtype
+from kvledger.sglang.launch import parse_flags
+from kvledger.sglang.plan import make_plan
+from kvledger.sglang.rules import RULES
+from kvledger.sglang.scaling import scale_plan
 
 CONFIGS = sorted(p for p in SHARED_CONFIGS.glob("*.json"))
 

@@ -8,7 +8,7 @@ import torch
 from kvledger.pools.fp8 import FP8_ABS_ERROR, FP8_REL_ERROR
 from kvledger.pools.gqa import GqaKVPool
 from kvledger.pools.tail import CompressTail
-from kvledger.specs import GqaRowSpec, TailSpec
+from kvledger.sglang.specs import GqaRowSpec, TailSpec
 
 
 @pytest.mark.parametrize("itemsize", [2, 1])

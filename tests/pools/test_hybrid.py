@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from kvledger.deploy import Deployment, KVDtype
-from kvledger.plan import make_plan
 from kvledger.pools.build import DevicePools, ScaleDown, build_pools
 from kvledger.pools.errors import LayerKindError
+from kvledger.sglang.deploy import Deployment, KVDtype
+from kvledger.sglang.plan import make_plan
 
 
 def glm_pools(**deploy) -> DevicePools:

@@ -7,8 +7,8 @@ import torch
 
 from kvledger.pools.fp8 import FP8_ABS_ERROR, FP8_REL_ERROR, quantize_scaled
 from kvledger.pools.index_keys import IndexKeyCache
-from kvledger.rules import RULES
-from kvledger.specs import IndexKeySpec
+from kvledger.sglang.rules import RULES
+from kvledger.sglang.specs import IndexKeySpec
 
 KEY_BYTES, SCALE_OFFSET = 128, 64 * 128  # 64 key slots per page in both rule sets
 

@@ -7,7 +7,7 @@ import torch
 
 from kvledger.pools.fp8 import FP8_ABS_ERROR, FP8_REL_ERROR
 from kvledger.pools.latent import LatentKVPool
-from kvledger.specs import LatentRowSpec, RowLayout
+from kvledger.sglang.specs import LatentRowSpec, RowLayout
 
 
 def pool(layout: RowLayout, rope: int = 0, slots: int = 64, layers: int = 2) -> LatentKVPool:

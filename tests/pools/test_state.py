@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from kvledger.pools.state import MambaPool
-from kvledger.specs import StateSpec
+from kvledger.sglang.specs import StateSpec
 
 SPEC = StateSpec(conv_shape=(3, 12), conv_itemsize=2, temporal_shape=(2, 4, 4), temporal_itemsize=4)
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvledger.plan import make_plan
 from kvledger.report.figures import PLAN_FIGURES, write_figures
 from kvledger.report.figures.sim_plots import Binned
 from kvledger.report.figures.token_bytes import _variants
+from kvledger.sglang.plan import make_plan
 from kvledger.sim.series import Constraint, TimeSeries
 
 

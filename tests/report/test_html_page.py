@@ -9,8 +9,9 @@ import subprocess
 
 import pytest
 
-from kvledger.plan import make_plan
 from kvledger.report.html_page import render_report
+from kvledger.sglang.deploy import Deployment
+from kvledger.sglang.plan import make_plan
 from kvledger.sim.generators import GENERATORS, GeneratorParams
 from kvledger.sim.replay import simulate
 
@@ -66,3 +67,25 @@ def test_headless_chromium_renders_the_page(page, tmp_path):
     subprocess.run([*common, f"--screenshot={shot}", "--window-size=1200,3000", path.as_uri()],
                    capture_output=True, timeout=120, check=True)
     assert shot.stat().st_size > 10_000
+
+
+def test_totals_weights_and_latency_are_on_the_page():
+    # what `kvledger plan` and `simulate` print is on the page too: the deployment totals, the
+    # weights ledger when kvledger estimated the weights, and the latency percentiles
+    plan = make_plan("qwen3-next-80b-a3b-instruct", Deployment(tp_size=2), gpu="H200")
+    work = GENERATORS["chat"].generate(GeneratorParams(num_requests=40, seed=3))
+    html = render_report(plan, simulate(plan, work))
+    assert plan.weights_estimated and plan.ledgers.weights.rows
+    assert f"{plan.ledgers.weights.name} — {plan.ledgers.weights.total_bytes:,} B" in html
+    tot = plan.capacity.totals
+    assert "<caption>Deployment — " in html
+    assert f"<td>running requests (N × workers)</td><td>{tot.running_requests:,}</td>" in html
+    assert "<caption>Latency (" in html and "<td>TTFT</td>" in html and " ms</td>" in html
+    assert "units: B = byte; KiB, MiB, GiB" in html
+
+
+def test_one_unit_style_on_the_page(page):
+    # binary byte units only (the engines' GiB), shares as "x.y %", times with their unit
+    assert not re.search(r"\d (GB|MB|KB)\b", page)
+    assert not re.search(r"\d\.\d%", page)
+    assert re.search(r"token hit rate \d+\.\d %", page)

@@ -6,12 +6,12 @@ from typer.testing import CliRunner
 
 from kvledger import __version__
 from kvledger.cli import app
-from kvledger.deploy import Deployment
-from kvledger.plan import make_plan
 from kvledger.report.figures import draw_all
 from kvledger.report.figures.canvas import deployment_line
 from kvledger.report.figures.hicache_cover import hicache_cover
 from kvledger.report.figures.token_bytes import token_bytes
+from kvledger.sglang.deploy import Deployment
+from kvledger.sglang.plan import make_plan
 
 
 def _texts(fig) -> str:

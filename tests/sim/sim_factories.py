@@ -6,15 +6,15 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from kvledger.deploy import Deployment, KVDtype
-from kvledger.plan import Plan, make_plan
+from kvledger.sglang.deploy import Deployment, KVDtype
+from kvledger.sglang.plan import SglangPlan, make_plan
 from kvledger.sim.workload import Request, Workload
 
 # The Mooncake FAST'25 synthetic trace shipped next to the repository (Apache-2.0).
 TRACE = Path(__file__).resolve().parents[1] / "data" / "synthetic_trace.jsonl"
 
 
-def small_plan(**deploy) -> Plan:
+def small_plan(**deploy) -> SglangPlan:
     """GLM-5.3-Flash, scaled fp8, page 64, with pools cut down by SGLang's own flags."""
     deploy.setdefault("kv_cache_dtype", KVDtype.FP8_E4M3)
     return make_plan(deployment=Deployment(**deploy))

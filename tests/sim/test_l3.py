@@ -53,7 +53,7 @@ def test_a_store_smaller_than_its_groups_restores_nothing():
 
 
 def test_a_dense_model_has_no_state_for_the_store():
-    from kvledger.plan import make_plan
+    from kvledger.sglang.plan import make_plan
 
     with pytest.raises(ValueError, match="--l3-size"):
         simulate(make_plan("llama-3.1-8b"), workload(request(0, 0, {1: 100})),

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kvledger.cache.policies import StateAdmission, StateEviction
-from kvledger.plan import make_plan
+from kvledger.sglang.plan import make_plan
 from kvledger.sim.config import SimConfig, StepCost
 from kvledger.sim.replay import simulate
 from kvledger.sim.sources import load_workload

@@ -89,7 +89,7 @@ def test_a_request_that_can_never_fit_is_reported_unfinished():
 def test_a_dense_model_simulates_without_a_state_component():
     """Llama-3.1-8B (GQA, page 1): the facade without states, SGLang's RadixCache rules —
     every cached token is a match point, so the whole shared prefix is a usable hit."""
-    from kvledger.plan import make_plan
+    from kvledger.sglang.plan import make_plan
 
     w = workload(request(0, 0, {1: 100}), request(1, 1e7, {1: 100, 2: 20}))
     result = simulate(make_plan("llama-3.1-8b"), w, SimConfig(integrity_every_steps=1))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from kvledger.gpus import GpuError, get_gpu, gpu_perf
+from kvledger.core.gpus import GpuError, get_gpu, gpu_perf
 from kvledger.model.compute import compute_profile
 from kvledger.model.config import load_model
-from kvledger.plan import make_plan
+from kvledger.sglang.plan import make_plan
 from kvledger.sim.config import SimConfig
 from kvledger.sim.replay import simulate
 from kvledger.sim.timing import Efficiency, Roofline, StepCost, StepWork, _causal_pairs

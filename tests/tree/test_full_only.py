@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kvledger.rules import RULES
+from kvledger.sglang.rules import RULES
 from kvledger.tree import FULL_ONLY, UNIFIED_TREE, Component, RadixTree, Tier, TreeRules
 from tree.radix_factories import strip
 

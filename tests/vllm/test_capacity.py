@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from kvledger.units import GiB, MiB
+from kvledger.core.units import GiB, MiB
 from kvledger.vllm.capacity import KVCacheMemoryError
 from kvledger.vllm.deploy import VllmDeployment
 from kvledger.vllm.plan import make_vllm_plan
@@ -56,7 +56,10 @@ def test_gpu_budget_033_subtracts_every_measured_term():
     expected = requested - 15 * GiB - 2 * GiB - GiB // 2 - GiB // 4
     assert p.memory.available_bytes == expected
     assert p.ledgers.memory.total_bytes == expected
-    assert not any("not given" in n for n in p.notes)
+    assert not any("taken as 0" in n for n in p.notes)  # every measured term was given
+    # the one default left is said: vLLM's max_num_seqs on an H100 (vllm/engine/arg_utils.py)
+    assert [n for n in p.notes if "not given" in n] == [
+        "--max-num-seqs not given: vLLM's default 1,024 on H100"]
 
 
 def test_gpu_budget_013_ignores_cudagraphs_and_says_so():
@@ -149,7 +152,7 @@ def test_memory_sources_are_exclusive():
 
 def test_default_max_num_seqs_follows_the_gpu():
     # EngineArgs._set_default_args: 1024 on ≥ 70 GiB GPUs other than the A100, else 256.
-    from kvledger.gpus import get_gpu
+    from kvledger.core.gpus import get_gpu
     from kvledger.vllm.rules import RULES
 
     rules = RULES["vllm-0.33"]

@@ -21,9 +21,9 @@ Every number is derived by hand from vLLM's source:
 
 from __future__ import annotations
 
-from kvledger.gpus import get_gpu
+from kvledger.core.gpus import get_gpu
+from kvledger.core.units import GiB
 from kvledger.model.config import load_model
-from kvledger.units import GiB
 from kvledger.vllm.deploy import VllmDeployment
 from kvledger.vllm.layout import vllm_layout
 from kvledger.vllm.plan import make_vllm_plan

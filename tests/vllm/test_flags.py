@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kvledger.deploy import DeploymentError
+from kvledger.core.errors import DeploymentError
 from kvledger.vllm.flags import is_vllm_command, parse_vllm_command
 from kvledger.vllm.rules import MambaCacheMode
 

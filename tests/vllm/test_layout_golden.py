@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from kvledger.gpus import get_gpu
+from kvledger.core.gpus import get_gpu
 from kvledger.model.config import load_model
 from kvledger.vllm.deploy import VllmDeployment
 from kvledger.vllm.layout import vllm_layout

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kvledger.units import GiB
+from kvledger.core.units import GiB
 from kvledger.vllm.memory import MemorySource, kv_memory
 from kvledger.vllm.rules import get_vllm_rules
 

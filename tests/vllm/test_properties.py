@@ -7,7 +7,7 @@ import contextlib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvledger.deploy import DeploymentError
+from kvledger.core.errors import DeploymentError
 from kvledger.logs.check import check_log
 from kvledger.logs.lines import LogError
 from kvledger.vllm.capacity import KVCacheMemoryError

@@ -6,8 +6,8 @@ holds the plan's ``held_slots_per_request``. A dense model (no linear layers) ge
 without a state component. Nothing here imports torch; the host tier, when the plan enables
 it, does (its meta-device pools), and is imported only then.
 
->>> from kvledger.deploy import Deployment, KVDtype
->>> from kvledger.plan import make_plan
+>>> from kvledger.sglang.deploy import Deployment, KVDtype
+>>> from kvledger.sglang.plan import make_plan
 >>> cache = accounting_cache(make_plan(deployment=Deployment(kv_cache_dtype=KVDtype.FP8_E4M3)))
 >>> cache.rows.pages.capacity, cache.states.capacity, cache.held_slots, cache.mode.value
 (121573, 343, 3, 'extra_buffer')
@@ -24,17 +24,17 @@ from kvledger.cache.hybrid import HybridCache
 from kvledger.cache.page_rows import PageRows
 from kvledger.cache.policies import StatePolicies
 from kvledger.cache.seq import CheckpointMode
-from kvledger.deploy import MambaStrategy
 from kvledger.host.policy import BackupPolicy
 from kvledger.host.state_backup import HostStateBackup
-from kvledger.plan import Plan
 from kvledger.pools.ids import StateSlotAllocator
+from kvledger.sglang.deploy import MambaStrategy
+from kvledger.sglang.plan import SglangPlan
 from kvledger.tree import FULL_ONLY, RadixTree
 
 MAMBA_CHUNK_TOKENS = 64  # the linear-attention chunk of GLM-5.3-Flash's KDA layers
 
 
-def checkpoint_mode(plan: Plan) -> CheckpointMode:
+def checkpoint_mode(plan: SglangPlan) -> CheckpointMode:
     lay = plan.layout
     if lay.state is None:
         return CheckpointMode.NONE
@@ -43,7 +43,7 @@ def checkpoint_mode(plan: Plan) -> CheckpointMode:
     return CheckpointMode.EXACT
 
 
-def accounting_cache(plan: Plan, *, mamba_chunk_tokens: int = MAMBA_CHUNK_TOKENS,
+def accounting_cache(plan: SglangPlan, *, mamba_chunk_tokens: int = MAMBA_CHUNK_TOKENS,
                      track_interval_tokens: int | None = None,
                      host_policy: BackupPolicy | None = None,
                      policies: StatePolicies | None = None,

@@ -18,8 +18,8 @@ The article's host tier (sglang-0.5.21: 512 B host rows for 528 B device rows, n
 copy) cannot be built (`HostRowError`); the simulator runs the corrected host pools and says so.
 
 >>> import numpy as np
->>> from kvledger.deploy import Deployment, KVDtype
->>> from kvledger.plan import make_plan
+>>> from kvledger.sglang.deploy import Deployment, KVDtype
+>>> from kvledger.sglang.plan import make_plan
 >>> from kvledger.cache.accounting import accounting_cache
 >>> plan = make_plan(deployment=Deployment(kv_cache_dtype=KVDtype.FP8_E4M3,
 ...                                        enable_hierarchical_cache=True))
@@ -44,10 +44,10 @@ from kvledger.host.movers import IndexOnlyMover
 from kvledger.host.policy import BackupPolicy
 from kvledger.host.results import LoadbackResult
 from kvledger.host.state_backup import HostStateBackup
-from kvledger.plan import Plan
 from kvledger.pools.build import build_pools
 from kvledger.pools.ids import StateSlotAllocator
 from kvledger.pools.paged import PagedTokenAllocator
+from kvledger.sglang.plan import SglangPlan
 from kvledger.tree import EvictResult, InsertResult, LockReceipt, MatchResult, Node, RadixTree
 
 
@@ -62,7 +62,7 @@ class HiCacheTier:
         self.peak_slots_used = 0
 
     @classmethod
-    def for_plan(cls, plan: Plan, policy: BackupPolicy, tree: RadixTree,
+    def for_plan(cls, plan: SglangPlan, policy: BackupPolicy, tree: RadixTree,
                  pages: PagedTokenAllocator, slots: StateSlotAllocator | None, *,
                  state_backup: HostStateBackup = HostStateBackup.ALL) -> HiCacheTier:
         """Accounting mode: the controller for `plan`'s rank over a page-keyed tree and the

@@ -2,7 +2,7 @@
 
 A host page holds one device page of every full layer's KV rows and index keys, a host state
 slot one whole state; bytes are counts times those sizes, exact because host rows equal device
-rows (`kvledger.hicache`).
+rows (`kvledger.sglang.hicache`).
 
 >>> from kvledger.host.policy import BackupPolicy
 >>> s = HostStats(policy=BackupPolicy.WRITE_THROUGH, capacity_pages=2, capacity_slots=1,

@@ -31,6 +31,11 @@ recency) when request rows, pages (free + evictable − reserved) or state slots
 evictable) are short, so a request waits instead of failing later; once admitted it never
 waits: its pages are reserved and its slots are held.
 
+Faults: whatever a step raises (a loadback or backup copy, its commit, a state copy,
+KeyboardInterrupt included), the cache stays consistent and the error propagates. ``admit``
+gives back all it took (`kvledger.cache.unwind`), ``release`` still releases, ``commit`` and
+``extend`` leave the request running; the host tier frees its transfer's allocations first.
+
 >>> from kvledger.cache.page_rows import PageRows
 >>> from kvledger.pools.ids import StateSlotAllocator
 >>> from kvledger.tree import RadixTree
@@ -62,10 +67,11 @@ from kvledger.cache.policies.ghost import prefix_hashes
 from kvledger.cache.rows import Rows
 from kvledger.cache.seq import CacheSeq, CacheStats, CheckpointMode, Extension, Shortfall
 from kvledger.cache.tier import HostTier, NoHostTier
+from kvledger.cache.unwind import Admission, abandon_admission
+from kvledger.core.units import cdiv
 from kvledger.host.results import LoadStatus
 from kvledger.pools.ids import StateSlotAllocator
 from kvledger.tree import Node, RadixTree
-from kvledger.units import cdiv
 
 if TYPE_CHECKING:
     from kvledger.cache.store_tier import StoreTier
@@ -147,13 +153,25 @@ class HybridCache:
         width = self.rows.max_context_tokens
         if width is not None and final_tokens > width:
             raise ValueError(f"admit: {final_tokens} tokens exceed the request row width {width}")
+        taken = Admission()
+        try:
+            return self._admit(keys, prompt_tokens, final_tokens, taken)
+        except BaseException:  # KeyboardInterrupt included: nothing may stay half-admitted
+            abandon_admission(self, taken)
+            raise
+
+    def _admit(self, keys: np.ndarray, prompt_tokens: int, final_tokens: int,
+               taken: Admission) -> CacheSeq | Shortfall:
+        """`admit`'s work; what it holds so far is in `taken`, for the unwind."""
         page, unit, tree = self.page, self.unit, self.tree
         if self.store is not None:
             self.store.prefetch(self, keys[: (prompt_tokens - 1) // page * page])
         match = tree.match_prefix(keys[: (prompt_tokens - 1) // page * page // unit])
         last, best = match.last_device_node, match.best_match_node
         device_tokens = match.device_hit_length * unit
-        guards = [tree.lock(last)] if last.parent is not None else []
+        guards = taken.guards
+        if last.parent is not None:
+            guards.append(tree.lock(last))
         # If the loadback fails the request recomputes from its device hit: reserve for that.
         need_pages = cdiv(final_tokens, page) - device_tokens // page
         sizes = tree.sizes()
@@ -164,8 +182,8 @@ class HybridCache:
             slots=self.states is not None
             and self.held_slots > self.states.num_free + sizes.mamba_evictable_slots)
         if short:
-            for guard in guards:
-                tree.unlock(guard)
+            while guards:
+                tree.unlock(guards.pop(0))
             return short
         host_hit = best is not last
         if host_hit:
@@ -178,6 +196,7 @@ class HybridCache:
             guards.append(tree.lock_host(best))
         seq = CacheSeq(row=self.rows.alloc_row(), prompt_tokens=prompt_tokens,
                        final_tokens=final_tokens)
+        taken.seq = seq
         if self.held_slots:
             slots = self._alloc_slots(self.held_slots)
             assert slots is not None, "state slots vanished between check and commit"
@@ -202,8 +221,8 @@ class HybridCache:
                 self.store.on_hit(node)
             if self.states is not None:
                 self.rows.copy_state(int(node.mamba.value), seq.slots[0])
-        for guard in guards:
-            tree.unlock(guard)
+        while guards:  # popped as unlocked, so an unwind never unlocks one twice
+            tree.unlock(guards.pop(0))
         hit = len(indices) * unit
         self.rows.hold_prefix(seq, indices)
         seq.computed_tokens = seq.allocated_tokens = seq.cached_tokens = hit
@@ -273,7 +292,9 @@ class HybridCache:
 
     def commit(self, seq: CacheSeq, keys: np.ndarray, num_new_tokens: int, *,
                cache_unfinished: bool) -> None:
-        """The forward ran; after a prefill forward cache the prefix so far."""
+        """The forward ran; after a prefill forward cache the prefix so far. If caching
+        raises (a backup the insert started), the request stays running and consistent,
+        its prefix cached: the caller goes on or releases it."""
         seq.computed_tokens += num_new_tokens
         if cache_unfinished:
             self._cache(seq, keys, finishing=False)
@@ -319,8 +340,15 @@ class HybridCache:
     # ---- caching and finishing ---------------------------------------------------------------
 
     def release(self, seq: CacheSeq, keys: np.ndarray) -> None:
-        """Cache the finished request's prefix up to its last checkpoint; free the rest."""
-        self._cache(seq, keys, finishing=True)
+        """Cache the finished request's prefix up to its last checkpoint; free the rest.
+        Whatever caching raises (a host backup the insert started, KeyboardInterrupt
+        included), the request is released before the error propagates."""
+        try:
+            self._cache(seq, keys, finishing=True)
+        finally:
+            self._free(seq)
+
+    def _free(self, seq: CacheSeq) -> None:
         self.rows.free_own(seq)
         self.own_pages -= seq.held_pages - seq.cached_tokens // self.page
         if seq.slots:
@@ -379,7 +407,6 @@ class HybridCache:
         # own KV (matched or inserted by this request), so only the new suffix is compared.
         held = seq.receipt.node if seq.receipt is not None else None
         result = tree.insert(keys[: length // self.unit], values, slot, below=held)
-        self.tier.on_insert(result)
         if self.store is not None:
             self.store.on_insert(result.node)
         duplicates = result.duplicate_indices
@@ -403,6 +430,9 @@ class HybridCache:
             old, seq.receipt = seq.receipt, tree.lock(result.node)
             if old is not None:
                 tree.unlock(old)
+        # Last: the write policy's backups may raise (a failed copy is swallowed, anything
+        # else propagates), and by now the tree, the rows and the totals agree.
+        self.tier.on_insert(result)
 
     # ---- memory ------------------------------------------------------------------------------
 

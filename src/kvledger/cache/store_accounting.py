@@ -3,7 +3,7 @@
 The real store tier (`kvledger.cache.store_tier`) moves bytes; the simulator only needs what
 the store holds and what moving it costs. A group is what the real tier writes for one
 cached prefix end: its new page objects, the state after its last page and a manifest, with
-the byte layout of `kvledger.l3plan.NodeObjects` (local-dir rounds each file up to 4 KiB).
+the byte layout of `kvledger.sglang.l3plan.NodeObjects` (local-dir rounds each file up to 4 KiB).
 Page objects are keyed by the prefix chain, so two groups along one prefix share the pages
 they have in common, as the real store does (one key, one object).
 
@@ -36,9 +36,9 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kvledger.l3plan import FS_BLOCK_BYTES, NodeObjects
+from kvledger.core.units import cdiv
+from kvledger.sglang.l3plan import FS_BLOCK_BYTES, NodeObjects
 from kvledger.store.backend import BackendKind
-from kvledger.units import cdiv
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

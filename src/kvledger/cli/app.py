@@ -2,8 +2,15 @@
 
 One convention for every command, as SGLang's own argparse parser behaves:
 - an unambiguous prefix of an option is that option (`--avail 80`, `--speculative-algo`);
-  an ambiguous or unknown one exits 2 with a did-you-mean (`kvledger.launch.spellings`);
-- `-h` / `--help` on every command, `kvledger --version`;
+  an ambiguous or unknown one exits 2 with a did-you-mean (`kvledger.sglang.launch.spellings`),
+  and so does a prefix of a flag that kvledger ignores (`simulate --engine` is no
+  --engine-info-bootstrap-port): a flag is never silently dropped;
+- SGLang's and vLLM's spellings of one flag are both read, whichever engine plans
+  (`--max-model-len` = --context-length, `--tp` = --tensor-parallel-size);
+- every numeric option is held to its range before any work starts (`cli.bounds`), and a
+  value that does not parse names the option and what it expects;
+- `-h` / `--help` on every command, `kvledger --version`; help is never cut: piped, it is
+  printed PIPE_HELP_WIDTH columns wide;
 - every error is one line, `error: <flag or field>: <what was expected>`, on stderr;
 - exit status 0 on success, 1 when a check fails (`--check`, `verify`, `pools`), 2 for bad
   input or a missing optional dependency (the message names the extra to install).
@@ -12,44 +19,58 @@ One convention for every command, as SGLang's own argparse parser behaves:
 from __future__ import annotations
 
 import json
+import os
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Annotated, Any
 
 import typer
+import typer.rich_utils
 from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperCommand, TyperGroup
 
 from kvledger import __version__
-from kvledger.extras import MissingExtra
-from kvledger.launch.spellings import SGLANG_SPELLINGS, UnknownFlag, read_flag
-from kvledger.vllm.flags import VLLM_SPELLINGS
+from kvledger.cli.bounds import check_option
+from kvledger.cli.reading import BadValue, bad_value, expand_words
+from kvledger.core.extras import MissingExtra
 
 # Piped output is not a terminal: rich would wrap and truncate tables to 80 columns. A wide
 # virtual line keeps every cell whole (tables take their natural width, no padding).
 PIPE_WIDTH = 100_000
+# Help boxes fill the width they are given, so piped help gets a fixed width at which no
+# option name or unbroken word of any command is cut (the widest needs ~110 columns).
+PIPE_HELP_WIDTH = 160
+# A value echoed in an error is cut to this many characters (a 100 KB --model is one word).
+MAX_SHOWN_WORD = 200
+
+
+def _is_terminal(stream: object) -> bool:
+    # A closed stream is None (`kvledger plan >&-`); cli.streams reports it.
+    return stream is not None and stream.isatty()
 
 
 def _console(*, stderr: bool) -> Console:
     stream = sys.stderr if stderr else sys.stdout
-    return Console(stderr=stderr, width=None if stream.isatty() else PIPE_WIDTH)
+    return Console(stderr=stderr, width=None if _is_terminal(stream) else PIPE_WIDTH)
 
 
 console = _console(stderr=False)
 err_console = _console(stderr=True)
 
 
+def _shorten(match: re.Match[str]) -> str:
+    word = match.group()
+    return f"{word[:80]}…({len(word) - 100:,} more characters)…{word[-20:]}"
+
+
 def print_error(message: str) -> None:
-    # The message is text, not markup: `kvledger[memory]` must print as written.
+    # The message is text, not markup: `kvledger[memory]` must print as written. However a
+    # value got into it, an error line stays a line.
+    message = re.sub(rf"\S{{{MAX_SHOWN_WORD + 1},}}", _shorten, message)
     err_console.print(f"[red]error:[/] {escape(message)}", soft_wrap=True, highlight=False)
-
-
-class FlagSpellingError(typer.TyperException):
-    """An option word that names no option, or more than one (exit status 2, as argparse)."""
-
-    exit_code = 2
 
 
 class KvGroup(TyperGroup):
@@ -70,13 +91,17 @@ class KvGroup(TyperGroup):
              **extra: Any) -> Any:
         # The words after the program name, for documents that record their command line.
         self.invocation = list(sys.argv[1:] if args is None else args)
+        if (not _is_terminal(sys.stdout) and "TERMINAL_WIDTH" not in os.environ
+                and "COLUMNS" not in os.environ):
+            typer.rich_utils.MAX_WIDTH = PIPE_HELP_WIDTH  # read by every help console
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except typer.TyperException as exc:
             print_error(exc.format_message())
             if (usage := getattr(exc, "ctx", None)) is not None:
-                words = usage.command_path.split()[1:]  # the program may be `python -m …`
-                err_console.print(f"see `{' '.join(['kvledger', *words])} -h`", highlight=False)
+                # the program may be `python -m kvledger`: the words after the root's name
+                words = usage.command_path.removeprefix(usage.find_root().info_name or "")
+                err_console.print(f"see `kvledger{words} -h`", highlight=False)
             code = exc.exit_code
         except typer.Abort:
             code = 1
@@ -92,7 +117,19 @@ class KvCommand(TyperCommand):
     takes_deployment = False
 
     def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
-        return super().parse_args(ctx, self.expand(args))
+        words = self.expand(args)
+        try:
+            rest = super().parse_args(ctx, list(words))  # click consumes the list
+        except typer.BadParameter as exc:
+            raise bad_value(exc, words) from None
+        for param in self.params:
+            flag = next((o for o in param.opts if o.startswith("--")), None)
+            if flag is not None and param.name in ctx.params:
+                try:
+                    check_option(flag, ctx.params[param.name])
+                except ValueError as exc:
+                    raise BadValue(str(exc)) from None
+        return rest
 
     def _own_options(self) -> dict[str, bool]:
         """Long option → whether it takes a value."""
@@ -109,44 +146,7 @@ class KvCommand(TyperCommand):
         return own
 
     def expand(self, args: list[str]) -> list[str]:
-        own = self._own_options()
-        engine_flags = (SGLANG_SPELLINGS | VLLM_SPELLINGS) if self.takes_deployment else set()
-        known = set(own) | engine_flags
-        # vLLM's parser (kvledger.vllm.flags) skips flags its table does not list; leave
-        # them to it when vLLM plans.
-        vllm = self.takes_deployment and _names_vllm(args)
-        out: list[str] = []
-        takes_value = False
-        for i, word in enumerate(args):
-            if word == "--":  # a pasted launch command follows: kvledger.launch reads it
-                return out + args[i:]
-            if takes_value or not word.startswith("--") or word == "--":
-                out.append(word)
-                takes_value = False
-                continue
-            name, eq, value = word.partition("=")
-            try:
-                name = read_flag(name, known)
-            except UnknownFlag as exc:
-                if not vllm:
-                    raise FlagSpellingError(str(exc)) from None
-            except ValueError as exc:
-                raise FlagSpellingError(str(exc)) from None
-            out.append(name + eq + value)
-            takes_value = own.get(name, False) and not eq
-        return out
-
-
-def _names_vllm(args: list[str]) -> bool:
-    """Whether --engine or --rules (as given, before `--`) selects vLLM."""
-    words = args[:args.index("--")] if "--" in args else args
-    for i, word in enumerate(words):
-        name, eq, value = word.partition("=")
-        if name in ("--engine", "--rules"):
-            value = value if eq else (words[i + 1] if i + 1 < len(words) else "")
-            if "vllm" in value:
-                return True
-    return False
+        return expand_words(args, self._own_options(), deployment=self.takes_deployment)
 
 
 class DeploymentCommand(KvCommand):
@@ -184,7 +184,7 @@ def _root(version: Annotated[bool, typer.Option(
 
 
 # Commands that take SGLang deployment flags accept them as extra arguments (or after `--`
-# as a pasted launch command), parsed by kvledger.launch.
+# as a pasted launch command), parsed by kvledger.sglang.launch.
 HELP = {"help_option_names": ["-h", "--help"]}
 EXTRA_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True, **HELP}
 
@@ -199,16 +199,25 @@ def user_errors() -> Iterator[None]:
         raise typer.Exit(2) from None
 
 
-def emit_json(doc: Any) -> None:
-    """Strict JSON on stdout: a NaN or an infinity is a bug upstream (inputs are bounded), so
-    it fails loudly (exit 1) rather than print `NaN`, which is not JSON."""
+def _strict_json(doc: Any) -> str:
     try:
-        text = json.dumps(doc, indent=2, allow_nan=False)
+        return json.dumps(doc, indent=2, allow_nan=False)
     except ValueError as exc:
         err_console.print(f"[red]error:[/] output holds a non-finite number ({exc})",
                           soft_wrap=True, highlight=False)
         raise typer.Exit(1) from None
-    sys.stdout.write(text + "\n")
+
+
+def emit_json(doc: Any) -> None:
+    """Strict JSON on stdout: a NaN or an infinity is a bug upstream (inputs are bounded), so
+    it fails loudly (exit 1) rather than print `NaN`, which is not JSON."""
+    sys.stdout.write(_strict_json(doc) + "\n")
+
+
+def check_finite(doc: Any) -> None:
+    """Before a table shows the numbers of `doc`: the same refusal as `emit_json`'s, so no
+    output prints `inf` or `nan` either."""
+    _strict_json(doc)
 
 
 def command(*, help: str, epilog: str | None = None,  # noqa: A002 (typer's name)

@@ -16,7 +16,6 @@ from kvledger.cache import CacheSeq, CheckpointMode, HybridCache, Shortfall
 from kvledger.cache.hicache_tier import HiCacheTier
 from kvledger.cache.policies import StatePolicies
 from kvledger.cache.token_rows import TokenRows
-from kvledger.deploy import Deployment, MambaStrategy
 from kvledger.engine.batch import SeqChunk
 from kvledger.engine.config import TinyConfig
 from kvledger.engine.memory import (
@@ -29,7 +28,8 @@ from kvledger.engine.memory import (
 )
 from kvledger.engine.pool_store import PoolStore
 from kvledger.engine.request import Request
-from kvledger.resolve import state_slots_per_request
+from kvledger.sglang.deploy import Deployment, MambaStrategy
+from kvledger.sglang.resolve import state_slots_per_request
 from kvledger.tree import RadixTree
 
 # The tiny engine runs SGLang's default hybrid deployment: extra_buffer with the overlap

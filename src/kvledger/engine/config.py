@@ -31,9 +31,9 @@ from dataclasses import dataclass
 
 import torch
 
-from kvledger.deploy import StateDtype
 from kvledger.model.arch import LayerKind
-from kvledger.specs import FP8_SCALE_GROUP, IndexKeySpec, LatentRowSpec, RowLayout, StateSpec
+from kvledger.sglang.deploy import StateDtype
+from kvledger.sglang.specs import FP8_SCALE_GROUP, IndexKeySpec, LatentRowSpec, RowLayout, StateSpec
 
 CONV_DTYPE = torch.bfloat16  # SGLang keeps the conv state in the model dtype (bf16)
 TAIL_DTYPE = torch.bfloat16  # compress-tail keys and scores are bf16 buffers

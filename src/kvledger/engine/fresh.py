@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import torch
 
+from kvledger.core.units import cdiv
 from kvledger.engine.batch import SeqChunk
 from kvledger.engine.config import TinyConfig
 from kvledger.engine.memory import PoolSizes, build_device_pools
 from kvledger.engine.pool_store import PoolStore
 from kvledger.engine.request import Request
-from kvledger.units import cdiv
 
 
 class FreshCache:

@@ -39,7 +39,7 @@ from kvledger.pools.ids import StateSlotAllocator
 from kvledger.pools.paged import PagedTokenAllocator
 from kvledger.pools.req_to_token import ReqToTokenPool
 from kvledger.pools.state import MambaPool
-from kvledger.specs import TailSpec
+from kvledger.sglang.specs import TailSpec
 from kvledger.store.backend import StoreBackend
 from kvledger.store.keys import Namespace
 from kvledger.tree import RadixTree

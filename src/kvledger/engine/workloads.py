@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kvledger.deploy import StateDtype
 from kvledger.engine.config import TinyConfig
 from kvledger.engine.memory import HostTier, PoolSizes
 from kvledger.engine.script import Script, Turn
 from kvledger.host.policy import BackupPolicy
-from kvledger.specs import RowLayout
+from kvledger.sglang.deploy import StateDtype
+from kvledger.sglang.specs import RowLayout
 from kvledger.store.backend import BackendKind
 
 

@@ -14,7 +14,7 @@ state_backup (which states get host room), results, traffic, device_only.
 
 from __future__ import annotations
 
-from kvledger.lazy import lazy_getattr
+from kvledger.core.lazy import lazy_getattr
 
 _HOMES = {
     "build_host": "build", "build_host_group": "build",

@@ -105,20 +105,26 @@ def backup(transfers: Transfers, node: Node, make_room: MakeRoom,
 
 def _record(transfers: Transfers, node: Node, start: int, kv_slots: np.ndarray,
             state_slots: np.ndarray) -> None:
-    """Record host values root-first; pages another transfer already recorded are freed."""
+    """Record host values root-first; pages another transfer already recorded are freed.
+
+    Everything is recorded before anything is freed. If recording raises midway
+    (KeyboardInterrupt included), the slots the tree did not take are freed before the error
+    propagates: what was recorded is a valid root-first backup, the rest is free again."""
     tree, host = transfers.tree, transfers.host
-    duplicates: list[np.ndarray] = []
-    for n, first, end in path_spans(node):
-        if end <= start:
-            continue
-        piece = kv_slots[first - start : end - start]
-        if n.full.host_value is None:
-            tree.set_host_value(n, Component.FULL, piece)
-        else:
-            duplicates.append(piece)
-    host.free_kv(concat(duplicates) if duplicates else EMPTY)
-    if len(state_slots):
-        if node.mamba.host_value is None:
+    pieces = [(n, kv_slots[first - start : end - start])
+              for n, first, end in path_spans(node) if end > start]
+    try:
+        for n, piece in pieces:
+            if n.full.host_value is None:
+                tree.set_host_value(n, Component.FULL, piece)
+        if len(state_slots) and node.mamba.host_value is None:
             tree.set_host_value(node, Component.MAMBA, int(state_slots[0]))
-        else:
+    finally:
+        # pages another transfer recorded first, or (after an error) not recorded at all
+        host.free_kv(concat([p for n, p in pieces if not _holds(n.full.host_value, p)]))
+        if len(state_slots) and node.mamba.host_value != int(state_slots[0]):
             host.free_states(state_slots)
+
+
+def _holds(value: np.ndarray | None, piece: np.ndarray) -> bool:
+    return value is not None and np.array_equal(value, piece)

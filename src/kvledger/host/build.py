@@ -1,13 +1,13 @@
 """build_host: the host pools for one rank's device pools, sized by the plan's host ledger.
 
-Sizes default to the plan's host ledger in our view (`kvledger.hicache`: --hicache-ratio or
+Sizes default to the plan's host ledger in our view (`kvledger.sglang.hicache`: --hicache-ratio or
 --hicache-size, 2.0 by default), computed for the device pools actually built (a scaled-down
 build gets a scaled-down host). Rules decide what is built: ours build KV + INDEXER + MAMBA;
 the article's release (`ARTICLE_HOST`) would build a 512 B host row for a 528 B device row,
 which HostKVPool refuses.
 
->>> from kvledger.hicache import ARTICLE_HOST
->>> from kvledger.plan import make_plan
+>>> from kvledger.sglang.hicache import ARTICLE_HOST
+>>> from kvledger.sglang.plan import make_plan
 >>> from kvledger.pools.build import ScaleDown, build_pools
 >>> pools = build_pools(make_plan(kv_cache_dtype="fp8_e4m3"), "meta",
 ...                     ScaleDown(max_total_tokens=256, max_mamba_cache_size=5))
@@ -23,14 +23,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kvledger.hicache import OUR_HOST, HostRules, plan_host
+from kvledger.core.units import cdiv
 from kvledger.host.device import DeviceBytes, DeviceSide
 from kvledger.host.group import HostPoolGroup
 from kvledger.host.kv_pool import HostKVPool
 from kvledger.host.layout import HostLayout
 from kvledger.host.side_pools import HostIndexerPool, HostStatePool
 from kvledger.pools.build import DevicePools
-from kvledger.units import cdiv
+from kvledger.sglang.hicache import OUR_HOST, HostRules, plan_host
 
 if TYPE_CHECKING:
     import torch

@@ -31,8 +31,10 @@ flight, verification — live in one `Transfers` object (`kvledger.host.transfer
 Verification is on by default (`verify=True`): every loadback's device bytes are checked
 against digests taken at backup, keyed by the prefix each page holds, before it is
 acknowledged (`kvledger.host.digests`); a mismatch fails the loadback and the request
-recomputes. `verify=False` is for benchmarks of the raw copies; accounting mode
-(`IndexOnlyMover`) moves no bytes and verifies nothing.
+recomputes. The pages and state slots beside each run a loadback writes must come out of
+the copy unchanged (`kvledger.host.neighbours`: a stray write there is put back and fails
+the loadback; one farther away is the documented limit). `verify=False` is for benchmarks
+of the raw copies; accounting mode (`IndexOnlyMover`) moves no bytes and verifies nothing.
 
 A host group without an INDEXER pool for a device that has index keys is refused: a
 loadback would leave stale index keys on device, the defect of sglang-0.5.21's hybrid

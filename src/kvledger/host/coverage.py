@@ -5,8 +5,8 @@ state; the running request also has a compress tail, which is never in the tree.
 rules a backed-up node has host copies of its KV, index keys and state; under the article's
 release the same node's host KV is truncated (512 of 528 B) and its index keys have none.
 
->>> from kvledger.hicache import ARTICLE_HOST, OUR_HOST
->>> from kvledger.plan import make_plan
+>>> from kvledger.sglang.hicache import ARTICLE_HOST, OUR_HOST
+>>> from kvledger.sglang.plan import make_plan
 >>> from kvledger.tree import Component, RadixTree
 >>> lay = make_plan(kv_cache_dtype="fp8_e4m3").layout  # GLM-5.3-Flash, 528 B rows
 >>> tree = RadixTree(page_size=64)
@@ -20,8 +20,8 @@ release the same node's host KV is truncated (512 of 528 B) and its index keys h
 
 from __future__ import annotations
 
-from kvledger.hicache import CopyStatus, HostObject, HostRules
-from kvledger.resolve import CacheLayout
+from kvledger.sglang.hicache import CopyStatus, HostObject, HostRules
+from kvledger.sglang.resolve import CacheLayout
 from kvledger.tree import Node
 
 

@@ -9,7 +9,7 @@ The host tier is dtype-blind: it moves bytes. This module takes SGLang-shaped de
     conv, temporal  (Lm, K + 1, bytes) for the state pool, or None
 
 >>> from kvledger.pools.latent import LatentKVPool
->>> from kvledger.specs import LatentRowSpec, RowLayout
+>>> from kvledger.sglang.specs import LatentRowSpec, RowLayout
 >>> spec = LatentRowSpec(kv_lora_rank=512, qk_rope_head_dim=0, layout=RowLayout.BF16)
 >>> dev = DeviceBytes.of(LatentKVPool(spec=spec, num_layers=2, num_token_slots=8, device="cpu"),
 ...                      None, page_tokens=4)

@@ -4,7 +4,7 @@ One host page holds what one device page holds for every full layer: P tokens ×
 B bytes, in a HostLayout. The host row must equal the device row byte for byte. SGLang
 0.5.21 built its MLA host pool `kv_lora_rank + qk_rope_head_dim` wide (512 B) beside a 528 B
 scaled-fp8 device row, so every backup dropped the fp8 scales; here such a pool is refused at
-construction (HostRowError), which is why `kvledger.hicache.ARTICLE_HOST` can be planned but
+construction (HostRowError), which is why `kvledger.sglang.hicache.ARTICLE_HOST` can be planned but
 never built.
 
 Host token slots are `page·P + offset`, as in the tree's `host_value`; pages are allocated

@@ -117,23 +117,30 @@ def loadback(transfers: Transfers, match: MatchResult, request_slot: int | None,
 
 def _restore(transfers: Transfers, best: Node, start: int, pages: np.ndarray,
              slot: int | None) -> None:
-    """Record device values root-first; slots for KV someone re-inserted meanwhile are freed."""
-    tree = transfers.tree
-    duplicates: list[np.ndarray] = []
-    for n, first, end in path_spans(best):
-        if end <= start:
-            continue
-        piece = pages[first - start : end - start]
-        if n.full.value is None:
-            tree.restore_device_value(n, Component.FULL, piece)
-        else:
-            duplicates.append(piece)
-    transfers.device.free_tokens(concat(duplicates) if duplicates else EMPTY)
-    if slot is not None:
-        if best.mamba.value is None:
+    """Record device values root-first; slots for KV someone re-inserted meanwhile are freed.
+
+    Everything is recorded before anything is freed. If recording raises midway
+    (KeyboardInterrupt included), the pages and the slot the tree did not take are freed
+    before the error propagates: what was recorded is a valid root-first prefix on device,
+    the rest is free again."""
+    tree, device = transfers.tree, transfers.device
+    pieces = [(n, pages[first - start : end - start])
+              for n, first, end in path_spans(best) if end > start]
+    try:
+        for n, piece in pieces:
+            if n.full.value is None:
+                tree.restore_device_value(n, Component.FULL, piece)
+        if slot is not None and best.mamba.value is None:
             tree.restore_device_value(best, Component.MAMBA, slot)
-        else:
-            transfers.device.free_states(np.array([slot], dtype=np.int64))
+    finally:
+        # pages someone re-inserted meanwhile, or (after an error) not recorded at all
+        device.free_tokens(concat([p for n, p in pieces if not _holds(n.full.value, p)]))
+        if slot is not None and best.mamba.value != slot:
+            device.free_states(np.array([slot], dtype=np.int64))
+
+
+def _holds(value: np.ndarray | None, piece: np.ndarray) -> bool:
+    return value is not None and np.array_equal(value, piece)
 
 
 def _drop_refused(transfers: Transfers, missing: list, best: Node, fault: VerifyFault) -> None:

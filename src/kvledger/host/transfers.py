@@ -27,6 +27,7 @@ from kvledger.host.digests import PrefixDigests
 from kvledger.host.group import HostPoolGroup
 from kvledger.host.movers import Mover, TensorMover
 from kvledger.host.moves import Moves
+from kvledger.host.neighbours import NeighbourGuard
 from kvledger.host.traffic import Traffic
 from kvledger.host.transfer import Direction, FaultHook, Transfer, TransferQueue, VerifyFault
 from kvledger.tree import Component, LockReceipt, Node, RadixTree, Tier
@@ -77,6 +78,8 @@ class Transfers:
         # Verification needs bytes: a mover that moves none (accounting mode) has none.
         self.digests = (PrefixDigests(device.bytes, host)
                         if verify and self.mover.moves_bytes else None)
+        # With the digests, the pages and slots beside a loadback's are checked unchanged.
+        self.neighbours = NeighbourGuard(device.bytes) if self.digests is not None else None
         self.inflight = InFlight()
         self.traffic = Traffic()
         self.flights: dict[int, Flight] = {}  # transfer id -> what it owns
@@ -135,10 +138,17 @@ class Transfers:
                 if self.digests is not None:
                     self.digests.record_backup(moves)  # the device source is locked: stable
             case Direction.LOADBACK:
-                self.mover.loadback(moves, checkpoint)
+                guard = self.neighbours
+                before = None if guard is None else guard.snapshot(moves)
+                try:
+                    self.mover.loadback(moves, checkpoint)
+                finally:  # a stray write is put back even when the copy raised
+                    stray = None if before is None else guard.restore(before)
                 if self.digests is not None:
                     try:
                         self.digests.check_loadback(moves)  # before the acknowledgement
+                        if stray is not None:
+                            raise VerifyFault(f"loadback wrote outside its pages: {stray}")
                     except VerifyFault as fault:
                         self.refused[transfer.transfer_id] = fault
                         raise

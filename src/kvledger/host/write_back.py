@@ -34,27 +34,38 @@ def _write_back(transfers: Transfers, back_up: BackUp, node: Node) -> None:
 
 def evict_writing_back(transfers: Transfers, back_up: BackUp, full_tokens: int,
                        mamba_slots: int) -> EvictResult:
-    """Evict like `tree.evict`, backing up each victim first (one attempt per victim)."""
+    """Evict like `tree.evict`, backing up each victim first (one attempt per victim).
+
+    If a backup raises (a programming error or KeyboardInterrupt: failed copies are
+    swallowed by the queue), the victims already evicted are counted and freed into the
+    device allocators before the error propagates: the tree no longer holds them."""
     tree = transfers.tree
     full, states = [], []
     num_full = num_states = 0
     tried: set[Node] = set()
-    while True:
-        leaf = num_full < full_tokens
-        if not leaf and num_states >= mamba_slots:
-            break
-        victim = tree.peek_eviction(Tier.DEVICE, Component.FULL if leaf else Component.MAMBA)
-        if victim is None:
-            break
-        if _needs_backup(victim) and victim not in tried:
-            tried.add(victim)
-            _write_back(transfers, back_up, victim)
-            continue  # acknowledgements may have changed the order: look again
-        result = tree.evict(full_tokens=int(leaf), mamba_slots=int(not leaf))
-        gone = victim.full.value if leaf else victim.mamba.value
-        assert gone is None, f"the tree evicted another victim than {victim!r}"
-        full.append(result.full_indices)
-        states.append(result.mamba_slots)
-        num_full += result.num_full_tokens
-        num_states += result.num_mamba_slots
+    try:
+        while True:
+            leaf = num_full < full_tokens
+            if not leaf and num_states >= mamba_slots:
+                break
+            victim = tree.peek_eviction(Tier.DEVICE, Component.FULL if leaf else Component.MAMBA)
+            if victim is None:
+                break
+            if _needs_backup(victim) and victim not in tried:
+                tried.add(victim)
+                _write_back(transfers, back_up, victim)
+                continue  # acknowledgements may have changed the order: look again
+            result = tree.evict(full_tokens=int(leaf), mamba_slots=int(not leaf))
+            gone = victim.full.value if leaf else victim.mamba.value
+            assert gone is None, f"the tree evicted another victim than {victim!r}"
+            full.append(result.full_indices)
+            states.append(result.mamba_slots)
+            num_full += result.num_full_tokens
+            num_states += result.num_mamba_slots
+    except BaseException:
+        done = EvictResult(full_indices=concat(full), mamba_slots=concat(states))
+        transfers.traffic.evicted(Tier.DEVICE, done)
+        transfers.device.free_tokens(done.full_indices)
+        transfers.device.free_states(done.mamba_slots)
+        raise
     return EvictResult(full_indices=concat(full), mamba_slots=concat(states))

@@ -4,7 +4,8 @@ Each pattern names the engine, the quantity and the regex of the line as the eng
 it (vLLM: vllm/v1/worker/gpu_worker.py, v1/core/kv_cache_utils.py, platforms/interface.py,
 entrypoints/utils.py; SGLang: srt/model_executor/model_runner.py, srt/mem_cache/memory_pool.py,
 srt/managers/scheduler.py). SGLang prints GiB as "GB". A quantity logged more than once (one
-line per rank) must log the same value each time.
+line per rank) must log the same value each time. One line may state several quantities (the
+engine-init line: the version and the config); each key is read once per line.
 
 >>> scan = scan_log("INFO 07-09 [gpu_worker.py:508] Available KV cache memory: 6.01 GiB\\n")
 >>> scan.get("vllm_available_gib").value, scan.get("vllm_available_gib").line_no
@@ -15,12 +16,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from enum import Enum
 
-
-class Engine(Enum):
-    SGLANG = "sglang"
-    VLLM = "vllm"
+from kvledger.core.engines import Engine  # re-exported: logs name the engine that wrote them
 
 
 class LogError(ValueError):
@@ -43,6 +40,11 @@ _DEC = r"([0-9]+(?:\.[0-9]+)?)"
 PATTERNS: tuple[Pattern, ...] = (
     # vLLM
     _p("vllm_version", Engine.VLLM, r"Initializing a V1 LLM engine \(v([^)\s]+)\)"),
+    # the engine-init line itself (its config is required: kvledger.logs.expected) ...
+    _p("vllm_engine_init", Engine.VLLM, r"(Initializing a V1 LLM engine) \(v"),
+    # ... and its config (kvledger.logs.engine_config); absent when the line is cut
+    _p("vllm_engine_config", Engine.VLLM,
+       r"Initializing a V1 LLM engine \([^)]*\) with config: *(\S.*?)\s*$"),
     _p("vllm_version", Engine.VLLM, r"vLLM API server version ([0-9][^\s,]*)"),
     _p("vllm_version", Engine.VLLM, r"█\s+version ([0-9][^\s]*)"),
     _p("vllm_args", Engine.VLLM, r"non-default args: (\{.*\})\s*$"),
@@ -112,10 +114,14 @@ def scan_log(text: str) -> LogScan:
     facts: dict[str, Fact] = {}
     lines = text.splitlines()
     for no, line in enumerate(lines, start=1):
+        keys_here: set[str] = set()
         for pattern in PATTERNS:
+            if pattern.key in keys_here:
+                continue
             match = pattern.regex.search(line)
             if match is None:
                 continue
+            keys_here.add(pattern.key)
             fact = Fact(pattern.key, no, line.strip(), tuple(g for g in match.groups()))
             seen = facts.get(pattern.key)
             if seen is None:
@@ -124,5 +130,4 @@ def scan_log(text: str) -> LogScan:
                 raise LogError(f"line {no} logs {pattern.key.split('_', 1)[1]} as "
                                f"{', '.join(fact.groups)} but line {seen.line_no} logged "
                                f"{', '.join(seen.groups)}; split a multi-server log first")
-            break
     return LogScan(facts=facts, num_lines=len(lines), last_line=lines[-1] if lines else "")

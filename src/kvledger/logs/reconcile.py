@@ -3,6 +3,12 @@
 A logged figure that was rounded (GiB with two decimals) is an interval, not a number; every
 kvledger value derived from it is the set of values over that interval, and a logged number
 reconciles when it lies in the set.
+
+A verdict needs the whole log: the engine prints a known set of lines for a deployment
+(kvledger.logs.expected), and a log that lacks one is INCOMPLETE however well the numbers it
+does show agree. Exit codes: 0 RECONCILES (every expected line present, every number equal),
+1 DIFFERS (a number differs) or INCOMPLETE (an expected line is missing), 2 for input
+kvledger cannot read (LogError).
 """
 
 from __future__ import annotations
@@ -11,6 +17,19 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from kvledger.logs.lines import Engine
+
+
+class Verdict(Enum):
+    RECONCILES = "reconciles"
+    DIFFERS = "differs"
+    INCOMPLETE = "incomplete"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpectedLine:
+    """A line the engine prints for this deployment: how it reads, and when it is printed."""
+    text: str
+    why: str
 
 
 class Status(Enum):
@@ -40,19 +59,28 @@ class Reconciliation:
     binding: str
     derived: tuple[tuple[str, str], ...] = field(default=())  # what the log never prints
     notes: tuple[str, ...] = field(default=())
+    missing: tuple[ExpectedLine, ...] = field(default=())  # expected lines the log lacks
 
     @property
     def differs(self) -> tuple[Row, ...]:
         return tuple(r for r in self.rows if r.status is Status.DIFFERS)
 
     @property
+    def verdict(self) -> Verdict:
+        if self.differs:
+            return Verdict.DIFFERS
+        return Verdict.INCOMPLETE if self.missing else Verdict.RECONCILES
+
+    @property
     def exit_code(self) -> int:
-        return 1 if self.differs else 0
+        return 0 if self.verdict is Verdict.RECONCILES else 1
 
 
 def span(values: list[str]) -> str:
-    """One value, or the range a rounded input allows."""
+    """One value, or the range a rounded input allows ("none" when kvledger expects no line)."""
     distinct = list(dict.fromkeys(values))
+    if not distinct:
+        return "none"
     return distinct[0] if len(distinct) == 1 else f"{distinct[0]} … {distinct[-1]}"
 
 

@@ -1,4 +1,4 @@
-"""Reconcile an SGLang boot log with kvledger's SGLang plan (kvledger.plan.make_plan).
+"""Reconcile an SGLang boot log with kvledger's SGLang plan (kvledger.sglang.plan.make_plan).
 
 The deployment comes from the logged `server_args=ServerArgs(…)` (its attribute names are the
 flags' names, `--tp-size` ↔ `tp_size`), the memory from `Load weight end … avail mem=X GB,
@@ -14,14 +14,15 @@ from __future__ import annotations
 import ast
 from dataclasses import fields
 
-from kvledger.deploy import FIELD_FLAGS
-from kvledger.launch import parse_flags
-from kvledger.launch.parse import DIRECT_FIELDS
+from kvledger.core.units import GiB
+from kvledger.logs.expected import missing_sglang_lines
 from kvledger.logs.lines import Engine, LogError, LogScan
 from kvledger.logs.reconcile import Reconciliation, Row, Status
-from kvledger.plan import Plan, make_plan
-from kvledger.rules import DEFAULT_RULES
-from kvledger.units import GiB
+from kvledger.sglang.deploy import FIELD_FLAGS
+from kvledger.sglang.launch import parse_flags
+from kvledger.sglang.launch.parse import DIRECT_FIELDS
+from kvledger.sglang.plan import SglangPlan, make_plan
+from kvledger.sglang.rules import DEFAULT_RULES
 
 HALF_CENT = 0.005  # half the last printed digit of a two-decimal GB figure
 
@@ -50,7 +51,7 @@ def _server_args(text: str, line_no: int) -> tuple[list[str], str | None]:
 
 
 def _plans(scan: LogScan, model: str, words: list[str], rules: str, gpu: str | None
-           ) -> tuple[Plan, Plan]:
+           ) -> tuple[SglangPlan, SglangPlan]:
     load = scan.get("sglang_load_weight")
     if load is None:
         raise LogError(f"truncated: no 'Load weight end … avail mem=' line in {scan.num_lines} "
@@ -155,4 +156,5 @@ def reconcile_sglang(scan: LogScan, *, model: str | None = None, rules: str | No
     assert {f.name for f in fields(dep)}
     return Reconciliation(engine=Engine.SGLANG, version=None, rules=rule_set, model=lay.model.name,
                           rows=tuple(rows), binding=cap.binding.value, derived=derived,
-                          notes=tuple(notes + list(low.notes)))
+                          notes=tuple(notes + list(low.notes)),
+                          missing=missing_sglang_lines(scan, has_state_pool=lay.state is not None))

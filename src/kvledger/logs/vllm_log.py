@@ -22,18 +22,20 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from kvledger.gpus import get_gpu
+from kvledger.core.gpus import get_gpu
+from kvledger.core.units import GiB
 from kvledger.logs.detect import vllm_rules_for
+from kvledger.logs.engine_config import apply_engine_config
+from kvledger.logs.expected import missing_vllm_lines
 from kvledger.logs.lines import Engine, LogError, LogScan
 from kvledger.logs.reconcile import Reconciliation, Row, Status, compare, span
 from kvledger.logs.vllm_args import vllm_deployment_from_args
-from kvledger.model.arch import ModelError
+from kvledger.model.arch import ModelArch, ModelError
 from kvledger.model.config import load_model
-from kvledger.units import GiB
 from kvledger.vllm.deploy import VllmDeployment
 from kvledger.vllm.flags import parse_vllm_command
 from kvledger.vllm.layout import VllmLayout, vllm_layout
-from kvledger.vllm.rules import LoggedTokens, get_vllm_rules
+from kvledger.vllm.rules import LoggedTokens, VllmRules, get_vllm_rules
 
 
 def _deployment(scan: LogScan) -> tuple[VllmDeployment, str | None, list[str]]:
@@ -92,46 +94,57 @@ def _padding(lay: VllmLayout) -> list[str]:
     return [f"{size - n % size}, {(size - n % size) / n * 100:.2f}" for n in counts if n % size]
 
 
-def reconcile_vllm(scan: LogScan, *, model: str | None = None, rules: str | None = None,
-                   gpu: str | None = None) -> Reconciliation:
-    notes: list[str] = []
-    version_fact = scan.get("vllm_version")
+def _release(scan: LogScan, rules: str | None, notes: list[str]) -> str:
+    """The rule set: --rules when given, else the one the logged version maps to."""
     if scan.get("vllm_v0_blocks"):
         raise LogError(f"line {scan.get('vllm_v0_blocks').line_no}: a V0-engine log "
                        "('# GPU blocks'); releases before 0.10 are not modelled")
-    if rules is None:
-        if version_fact is None:
-            raise LogError("the log names no vLLM version (no 'Initializing a V1 LLM engine "
-                           "(vX.Y.Z)' or 'version X.Y.Z' line); pass --rules vllm-0.13 or "
-                           "vllm-0.33")
-        try:
-            rules, note = vllm_rules_for(version_fact.value)
-        except LogError as exc:
-            raise LogError(f"line {version_fact.line_no}: {exc}") from None
-        if note:
-            notes.append(note)
-    rule_set = get_vllm_rules(rules)
-    dep, logged_model, dep_notes = _deployment(scan)
-    notes += dep_notes
+    if rules is not None:
+        return rules
+    version_fact = scan.get("vllm_version")
+    if version_fact is None:
+        raise LogError("the log names no vLLM version (no 'Initializing a V1 LLM engine "
+                       "(vX.Y.Z)' or 'version X.Y.Z' line); pass --rules vllm-0.13 or "
+                       "vllm-0.33")
+    try:
+        rules, note = vllm_rules_for(version_fact.value)
+    except LogError as exc:
+        raise LogError(f"line {version_fact.line_no}: {exc}") from None
+    if note:
+        notes.append(note)
+    return rules
+
+
+def _logged_max_model_len(scan: LogScan, dep: VllmDeployment) -> VllmDeployment:
+    """The max_model_len the concurrency line logs, which the server arguments must agree
+    with (vLLM logs it only when it differs from the derived default)."""
     conc = scan.get("vllm_concurrency")
-    if conc is not None:
-        logged_len = conc.int(0)
-        if dep.max_model_len is None:
-            try:
-                dep = replace(dep, max_model_len=logged_len)
-            except ValueError as exc:
-                raise LogError(f"line {conc.line_no}: {exc}") from None
-        elif dep.max_model_len != logged_len:
-            raise LogError(f"line {conc.line_no} logs max_model_len {logged_len:,} but the "
-                           f"server arguments say {dep.max_model_len:,}")
-    arch = _model(model, logged_model)
+    if conc is None:
+        return dep
+    logged_len = conc.int(0)
+    if dep.max_model_len is None:
+        try:
+            return replace(dep, max_model_len=logged_len)
+        except ValueError as exc:
+            raise LogError(f"line {conc.line_no}: {exc}") from None
+    if dep.max_model_len != logged_len:
+        raise LogError(f"line {conc.line_no} logs max_model_len {logged_len:,} but the "
+                       f"server arguments say {dep.max_model_len:,}")
+    return dep
+
+
+def _layout(arch: ModelArch, dep: VllmDeployment, rule_set: VllmRules,
+            gpu: str | None) -> VllmLayout:
     # the log reconciles what vLLM computed; whether it would have refused is another check
     dep = replace(dep, enforce_eager=True)
     try:
-        lay = vllm_layout(arch, dep, rule_set, get_gpu(gpu) if gpu else None)
+        return vllm_layout(arch, dep, rule_set, get_gpu(gpu) if gpu else None)
     except ValueError as exc:
         raise LogError(f"the log's deployment does not fit {arch.name}: {exc}") from None
-    notes += lay.notes
+
+
+def _layout_rows(scan: LogScan, lay: VllmLayout) -> list[Row]:
+    """The block size, the Mamba page padding and the padding layers, as logged."""
     rows: list[Row] = []
     if fact := scan.get("vllm_block_set"):
         rows.append(compare(fact.line_no, "attention block size (tokens)", f"{fact.int():,}",
@@ -143,6 +156,13 @@ def reconcile_vllm(scan: LogScan, *, model: str | None = None, rules: str | None
         rows.append(compare(fact.line_no, "padding layers, % wasted",
                             f"{fact.int(0)}, {fact.groups[1]}", _padding(lay),
                             "the KV-cache groups differ"))
+    return rows
+
+
+def _anchor_blocks(scan: LogScan, lay: VllmLayout, rule_set: VllmRules, rows: list[Row],
+                   notes: list[str]) -> list[int]:
+    """num_gpu_blocks from the first anchor the log gives (module doc), never empty; the
+    anchor's own row goes to `rows`."""
     per_block = lay.bytes_per_block
     blocks: list[int]
     if fact := scan.get("vllm_available_gib"):
@@ -166,8 +186,13 @@ def reconcile_vllm(scan: LogScan, *, model: str | None = None, rules: str | None
     else:
         raise LogError(f"truncated: the log ends at line {scan.num_lines} ({scan.last_line[:60]!r}) "
                        "before vLLM logs its KV cache memory, blocks or size")
-    if not blocks:
-        blocks = [0]
+    return blocks or [0]
+
+
+def _capacity_rows(scan: LogScan, lay: VllmLayout, arch: ModelArch, rule_set: VllmRules,
+                   blocks: list[int]) -> list[Row]:
+    """Every logged number derived from num_gpu_blocks, and the weights line (information)."""
+    rows: list[Row] = []
     fact = scan.get("vllm_num_gpu_blocks")
     if fact and scan.get("vllm_available_gib"):
         rows.append(compare(fact.line_no, "num_gpu_blocks", f"{fact.int():,}",
@@ -178,7 +203,7 @@ def reconcile_vllm(scan: LogScan, *, model: str | None = None, rules: str | None
                             [f"{_tokens(lay, b):,}" for b in blocks],
                             f"logged as {rule_set.logged_tokens.value}"))
     per_request = lay.blocks_per_request()
-    if conc is not None:
+    if (conc := scan.get("vllm_concurrency")) is not None:
         rows.append(compare(conc.line_no, "Maximum concurrency", conc.groups[1],
                             [f"{b / per_request:.2f}" for b in blocks],
                             f"{per_request} blocks per max_model_len request"))
@@ -187,23 +212,52 @@ def reconcile_vllm(scan: LogScan, *, model: str | None = None, rules: str | None
         rows.append(Row(line_no=fact.line_no, quantity="Model loading (GiB)", logged=fact.value,
                         kvledger=f"{estimate / GiB:.2f} (bf16 estimate)", status=Status.INFO,
                         reason="depends on the checkpoint's quantization"))
-    rows.sort(key=lambda r: r.line_no)
-    concurrency = blocks[0] / per_request
+    return rows
+
+
+def _binding(lay: VllmLayout, blocks: list[int]) -> str:
+    per_request = lay.blocks_per_request()
     seqs = lay.deployment.max_num_seqs
-    binding = (f"--max-num-seqs {seqs}" if seqs < concurrency else
-               f"KV-cache blocks: {per_request} per max_model_len request "
-               f"({'1' if lay.mamba is None or not lay.mamba.align else '2'} state block(s) per "
-               f"group, block {lay.block_tokens} tokens)")
-    derived = (
+    if seqs < blocks[0] / per_request:
+        return f"--max-num-seqs {seqs}"
+    return (f"KV-cache blocks: {per_request} per max_model_len request "
+            f"({'1' if lay.mamba is None or not lay.mamba.align else '2'} state block(s) per "
+            f"group, block {lay.block_tokens} tokens)")
+
+
+def _derived(lay: VllmLayout, blocks: list[int]) -> tuple[tuple[str, str], ...]:
+    return (
         ("attention block size (tokens)", f"{lay.block_tokens:,}"),
         ("page (bytes, every layer)", f"{lay.page_bytes:,}"),
         ("KV-cache groups", " + ".join(f"{g.num_layers} {g.kind}" for g in lay.groups)),
-        ("bytes per block", f"{per_block:,}"),
+        ("bytes per block", f"{lay.bytes_per_block:,}"),
         ("num_gpu_blocks", span([f"{b:,}" for b in blocks])),
-        ("blocks per max_model_len request", f"{per_request:,}"),
+        ("blocks per max_model_len request", f"{lay.blocks_per_request():,}"),
         ("mamba_cache_mode", lay.mamba_cache_mode.value if lay.mamba_cache_mode else "—"),
     )
+
+
+def reconcile_vllm(scan: LogScan, *, model: str | None = None, rules: str | None = None,
+                   gpu: str | None = None) -> Reconciliation:
+    """The release, the deployment, the model and the layout, then every logged number
+    against the layout's (module doc for the order)."""
+    notes: list[str] = []
+    rules = _release(scan, rules, notes)
+    rule_set = get_vllm_rules(rules)
+    dep, logged_model, dep_notes = _deployment(scan)
+    dep, logged_model, config_notes = apply_engine_config(scan, dep, logged_model)
+    notes += dep_notes + config_notes
+    dep = _logged_max_model_len(scan, dep)
+    arch = _model(model, logged_model)
+    lay = _layout(arch, dep, rule_set, gpu)
+    notes += lay.notes
+    rows = _layout_rows(scan, lay)
+    blocks = _anchor_blocks(scan, lay, rule_set, rows, notes)
+    rows += _capacity_rows(scan, lay, arch, rule_set, blocks)
+    rows.sort(key=lambda r: r.line_no)
+    version_fact = scan.get("vllm_version")
     return Reconciliation(engine=Engine.VLLM,
                           version=version_fact.value if version_fact else None, rules=rules,
-                          model=arch.name, rows=tuple(rows), binding=binding, derived=derived,
-                          notes=tuple(notes))
+                          model=arch.name, rows=tuple(rows), binding=_binding(lay, blocks),
+                          derived=_derived(lay, blocks), notes=tuple(notes),
+                          missing=missing_vllm_lines(scan, lay))

@@ -17,7 +17,7 @@ import json
 import os
 from pathlib import Path
 
-from kvledger.limits import MAX_CONFIG_BYTES, MAX_JSON_DEPTH, json_depth_ok
+from kvledger.core.limits import MAX_CONFIG_BYTES, MAX_JSON_DEPTH, json_depth_ok
 from kvledger.model.arch import ModelArch, ModelError
 from kvledger.model.families import ADAPTERS
 from kvledger.model.reader import ConfigReader
@@ -64,6 +64,12 @@ def _hf_cache_snapshot(repo_id: str) -> Path | None:
 
 def resolve_config_path(ref: str) -> Path:
     path = Path(ref).expanduser()
+    try:
+        path.stat()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:  # a name too long for the file system, a loop of links
+        raise ModelError(f"model {ref!r}: not a path that can be read ({exc.strerror})") from None
     if path.is_dir():
         candidate = path / "config.json"
         if not candidate.is_file():

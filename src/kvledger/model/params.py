@@ -1,7 +1,7 @@
 """Parameter counts of a model split by the part of the network that holds them.
 
 The split is what decides weights per rank: SGLang shards each part over a different group
-(embeddings, attention, dense MLPs, routed experts; see `kvledger.rankweights`). Families that
+(embeddings, attention, dense MLPs, routed experts; see `kvledger.sglang.rankweights`). Families that
 read a checkpoint's blocks fill it in; `ModelArch.num_params` is its total. Draft (MTP) layers
 are kept apart: SGLang loads them only with speculative decoding.
 

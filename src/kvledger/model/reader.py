@@ -14,7 +14,7 @@ Traceback (most recent call last):
 ...
 kvledger.model.arch.ModelError: cfg.json: field 'num_hidden_layers' is of 31 digits (expected an integer <= 4096)
 
-Every integer is bounded (`kvledger.limits`): layer counts by MAX_LAYERS (4,096; real models
+Every integer is bounded (`kvledger.core.limits`): layer counts by MAX_LAYERS (4,096; real models
 have < 200), any other field by MAX_CONFIG_FIELD (2**32; the largest real value is a
 rope_theta of 1e7). Numbers must be finite. A bound guards the arithmetic and the loops over
 layers; it never models a real limit.
@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kvledger.limits import MAX_LAYERS, show_value
+from kvledger.core.limits import MAX_LAYERS, show_value
 from kvledger.model.arch import ModelError
 
 _MISSING = object()

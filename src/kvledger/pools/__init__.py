@@ -1,4 +1,4 @@
-"""Device memory: allocators and pools built from a Plan (torch; knows nothing of trees).
+"""Device memory: allocators and pools built from an SglangPlan (torch; knows nothing of trees).
 
 Names resolve lazily (PEP 562): the allocators (`kvledger.pools.ids`, `kvledger.pools.paged`)
 are numpy-only, so the simulator's accounting mode can use them without loading torch.
@@ -6,7 +6,7 @@ are numpy-only, so the simulator's accounting mode can use them without loading 
 
 from __future__ import annotations
 
-from kvledger.lazy import lazy_getattr
+from kvledger.core.lazy import lazy_getattr
 
 _HOMES = {
     "PoolBytes": "accounting", "account": "accounting",

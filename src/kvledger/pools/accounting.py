@@ -7,7 +7,7 @@ ledger rows times the plan's counts, never from the pools' shapes:
     conv, temporal state         state ledger row × (K + 1) state slots
     compress tail, req_to_token  side ledger row (already per rank)
 
->>> from kvledger.plan import make_plan
+>>> from kvledger.sglang.plan import make_plan
 >>> from kvledger.pools.build import build_pools
 >>> rows = account(build_pools(make_plan(kv_cache_dtype="fp8_e4m3"), "meta"))
 >>> [(r.pool, r.allocated_bytes, r.matches) for r in rows[:2]]
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kvledger.ledger import Ledger, LedgerRow
+from kvledger.core.ledger import Ledger, LedgerRow
 from kvledger.pools.build import DevicePools
 from kvledger.pools.dsa import DsaTokenPool
 from kvledger.pools.errors import IntegrityError

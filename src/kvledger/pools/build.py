@@ -1,4 +1,4 @@
-"""build_pools: allocate exactly what a Plan says, optionally scaled down to fit a laptop.
+"""build_pools: allocate exactly what an SglangPlan says, optionally scaled down to fit a laptop.
 
 Every tensor's shape comes from the plan's specs and counts, never from a second formula:
 
@@ -9,13 +9,13 @@ Every tensor's shape comes from the plan's specs and counts, never from a second
     draft pool     (T + P) × the MTP draft ledger, when speculating
 
 so allocated bytes equal ledger bytes by construction (`kvledger.pools.accounting` shows it).
-A scaled-down build takes a plan re-planned on the planning side (`kvledger.scaling`) with
+A scaled-down build takes a plan re-planned on the planning side (`kvledger.sglang.scaling`) with
 SGLang's own caps — `--max-total-tokens`,
 `--max-mamba-cache-size`, `--max-running-requests` (the last two global, split over attention
 DP) — so the small pools are a real plan, not a shrunken copy. The "meta" device builds
 full-size pools that own no memory: shapes and bytes without allocating.
 
->>> from kvledger.plan import make_plan
+>>> from kvledger.sglang.plan import make_plan
 >>> plan = make_plan(kv_cache_dtype="fp8_e4m3")  # the article's deployment, 100 GiB free
 >>> full = build_pools(plan, "meta")  # full size, no memory: T = 7,780,672, K = 343
 >>> full.kv.full_kv_pool.kv_buffer[0].shape, full.kv.mamba_pool.temporal.shape
@@ -32,10 +32,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kvledger.deploy import StateDtype
-from kvledger.ledger import REQ_TO_TOKEN_EXTRA_TOKENS
 from kvledger.model.arch import AttnKind
-from kvledger.plan import Plan
 from kvledger.pools.dsa import DsaTokenPool
 from kvledger.pools.errors import IntegrityError
 from kvledger.pools.gqa import GqaKVPool
@@ -45,9 +42,12 @@ from kvledger.pools.latent import LatentKVPool
 from kvledger.pools.paged import PagedTokenAllocator
 from kvledger.pools.req_to_token import ReqToTokenPool
 from kvledger.pools.state import MambaPool
-from kvledger.resolve import CacheLayout
-from kvledger.scaling import ScaleDown, scale_plan
-from kvledger.specs import GqaRowSpec, LatentRowSpec, TailSpec
+from kvledger.sglang.deploy import StateDtype
+from kvledger.sglang.ledger import REQ_TO_TOKEN_EXTRA_TOKENS
+from kvledger.sglang.plan import SglangPlan
+from kvledger.sglang.resolve import CacheLayout
+from kvledger.sglang.scaling import ScaleDown, scale_plan
+from kvledger.sglang.specs import GqaRowSpec, LatentRowSpec, TailSpec
 
 __all__ = ["DevicePools", "ScaleDown", "build_pools", "resolve_device", "scale_plan"]
 
@@ -56,12 +56,12 @@ STATE_DTYPES = {
     StateDtype.BFLOAT16: torch.bfloat16,
     StateDtype.FLOAT16: torch.float16,
 }
-CONV_DTYPE = torch.bfloat16  # kvledger.resolve.CONV_ITEMSIZE: conv state follows the model dtype
+CONV_DTYPE = torch.bfloat16  # kvledger.sglang.resolve.CONV_ITEMSIZE: conv state follows the model dtype
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DevicePools:
     """Everything one rank allocates on its device, and the plan it was built from."""
 
-    plan: Plan  # after any ScaleDown: the T, K, N these pools hold
+    plan: SglangPlan  # after any ScaleDown: the T, K, N these pools hold
     device: torch.device
     kv: HybridLinearKVPool  # full_kv_pool, mamba_pool, req_to_token_pool
     token_allocator: PagedTokenAllocator
@@ -115,10 +115,10 @@ def _token_pool(lay: CacheLayout, has_indexer: tuple[bool, ...], slots: int,
                                 num_token_slots=slots, tail=tail, device=device)
 
 
-def build_pools(plan: Plan, device: torch.device | str = "cpu",
+def build_pools(plan: SglangPlan, device: torch.device | str = "cpu",
                 scale: ScaleDown | None = None) -> DevicePools:
     """Allocate one rank's device pools for `plan` (first re-planned by
-    `kvledger.scaling.scale_plan` with `scale`, when given)."""
+    `kvledger.sglang.scaling.scale_plan` with `scale`, when given)."""
     dev = resolve_device(device)
     if scale is not None:
         plan = scale_plan(plan, scale)
@@ -129,12 +129,12 @@ def build_pools(plan: Plan, device: torch.device | str = "cpu",
                        lay.tail(cap.max_running_requests), dev)
     draft = None
     if plan.ledgers.draft_token is not None:
-        # Draft layers each own an indexer (kvledger.ledger.draft_token_ledger); no tail.
+        # Draft layers each own an indexer (kvledger.sglang.ledger.draft_token_ledger); no tail.
         draft = _token_pool(lay, (True,) * model.num_draft_layers, slots, None, dev)
     mamba, state_allocator = None, None
     if lay.state is not None:
         ssm = dep.mamba_ssm_dtype
-        assert ssm is not None  # resolved by kvledger.resolve
+        assert ssm is not None  # resolved by kvledger.sglang.resolve
         mamba = MambaPool(spec=lay.state, num_layers=model.num_linear_layers,
                           num_slots=cap.state_slots + 1, conv_dtype=CONV_DTYPE,
                           temporal_dtype=STATE_DTYPES[ssm], device=dev)

@@ -7,7 +7,7 @@ allocates `index_k_with_scale_buffer` for all `layer_num` layers), but only laye
 an indexer write keys and have a compress tail: GLM-5.2's "shared" layers reuse a
 neighbour's top-k. `indexer_of(full)` maps a dense full-layer id to its dense tail id.
 
->>> from kvledger.specs import IndexKeySpec, LatentRowSpec, RowLayout
+>>> from kvledger.sglang.specs import IndexKeySpec, LatentRowSpec, RowLayout
 >>> pool = DsaTokenPool(
 ...     spec=LatentRowSpec(kv_lora_rank=512, qk_rope_head_dim=0, layout=RowLayout.FP8_SCALED),
 ...     index_spec=IndexKeySpec(head_dim=128, kpool=4, reserved_bytes=132, page_tokens=64),
@@ -27,7 +27,7 @@ from kvledger.pools.index_keys import IndexKeyCache
 from kvledger.pools.indices import check_layer
 from kvledger.pools.latent import LatentKVPool
 from kvledger.pools.tail import CompressTail
-from kvledger.specs import IndexKeySpec, LatentRowSpec, TailSpec
+from kvledger.sglang.specs import IndexKeySpec, LatentRowSpec, TailSpec
 
 
 class DsaTokenPool(LatentKVPool):

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import torch
 
-from kvledger.specs import FP8_SCALE_GROUP
+from kvledger.sglang.specs import FP8_SCALE_GROUP
 
 FP8_DTYPE = torch.float8_e4m3fn
 FP8_MAX = 448.0  # torch.finfo(torch.float8_e4m3fn).max

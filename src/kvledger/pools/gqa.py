@@ -5,7 +5,7 @@ head_dim)). bf16 is stored as bfloat16; fp8 as uint8 e4m3 codes with no scale (S
 per-tensor k_scale/v_scale from a checkpoint is a model constant, not cache memory).
 Reads return float32.
 
->>> from kvledger.specs import GqaRowSpec
+>>> from kvledger.sglang.specs import GqaRowSpec
 >>> pool = GqaKVPool(spec=GqaRowSpec(kv_heads_per_rank=8, head_dim=128, itemsize=2),
 ...                  num_layers=32, num_token_slots=16, device="cpu")
 >>> pool.k_buffer[0].shape, pool.allocated_bytes == 16 * 32 * 4096
@@ -19,7 +19,7 @@ import torch
 from kvledger.pools.errors import IntegrityError
 from kvledger.pools.fp8 import dequantize_raw, quantize_raw
 from kvledger.pools.indices import IndexLike, as_index, check_layer, check_rows
-from kvledger.specs import GqaRowSpec
+from kvledger.sglang.specs import GqaRowSpec
 
 _STORAGE = {2: torch.bfloat16, 1: torch.uint8}  # itemsize → storage dtype
 

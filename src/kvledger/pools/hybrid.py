@@ -12,7 +12,7 @@ Asking a linear layer for KV, or a full layer for state, raises LayerKindError n
 the layer is. A model without linear layers has no state pool; a layer that caches nothing
 (Nemotron-H MLP layers) has neither.
 
->>> from kvledger.specs import LatentRowSpec, RowLayout, StateSpec
+>>> from kvledger.sglang.specs import LatentRowSpec, RowLayout, StateSpec
 >>> full = LatentKVPool(spec=LatentRowSpec(kv_lora_rank=512, qk_rope_head_dim=0,
 ...                     layout=RowLayout.BF16), num_layers=1, num_token_slots=4, device="cpu")
 >>> state = MambaPool(spec=StateSpec(conv_shape=(3, 8), conv_itemsize=2,

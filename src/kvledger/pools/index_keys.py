@@ -16,7 +16,7 @@ Token slot `loc` maps to key slot `loc // tokens_per_key_slot`; the pooled key o
 goes to the key slot of the group's first token (`group_key_locs`), which stays inside the
 page because pages hold whole groups and requests fill pages from offset 0.
 
->>> from kvledger.specs import IndexKeySpec
+>>> from kvledger.sglang.specs import IndexKeySpec
 >>> spec = IndexKeySpec(head_dim=128, kpool=4, reserved_bytes=33, page_tokens=256)
 >>> cache = IndexKeyCache(spec=spec, num_layers=11, num_pages=2, device="cpu")
 >>> cache.buffers[0].shape, cache.keys_per_page, cache.tokens_per_key_slot
@@ -32,7 +32,7 @@ import torch
 from kvledger.pools.errors import IntegrityError
 from kvledger.pools.fp8 import dequantize_scaled, quantize_scaled
 from kvledger.pools.indices import IndexLike, as_index, check_layer, check_rows
-from kvledger.specs import IndexKeySpec
+from kvledger.sglang.specs import IndexKeySpec
 
 
 class IndexKeyCache:

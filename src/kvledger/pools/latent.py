@@ -13,7 +13,7 @@ the per-128 scales, then the RoPE part kept in bf16): 528 B for GLM-5.3-Flash (r
 656 B for DeepSeek-V3.2 (rope 64). SGLang's buffers carry a head axis of 1
 ((size + page_size, 1, kv_cache_dim)); ours drop it. Reads return float32.
 
->>> from kvledger.specs import LatentRowSpec, RowLayout
+>>> from kvledger.sglang.specs import LatentRowSpec, RowLayout
 >>> spec = LatentRowSpec(kv_lora_rank=512, qk_rope_head_dim=0, layout=RowLayout.FP8_SCALED)
 >>> pool = LatentKVPool(spec=spec, num_layers=11, num_token_slots=128, device="cpu")
 >>> pool.kv_buffer[0].shape, pool.kv_buffer[0].dtype, pool.allocated_bytes == 11 * 128 * 528
@@ -34,7 +34,7 @@ from kvledger.pools.fp8 import (
     quantize_scaled,
 )
 from kvledger.pools.indices import IndexLike, as_index, check_layer, check_rows
-from kvledger.specs import FP8_SCALE_BYTES, FP8_SCALE_GROUP, LatentRowSpec, RowLayout
+from kvledger.sglang.specs import FP8_SCALE_BYTES, FP8_SCALE_GROUP, LatentRowSpec, RowLayout
 
 
 class LatentKVPool:

@@ -3,7 +3,7 @@
 Shape `(rows + 1, max_context_tokens)`: rows 1..rows are handed out by an IdAllocator, row 0
 is a padding row (dummy requests in padded batches point there) and is never handed out.
 `max_context_tokens` = context length + SGLang's 4 extra tokens + speculative draft tokens
-(`kvledger.ledger.request_ledger`), so the tensor's bytes are the side ledger's
+(`kvledger.sglang.ledger.request_ledger`), so the tensor's bytes are the side ledger's
 req_to_token row by construction.
 
 >>> pool = ReqToTokenPool(num_rows=2, max_context_tokens=8, device="cpu")

@@ -11,7 +11,7 @@ StateSlotAllocator. `layer_state(l)` gives a layer's contiguous `(K + 1, …)` t
 kernels take. `copy_slot` is the copy-on-write of a prefix-cache checkpoint into a request's
 own slot: one strided copy per tensor, not a Python loop over layers.
 
->>> from kvledger.specs import StateSpec
+>>> from kvledger.sglang.specs import StateSpec
 >>> spec = StateSpec(conv_shape=(3, 24), conv_itemsize=2, temporal_shape=(2, 4, 4),
 ...                  temporal_itemsize=4)
 >>> pool = MambaPool(spec=spec, num_layers=3, num_slots=5, conv_dtype=torch.bfloat16,
@@ -26,7 +26,7 @@ import torch
 
 from kvledger.pools.errors import IntegrityError
 from kvledger.pools.indices import IndexLike, as_index, check_layer, check_rows
-from kvledger.specs import StateSpec
+from kvledger.sglang.specs import StateSpec
 
 
 class MambaPool:

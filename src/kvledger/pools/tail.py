@@ -7,7 +7,7 @@ tensors `(rows, width_tokens, head_dim)`: `key` and `score`. rows = max_running_
 indexed by request row; width = kpool + speculative draft tokens. Not part of the token
 budget: it comes out of the slack (side ledger).
 
->>> from kvledger.specs import TailSpec
+>>> from kvledger.sglang.specs import TailSpec
 >>> tail = CompressTail(spec=TailSpec(rows=66, width_tokens=4, head_dim=128), num_layers=11,
 ...                     device="cpu")
 >>> tail.key[0].shape, tail.allocated_bytes  # 1.42 MiB: the article's 64-request figure
@@ -20,7 +20,7 @@ import torch
 
 from kvledger.pools.errors import IntegrityError
 from kvledger.pools.indices import IndexLike, as_index
-from kvledger.specs import TailSpec
+from kvledger.sglang.specs import TailSpec
 
 
 class CompressTail:

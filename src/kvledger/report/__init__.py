@@ -1,0 +1,18 @@
+"""The edge's renderers: rich tables, the HTML page and the figures.
+
+The `--json` documents are written by what they describe (`SglangPlan.to_json()`,
+`VllmPlan.to_json()`, the sizing results, `core.envelope`); only the simulation's is here.
+
+Files:
+- `plan_view.py`, `explain.py`: an SGLang plan as tables and as derivations;
+- `vllm_view.py`: a vLLM plan's tables; `side_by_side.py`: both engines; `plan_views.py`: any
+  `EnginePlan` to its view;
+- `l3_view.py`: the store tier's sizing;
+- `sim_view.py`, `sim_json.py`, `policy_compare.py`: simulation results, and policies compared;
+- `sweep_view.py`: `sweep`, `compare` and `recommend`;
+- `checklog_view.py`: `check-log`'s reconciliation table; `hit_rates.py`: what each hit rate
+  measures (the notes under `replay`, `simulate` and `--compare`);
+- `show.py`: the one convention for units in every table;
+- `html_page.py`, `html_tables.py`: `kvledger report`'s self-contained page;
+- `figures/`: the article's figures and the simulation plots (matplotlib, imported lazily).
+"""

@@ -1,16 +1,30 @@
 """`kvledger explain`: every number of a plan as one derivation line, like the article.
 
->>> from kvledger.plan import make_plan
+A count times a size is written count first, the size with its unit, the shape after it
+(`69 × 4,194,320 B`, not `int32 × 69`, which reads as a power). With a workload
+(`--requests`/`--context`) the check is derived too, ledger by ledger.
+
+>>> from kvledger.sglang.plan import make_plan
 >>> lines = explain(make_plan(kv_cache_dtype="fp8_e4m3"))
 >>> "528 B × 11 layers = 5,808 B/token" in "\\n".join(lines)
 True
+>>> lines = explain(make_plan(kv_cache_dtype="fp8_e4m3", requests=100, context_tokens=32_000))
+>>> [line for line in lines if line.startswith("state slots:")][0]
+'state slots: 100 requests × 5 slots = 500 slots > K 343: NO (at most 343 // 5 = 68 requests)'
 """
 
 from __future__ import annotations
 
-from kvledger.plan import Plan
-from kvledger.specs import FP8_SCALE_BYTES, FP8_SCALE_GROUP, GqaRowSpec, LatentRowSpec, RowLayout
-from kvledger.statebudget import StateSource
+from kvledger.report.show import show_size
+from kvledger.sglang.plan import SglangPlan
+from kvledger.sglang.specs import (
+    FP8_SCALE_BYTES,
+    FP8_SCALE_GROUP,
+    GqaRowSpec,
+    LatentRowSpec,
+    RowLayout,
+)
+from kvledger.sglang.statebudget import StateSource
 
 
 def _row_formula(spec: LatentRowSpec | GqaRowSpec) -> str:
@@ -28,7 +42,7 @@ def _row_formula(spec: LatentRowSpec | GqaRowSpec) -> str:
                     f"{size} B ({spec.layout.value}) = {spec.row_bytes:,} B")
 
 
-def explain(plan: Plan) -> list[str]:
+def explain(plan: SglangPlan) -> list[str]:
     lay, cap, dep = plan.layout, plan.capacity, plan.layout.deployment
     lines = [f"attn_tp = tp {dep.tp_size} / attn_dp {dep.attn_dp_size} / cp {dep.attn_cp_size} "
              f"= {dep.attn_tp_size}", _row_formula(lay.kv_row)]
@@ -59,8 +73,9 @@ def explain(plan: Plan) -> list[str]:
         lines.append(f"{row.component}: {row.count} × {row.unit_bytes:,} B = {row.total_bytes:,} B "
                      f"per request")
     for row in cap.side.rows:
-        lines.append(f"{row.component}: {row.detail} × {row.count} = {row.total_bytes:,} B "
-                     f"({row.total_bytes / 2**20:,.3f} MiB) per rank")
+        lines.append(f"{row.component}: {row.count:,} × {row.unit_bytes:,} B = "
+                     f"{row.total_bytes:,} B ({show_size(row.total_bytes)}) per rank; "
+                     f"tensor {row.detail}")
     if plan.auto_mem_fraction is not None:
         lines.append(plan.auto_mem_fraction.derivation())
     if plan.weights_estimated and (weights := plan.ledgers.weights):
@@ -89,10 +104,46 @@ def explain(plan: Plan) -> list[str]:
                  f"{tot.tokens:,} tokens; HBM × {tot.ranks}: token pools "
                  f"{tot.token_pool_bytes:,} B, state pools {tot.state_pool_bytes:,} B, verify "
                  f"scratch {tot.verify_bytes:,} B")
+    return lines + _workload_lines(plan)
+
+
+def _verdict(need: int, capacity: int, name: str) -> str:
+    return f"≤ {name} {capacity:,}: fits" if need <= capacity else f"> {name} {capacity:,}: NO"
+
+
+def _workload_lines(plan: SglangPlan) -> list[str]:
+    """The workload check (`kvledger.sglang.capacity.check_workload`), one line a ledger."""
+    work = plan.workload
+    if work is None:
+        return []
+    lay, cap = plan.layout, plan.capacity
+    dp, spr, c = lay.deployment.attn_dp_size, lay.slots_per_request, work.context_tokens
+    r = work.requests_per_rank
+    lines = [f"workload: {work.requests:,} requests × {c:,} tokens; per rank = "
+             f"ceil({work.requests:,} / attn_dp {dp}) = {r:,} requests"]
+    for row in work.rows:
+        match row.ledger:
+            case "context length":
+                lines.append(f"context length: {c:,} tokens "
+                             f"{_verdict(c, row.capacity, 'context_len')}")
+            case "token KV":
+                lines.append(f"token KV: {r:,} requests × {c:,} tokens = {row.need:,} tokens "
+                             f"({row.need_bytes:,} B) {_verdict(row.need, row.capacity, 'T')} "
+                             f"(at most {row.capacity:,} // {c:,} = {row.max_requests:,} requests)")
+            case "state slots":
+                lines.append(f"state slots: {r:,} requests × {spr} slots = {row.need:,} slots "
+                             f"{_verdict(row.need, row.capacity, 'K')} (at most "
+                             f"{cap.state_slots:,} // {spr} = {row.max_requests:,} requests)")
+            case _:
+                lines.append(f"{row.ledger}: {r:,} {_verdict(row.need, row.capacity, 'N')}")
+    first = work.first_overflow
+    lines.append("workload fits" if first is None else
+                 f"workload does NOT fit: {first.ledger} overflows first "
+                 f"(at most {first.max_requests:,} requests per rank)")
     return lines
 
 
-def _state_lines(plan: Plan) -> list[str]:
+def _state_lines(plan: SglangPlan) -> list[str]:
     """K and the verify scratch, in _handle_max_mamba_cache's order."""
     lay, cap, dep = plan.layout, plan.capacity, plan.layout.deployment
     budget = cap.state_budget

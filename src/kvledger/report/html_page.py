@@ -10,7 +10,6 @@ from datetime import UTC, datetime
 from html import escape
 
 from kvledger import __version__
-from kvledger.plan import Plan
 from kvledger.report.figures import draw_all
 from kvledger.report.figures.canvas import svg_text
 from kvledger.report.html_tables import (
@@ -18,9 +17,12 @@ from kvledger.report.html_tables import (
     host_tables,
     ledger_table,
     sim_tables,
+    totals_table,
     workload_table,
 )
-from kvledger.report.plan_json import plan_notes
+from kvledger.report.show import UNITS_LEGEND, show_fraction, show_ms
+from kvledger.sglang.plan import SglangPlan
+from kvledger.sglang.plan_json import plan_notes
 from kvledger.sim.replay import SimResult
 
 CSS = """
@@ -36,7 +38,7 @@ figcaption { font-size: 0.85em; color: #555; }
 """
 
 
-def _figures(plan: Plan, result: SimResult | None) -> tuple[list[str], list[str]]:
+def _figures(plan: SglangPlan, result: SimResult | None) -> tuple[list[str], list[str]]:
     plan_parts, sim_parts = [], []
     for item in draw_all(plan, result):
         target = sim_parts if item.spec.stem.startswith("sim_") else plan_parts
@@ -62,13 +64,16 @@ class Provenance:
                    written_at=datetime.now(UTC).isoformat(timespec="seconds"))
 
 
-def render_report(plan: Plan, result: SimResult | None = None,
+def render_report(plan: SglangPlan, result: SimResult | None = None,
                   ignored: tuple[str, ...] = (), provenance: Provenance | None = None) -> str:
     """The whole page: every table `kvledger plan` prints, the figures, the simulation."""
     lay, dep, model = plan.layout, plan.layout.deployment, plan.model
     plan_figs, sim_figs = _figures(plan, result)
+    # the ledgers `kvledger plan` prints, in its order (weights when kvledger estimated them)
     ledgers = [plan.ledgers.token, plan.ledgers.draft_token, plan.ledgers.state,
-               plan.ledgers.request, plan.capacity.side]
+               plan.ledgers.request,
+               plan.ledgers.weights if plan.weights_estimated else None, plan.capacity.side,
+               plan.capacity.verify]
     head = (f"{model.num_layers} layers = {model.num_full_layers} full ({model.attn.value}) + "
             f"{model.num_linear_layers} linear; rules {lay.rules.name}; tp {dep.tp_size}, "
             f"dp {dep.dp_size}, attn_tp {dep.attn_tp_size}; KV {dep.kv_cache_dtype.value}, "
@@ -85,7 +90,7 @@ def render_report(plan: Plan, result: SimResult | None = None,
         f'<p class="provenance"><code>{escape(stamp)}</code></p>',
         *(f'<p class="note">note: {escape(n)}</p>' for n in notes),
         "<h2>Ledgers</h2>", *(ledger_table(led) for led in ledgers if led is not None and led.rows),
-        "<h2>Capacity</h2>", capacity_table(plan),
+        "<h2>Capacity</h2>", capacity_table(plan), totals_table(plan),
         *([f'<h2 id="workload">Workload check</h2>{work}'] if (work := workload_table(plan))
           else []),
         *(["<h2>Host tier</h2>", *hosts] if (hosts := host_tables(plan)) else []),
@@ -96,11 +101,12 @@ def render_report(plan: Plan, result: SimResult | None = None,
         parts += [
             f'<h2 id="simulation">Simulation: {escape(s.workload)}</h2>',
             f"<p>{s.num_requests:,} requests, {s.counters.finished:,} finished, "
-            f"{len(s.unfinished):,} unfinished; {s.duration_ms / 1000:,.1f} s simulated; token "
-            f"hit rate {s.counters.token_hit_rate:.1%}, usable hit rate "
-            f"{s.counters.usable_hit_rate:.1%}; binding ledger: "
+            f"{len(s.unfinished):,} unfinished; {show_ms(s.duration_ms)} simulated; token "
+            f"hit rate {show_fraction(s.counters.token_hit_rate)}, usable hit rate "
+            f"{show_fraction(s.counters.usable_hit_rate)}; binding ledger: "
             f"{escape(s.binding.value) if s.binding else 'none'}.</p>",
             sim_tables(s), *(f'<p class="note">note: {escape(n)}</p>' for n in s.notes), *sim_figs,
         ]
+    parts.append(f'<p class="note">units: {escape(UNITS_LEGEND)}</p>')
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -1,6 +1,6 @@
 """HTML tables for the report page: ledgers, capacity, simulation results. Escaped, no scripts.
 
->>> from kvledger.ledger import Ledger, LedgerRow
+>>> from kvledger.core.ledger import Ledger, LedgerRow
 >>> print(ledger_table(Ledger(name="per token", per="token", rows=(
 ...     LedgerRow(component="KV <row>", count=11, unit_bytes=528),))).splitlines()[0])
 <table class="ledger"><caption>per token — 5,808 B per token</caption>
@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from html import escape
 
-from kvledger.ledger import Ledger
-from kvledger.plan import Plan
 from kvledger.report.plan_view import slack_share
+from kvledger.report.show import show_bytes, show_ms, show_ratio, show_share
+from kvledger.sglang.ledger import Ledger
+from kvledger.sglang.plan import SglangPlan
 from kvledger.sim.metrics import SimSummary
 from kvledger.sim.series import Constraint
 
@@ -39,7 +40,7 @@ def ledger_table(ledger: Ledger) -> str:
                  ("component", "detail", "count", "unit bytes", "total bytes"), rows, "ledger")
 
 
-def capacity_table(plan: Plan) -> str:
+def capacity_table(plan: SglangPlan) -> str:
     cap, lay = plan.capacity, plan.layout
     rows: list[tuple[str, str, str]] = [
         ("memory", cap.memory.source, ""),
@@ -55,13 +56,40 @@ def capacity_table(plan: Plan) -> str:
     rows.append(("side buffers (unbudgeted)", "", f"{cap.side.total_bytes:,}"))
     for limit, n in cap.limits.items():
         rows.append((f"N limit: {limit.value}", f"{n:,}",
-                     "binds" if limit is cap.binding else f"headroom ×{n / cap.max_running_requests:,.2f}"))
+                     "binds" if limit is cap.binding
+                     else f"headroom {show_ratio(n / cap.max_running_requests)}"))
     rows.append(("N running requests", f"{cap.max_running_requests:,}", f"binding: {cap.binding.value}"))
     return table("Capacity per rank", ("quantity", "value", "bytes"), rows, "capacity")
 
 
-def _pct(part: float, whole: float) -> str:
-    return f"{100 * part / whole:.1f} %" if whole else "—"
+_pct = show_share
+
+
+def totals_table(plan: SglangPlan) -> str:
+    """The whole deployment, as `kvledger plan` prints it: every worker, every GPU."""
+    tot = plan.capacity.totals
+    rows = [("running requests (N × workers)", f"{tot.running_requests:,}"),
+            ("tokens (T × workers)", f"{tot.tokens:,}"),
+            ("token pools HBM (× GPUs)", show_bytes(tot.token_pool_bytes))]
+    if tot.state_pool_bytes:
+        rows.append(("state pools HBM (× GPUs)", show_bytes(tot.state_pool_bytes)))
+    if tot.verify_bytes:
+        rows.append(("verify scratch HBM (× GPUs)", show_bytes(tot.verify_bytes)))
+    rows.append(("side buffers HBM (× GPUs)", show_bytes(tot.side_bytes)))
+    return table(f"Deployment — {tot.ranks:,} GPUs, {tot.workers:,} attention-DP worker"
+                 f"{'s' if tot.workers > 1 else ''}", ("quantity", "total"), rows, "totals")
+
+
+def latency_table(s: SimSummary) -> str | None:
+    """TTFT and TPOT percentiles and throughput, under the time model the run used."""
+    lat = s.latency
+    if lat is None:
+        return None
+    rows = [(label, *(show_ms(v) for v in (p.mean, p.p50, p.p95, p.p99)))
+            for label, p in (("TTFT", lat.ttft_ms), ("TPOT", lat.tpot_ms))]
+    rows.append(("throughput", f"{lat.output_tokens_per_s:,.0f} output tok/s",
+                 f"{lat.total_tokens_per_s:,.0f} total tok/s", "", ""))
+    return table(f"Latency ({s.timing})", ("", "mean", "p50", "p95", "p99"), rows, "latency")
 
 
 def sim_tables(s: SimSummary) -> str:
@@ -83,10 +111,10 @@ def sim_tables(s: SimSummary) -> str:
         "ledger", "capacity", "peak used", "peak pinned", "time the queue was blocked", "evicted"), [
         (Constraint.TOKENS.value, f"{s.token_pages:,} pages", f"{c.peak_pages_used:,}",
          f"{c.peak_pages_pinned:,}", _pct(blocked[Constraint.TOKENS], span),
-         f"{s.evicted_pages:,} pages ({s.evicted_pages * page_bytes:,} B)"),
+         f"{s.evicted_pages:,} pages ({show_bytes(s.evicted_pages * page_bytes)})"),
         (Constraint.STATE.value, f"{s.state_slots:,} slots", f"{c.peak_slots_used:,}",
          f"{c.peak_slots_pinned:,}", _pct(blocked[Constraint.STATE], span),
-         f"{s.evicted_slots:,} states ({s.evicted_slots * s.slot_bytes:,} B)"),
+         f"{s.evicted_slots:,} states ({show_bytes(s.evicted_slots * s.slot_bytes)})"),
         (Constraint.RUNNING.value, f"{s.max_running_requests:,}", f"{c.peak_running:,}", "",
          _pct(blocked[Constraint.RUNNING], span), ""),
         (Constraint.PREFILL_BUDGET.value + " (compute)", "", "", "",
@@ -96,19 +124,21 @@ def sim_tables(s: SimSummary) -> str:
     host_rows = ([("host tier", s.host_note)] if host is None else [
         ("write policy", host.policy.value),
         ("capacity", f"{host.capacity_pages:,} pages, {host.capacity_slots:,} state slots "
-                     f"({host.capacity_bytes:,} B)"),
+                     f"({show_bytes(host.capacity_bytes)})"),
         ("peak used", f"{host.peak_pages_used:,} pages, {host.peak_slots_used:,} state slots"),
-        ("backup bytes", f"{host.backup_bytes:,} ({host.backup_pages:,} pages, "
+        ("backup bytes", f"{show_bytes(host.backup_bytes)} ({host.backup_pages:,} pages, "
                          f"{host.backup_slots:,} states)"),
-        ("loadback bytes", f"{host.loadback_bytes:,} ({host.loadback_pages:,} pages, "
+        ("loadback bytes", f"{show_bytes(host.loadback_bytes)} ({host.loadback_pages:,} pages, "
                            f"{host.loadback_slots:,} states)"),
         ("host evicted pages", f"{host.host_evicted_pages:,}"),
         ("prompt tokens made usable by loadbacks (KV pages or a state)",
          f"{host.loadback_hit_tokens:,}")])
-    return "\n".join([hits, ledgers, table("Host tier (HiCache)", ("", ""), host_rows)])
+    latency = latency_table(s)
+    return "\n".join([hits, ledgers, *([latency] if latency else []),
+                      table("Host tier (HiCache)", ("", ""), host_rows)])
 
 
-def workload_table(plan: Plan) -> str | None:
+def workload_table(plan: SglangPlan) -> str | None:
     """The workload check (`--requests`/`--context`), as `kvledger plan` prints it."""
     work = plan.workload
     if work is None:
@@ -116,7 +146,7 @@ def workload_table(plan: Plan) -> str | None:
     verdict = ("fits" if work.fits
                else f"does NOT fit: {work.first_overflow.ledger} overflows first")
     rows = [(r.ledger, f"{r.need:,}", f"{r.capacity:,}",
-             f"{r.need_bytes:,}" if r.need_bytes else "", f"{r.max_requests:,}",
+             show_bytes(r.need_bytes) if r.need_bytes else "", f"{r.max_requests:,}",
              "yes" if r.fits else "NO") for r in work.rows]
     return table(f"Workload: {work.requests:,} × {work.context_tokens:,} tokens "
                  f"({work.requests_per_rank:,} per rank) — {verdict}",
@@ -124,7 +154,7 @@ def workload_table(plan: Plan) -> str | None:
                  "workload")
 
 
-def host_tables(plan: Plan) -> list[str]:
+def host_tables(plan: SglangPlan) -> list[str]:
     """The host tier's pools and coverage under each view (with --enable-hierarchical-cache)."""
     host = plan.host
     if host is None:

@@ -1,4 +1,4 @@
-"""The store tier's sizing (`kvledger.l3plan`) as a rich table and as JSON."""
+"""The store tier's sizing (`kvledger.sglang.l3plan`) as a rich table and as JSON."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from kvledger.l3plan import KEY_BYTES, L3Plan
-from kvledger.units import fmt_bytes
+from kvledger.report.show import show_bytes
+from kvledger.sglang.l3plan import KEY_BYTES, L3Plan
 
 
 def l3_json(l3: L3Plan) -> dict[str, Any]:
@@ -33,7 +33,7 @@ def l3_json(l3: L3Plan) -> dict[str, Any]:
 
 def render_l3(l3: L3Plan, console: Console) -> None:
     n = l3.node
-    table = Table(title=f"Store tier: {fmt_bytes(l3.l3_bytes)} over {l3.instances} instance(s), "
+    table = Table(title=f"Store tier: {show_bytes(l3.l3_bytes)} over {l3.instances} instance(s), "
                   f"nodes of {n.pages} page(s) × {l3.page_tokens} tokens")
     for col in ("backend", "objects / node", "bytes / node", "DRAM / instance"):
         table.add_column(col, justify="right" if col != "backend" else "left")

@@ -1,4 +1,4 @@
-"""Rich rendering of a Plan: the ledgers, the side buffers, capacity and the binding limit."""
+"""Rich rendering of an SglangPlan: the ledgers, the side buffers, capacity and the binding limit."""
 
 from __future__ import annotations
 
@@ -6,9 +6,11 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from kvledger.ledger import Ledger
-from kvledger.plan import Plan
-from kvledger.units import GB, MB, GiB, MiB, fmt_bytes, fmt_gib
+from kvledger.core.plan import EnginePlan
+from kvledger.core.units import GB
+from kvledger.report.show import UNITS_LEGEND, show_bytes, show_ratio, show_size
+from kvledger.sglang.ledger import Ledger
+from kvledger.sglang.plan import SglangPlan
 
 
 def ledger_table(ledger: Ledger, title: str) -> Table:
@@ -27,11 +29,11 @@ def ledger_table(ledger: Ledger, title: str) -> Table:
     return table
 
 
-def slack_share(plan: Plan) -> str:
+def slack_share(plan: SglangPlan) -> str:
     """The slack's share as the row's label promises: `1 − 0.9 = 0.1`, not the fraction.
 
-    >>> from kvledger.plan import make_plan
-    >>> from kvledger.deploy import Deployment
+    >>> from kvledger.sglang.plan import make_plan
+    >>> from kvledger.sglang.deploy import Deployment
     >>> slack_share(make_plan(deployment=Deployment(tp_size=8, mem_fraction_static=0.9),
     ...                       gpu="H200"))
     '1 − 0.9 = 0.1'
@@ -40,7 +42,7 @@ def slack_share(plan: Plan) -> str:
     return f"1 − {fraction:g} = {1 - fraction:.6g}"
 
 
-def capacity_table(plan: Plan) -> Table:
+def capacity_table(plan: SglangPlan) -> Table:
     cap, lay = plan.capacity, plan.layout
     table = Table(title=f"Capacity per rank ({cap.memory.source})", title_justify="left")
     table.add_column("quantity")
@@ -60,14 +62,15 @@ def capacity_table(plan: Plan) -> Table:
     table.add_row("unused after flooring", "", f"{cap.unused_bytes:,}")
     table.add_row("side buffers (unbudgeted, from slack)", "", f"{cap.side.total_bytes:,}")
     for limit, n in cap.limits.items():
-        mark = "  ← binds" if limit is cap.binding else f"  headroom ×{n / cap.max_running_requests:,.2f}"
+        mark = ("  ← binds" if limit is cap.binding
+                else f"  headroom {show_ratio(n / cap.max_running_requests)}")
         table.add_row(f"N limit: {limit.value}", f"{n:,}", mark)
     table.add_row(Text("N running requests", style="bold"),
                   Text(f"{cap.max_running_requests:,}", style="bold"), "")
     return table
 
 
-def totals_table(plan: Plan) -> Table:
+def totals_table(plan: SglangPlan) -> Table:
     tot = plan.capacity.totals
     table = Table(title=f"Deployment — {tot.ranks} GPUs, {tot.workers} attention-DP "
                         f"worker{'s' if tot.workers > 1 else ''}", title_justify="left")
@@ -75,16 +78,16 @@ def totals_table(plan: Plan) -> Table:
     table.add_column("total", justify="right")
     table.add_row("running requests (N × workers)", f"{tot.running_requests:,}")
     table.add_row("tokens (T × workers)", f"{tot.tokens:,}")
-    table.add_row("token pools HBM (× GPUs)", fmt_bytes(tot.token_pool_bytes))
+    table.add_row("token pools HBM (× GPUs)", show_bytes(tot.token_pool_bytes))
     if tot.state_pool_bytes:
-        table.add_row("state pools HBM (× GPUs)", fmt_bytes(tot.state_pool_bytes))
+        table.add_row("state pools HBM (× GPUs)", show_bytes(tot.state_pool_bytes))
     if tot.verify_bytes:
-        table.add_row("verify scratch HBM (× GPUs)", fmt_bytes(tot.verify_bytes))
-    table.add_row("side buffers HBM (× GPUs)", fmt_bytes(tot.side_bytes))
+        table.add_row("verify scratch HBM (× GPUs)", show_bytes(tot.verify_bytes))
+    table.add_row("side buffers HBM (× GPUs)", show_bytes(tot.side_bytes))
     return table
 
 
-def workload_table(plan: Plan) -> Table | None:
+def workload_table(plan: SglangPlan) -> Table | None:
     work = plan.workload
     if work is None:
         return None
@@ -95,18 +98,18 @@ def workload_table(plan: Plan) -> Table | None:
         table.add_column(col, justify="left" if col == "ledger" else "right")
     for row in work.rows:
         table.add_row(row.ledger, f"{row.need:,}", f"{row.capacity:,}",
-                      fmt_bytes(row.need_bytes) if row.need_bytes else "",
+                      show_bytes(row.need_bytes) if row.need_bytes else "",
                       f"{row.max_requests:,}", "yes" if row.fits else "NO")
     return table
 
 
-def host_tables(plan: Plan) -> list[Table]:
+def host_tables(plan: SglangPlan) -> list[Table]:
     """HiCache host pools and coverage side by side: the article's view and ours."""
     host = plan.host
     if host is None:
         return []
     how = (f"{host.mode.value} {host.ratio:g}" if host.ratio is not None
-           else f"{host.mode.value} {host.size_bytes / GB:g} GB")
+           else f"{host.mode.value} {host.size_bytes / GB:g} GB (1e9 B) = {show_size(host.size_bytes)}")
     if host.state_share is not None:
         how += f", --hicache-state-share {host.state_share:g} (what-if, not SGLang)"
     pools = Table(title=f"Host tier (HiCache) per rank — {how}", title_justify="left")
@@ -122,7 +125,7 @@ def host_tables(plan: Plan) -> list[Table]:
             cells.append("—" if row is None else f"{row.count:,} × {row.unit_bytes:,} = {row.total_bytes:,}")
         pools.add_row(name, *cells)
     pools.add_row(Text("total host bytes", style="bold"),
-                  *(Text(fmt_bytes(v.pools.total_bytes), style="bold") for v in host.views))
+                  *(Text(show_bytes(v.pools.total_bytes), style="bold") for v in host.views))
     coverage = Table(title="What the host tier covers", title_justify="left")
     coverage.add_column("device object")
     for view in host.views:
@@ -132,7 +135,7 @@ def host_tables(plan: Plan) -> list[Table]:
     return [pools, coverage]
 
 
-def render_plan(plan: Plan, console: Console, ignored: tuple[str, ...] = ()) -> None:
+def render_plan(plan: SglangPlan, console: Console, ignored: tuple[str, ...] = ()) -> None:
     lay, dep, model = plan.layout, plan.layout.deployment, plan.model
     head = (
         f"[bold]{model.name}[/] ({model.family.value}): {model.num_layers} layers = "
@@ -150,13 +153,13 @@ def render_plan(plan: Plan, console: Console, ignored: tuple[str, ...] = ()) -> 
     if plan.ledgers.state.rows:
         parts.append(ledger_table(plan.ledgers.state, "Ledger 2 — per state slot (B/slot)"))
     request = plan.ledgers.request
-    parts.append(ledger_table(request, f"Ledger 3 — per request ({request.total_bytes / MB:,.1f} MB)"))
+    parts.append(ledger_table(request, f"Ledger 3 — per request ({show_size(request.total_bytes)})"))
     if plan.ledgers.weights and plan.weights_estimated:
         weights = plan.ledgers.weights
         parts.append(ledger_table(weights, f"Weights per rank, estimated "
-                                           f"({weights.total_bytes / GiB:,.2f} GiB)"))
+                                           f"({show_size(weights.total_bytes)})"))
     side = plan.capacity.side
-    parts.append(ledger_table(side, f"Side buffers per rank ({side.total_bytes / MiB:,.3f} MiB)"))
+    parts.append(ledger_table(side, f"Side buffers per rank ({show_size(side.total_bytes)})"))
     if verify := plan.capacity.verify:
         parts.append(ledger_table(verify, "Verify scratch per rank (speculative decoding)"))
     parts.append(capacity_table(plan))
@@ -167,7 +170,18 @@ def render_plan(plan: Plan, console: Console, ignored: tuple[str, ...] = ()) -> 
     notes = [*plan.notes, *(plan.host.notes if plan.host else ()), *(f"ignored flag: {flag}" for flag in ignored)]
     if notes:
         parts.append(Text("\n".join(f"note: {n}" for n in notes), style="yellow"))
-    parts.append(Text(f"binding constraint: {plan.capacity.binding.value}; "
-                      f"usable cache {fmt_gib(plan.capacity.rest_bytes)} per rank; "
-                      "GB = 1e9 B, MB = 1e6 B, MiB = 2^20 B", style="bold"))
+    context = plan.workload.context_tokens if plan.workload else None
+    parts.append(Text(f"{binding_line(plan, context)}; "
+                      f"usable cache {show_size(plan.capacity.rest_bytes)} per rank; "
+                      f"{UNITS_LEGEND}", style="bold"))
     console.print(Group(*parts))
+
+
+def binding_line(plan: EnginePlan, context_tokens: int | None) -> str:
+    """The footer's binding constraint, for the workload asked: what runs out first for
+    requests of that length (then the engine's own request limit), else the plan's."""
+    if context_tokens is None:
+        return f"binding constraint: {plan.binding.label}"
+    fit = plan.fit_at(context_tokens)
+    return (f"binding constraint for {context_tokens:,}-token requests: {fit.binding.label} "
+            f"({fit.per_worker:,} per worker); request limit: {plan.binding.label}")

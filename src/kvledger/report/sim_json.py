@@ -1,6 +1,6 @@
 """The `kvledger simulate --json` document.
 
-Schema `kvledger.simulate/2`, inside the common envelope (`report.envelope`: schema,
+Schema `kvledger.simulate/2`, inside the common envelope (`core.envelope`: schema,
 kvledger_version, ignored_flags, notes — the plan's assumptions, then the replay's):
 
     workload, csv (the --csv path or null), requests{offered, finished, unfinished[{rid, reason}]},
@@ -39,7 +39,8 @@ from dataclasses import asdict, fields
 from typing import Any
 
 from kvledger.cache.host_stats import HostStats
-from kvledger.report.envelope import envelope, schema_name
+from kvledger.core.envelope import envelope, schema_name
+from kvledger.report import hit_rates
 from kvledger.sim.metrics import SimSummary
 from kvledger.sim.series import Constraint
 
@@ -59,7 +60,7 @@ def sim_json(s: SimSummary, *, ignored_flags: tuple[str, ...] = (),
              notes: tuple[str, ...] = (), csv: str | None = None) -> dict[str, Any]:
     """The `kvledger simulate --json` document; `notes` are the plan's (the replay's follow)."""
     return envelope("simulate", sim_body(s, csv=csv), ignored_flags=ignored_flags,
-                    notes=[*notes, *s.notes])
+                    notes=[*notes, *s.notes, hit_rates.SIMULATE])
 
 
 def sim_body(s: SimSummary, *, csv: str | None = None) -> dict[str, Any]:

@@ -7,18 +7,13 @@ from rich.table import Table
 from rich.text import Text
 
 from kvledger.cache.host_stats import HostStats
+from kvledger.report import hit_rates
+from kvledger.report.show import show_bytes, show_ms, show_share, show_size
 from kvledger.sim.l3 import StoreSummary
 from kvledger.sim.metrics import SimSummary
 from kvledger.sim.series import Constraint
-from kvledger.units import GB, fmt_bytes
 
-
-def _pct(part: float, whole: float) -> str:
-    return f"{100 * part / whole:.1f} %" if whole else "—"
-
-
-def _gb(n: int) -> str:
-    return f"{n / GB:,.1f} GB"
+_pct = show_share
 
 
 def hits_table(s: SimSummary) -> Table:
@@ -55,21 +50,21 @@ def ledgers_table(s: SimSummary) -> Table:
     blocked = c.blocked_ms
 
     def waited(constraint: Constraint) -> str:
-        return f"{blocked[constraint] / 1000:,.1f} s\n{_pct(blocked[constraint], span)}"
+        return f"{show_ms(blocked[constraint])}\n{_pct(blocked[constraint], span)}"
 
     table.add_row(
-        Constraint.TOKENS.value, f"{s.token_pages:,} pages\n{s.token_pages * page_bytes / GB:,.1f} GB",
+        Constraint.TOKENS.value, f"{s.token_pages:,} pages\n{show_size(s.token_pages * page_bytes)}",
         f"{c.peak_pages_used:,}\n{_pct(c.peak_pages_used, s.token_pages)}",
         f"{c.peak_pages_pinned:,}\n{_pct(c.peak_pages_pinned, s.token_pages)}",
         waited(Constraint.TOKENS),
-        f"{s.evicted_pages:,} pages\n{_gb(s.evicted_pages * page_bytes)}",
+        f"{s.evicted_pages:,} pages\n{show_size(s.evicted_pages * page_bytes)}",
     )
     table.add_row(
-        Constraint.STATE.value, f"{s.state_slots:,} slots\n{_gb(s.state_slots * s.slot_bytes)}",
+        Constraint.STATE.value, f"{s.state_slots:,} slots\n{show_size(s.state_slots * s.slot_bytes)}",
         f"{c.peak_slots_used:,}\n{_pct(c.peak_slots_used, s.state_slots)}",
         f"{c.peak_slots_pinned:,}\n{_pct(c.peak_slots_pinned, s.state_slots)}",
         waited(Constraint.STATE),
-        f"{s.evicted_slots:,} states\n{_gb(s.evicted_slots * s.slot_bytes)}",
+        f"{s.evicted_slots:,} states\n{show_size(s.evicted_slots * s.slot_bytes)}",
     )
     table.add_row(Constraint.RUNNING.value, f"{s.max_running_requests:,}", f"{c.peak_running:,}",
                   "", waited(Constraint.RUNNING), "")
@@ -80,14 +75,14 @@ def ledgers_table(s: SimSummary) -> Table:
 
 def host_table(s: SimSummary, h: HostStats) -> Table:
     table = Table(title=f"Host tier (HiCache, {h.policy.value}; page = {s.page_tokens} tokens of "
-                        f"KV rows and index keys, {fmt_bytes(h.page_bytes)})",
+                        f"KV rows and index keys, {show_bytes(h.page_bytes)})",
                   title_justify="left", caption=s.host_note, caption_justify="left")
     for col in ("", "pages", "state slots", "bytes"):
         table.add_column(col, justify="left" if not col else "right")
 
     def row(label: str, pages: int, slots: int) -> None:
         table.add_row(label, f"{pages:,}", f"{slots:,}",
-                      fmt_bytes(pages * h.page_bytes + slots * h.slot_bytes))
+                      show_bytes(pages * h.page_bytes + slots * h.slot_bytes))
 
     row("capacity", h.capacity_pages, h.capacity_slots)
     row("peak used", h.peak_pages_used, h.peak_slots_used)
@@ -108,27 +103,27 @@ def store_table(s: SimSummary, st: StoreSummary) -> Table:
                   title_justify="left")
     for col in ("", "groups", "objects", "bytes", "time"):
         table.add_column(col, justify="left" if not col else "right")
-    table.add_row("capacity", "", "", fmt_bytes(st.capacity_bytes), "")
+    table.add_row("capacity", "", "", show_bytes(st.capacity_bytes), "")
     table.add_row("held at the end", f"{st.groups:,}", f"{st.objects:,}",
-                  fmt_bytes(st.used_bytes), "")
+                  show_bytes(st.used_bytes), "")
     table.add_row("written (write-through, queued)", f"{st.put_groups:,}", "",
-                  fmt_bytes(st.put_bytes), f"{st.put_ms / 1000:,.2f} s")
+                  show_bytes(st.put_bytes), show_ms(st.put_ms))
     table.add_row("evicted / refused (larger than the store)",
                   f"{st.evicted_groups:,} / {st.refused_groups:,}", "", "", "")
     table.add_row(f"restored into {st.restores:,} requests (waited)",
                   f"{st.restored_tokens:,} tokens", _pct(st.restored_tokens,
                                                          s.counters.prompt_tokens) + " of prompt",
-                  fmt_bytes(st.get_bytes), f"{st.get_ms / 1000:,.2f} s")
+                  show_bytes(st.get_bytes), show_ms(st.get_ms))
     return table
 
 
 def latency_table(s: SimSummary) -> Table:
     lat = s.latency
     table = Table(title=f"Latency ({s.timing})", title_justify="left")
-    for name in ("ms", "mean", "p50", "p95", "p99"):
-        table.add_column(name, justify="left" if name == "ms" else "right")
+    for name in ("", "mean", "p50", "p95", "p99"):
+        table.add_column(name, justify="left" if not name else "right")
     for label, p in (("TTFT", lat.ttft_ms), ("TPOT", lat.tpot_ms)):
-        table.add_row(label, *(f"{v:,.1f}" for v in (p.mean, p.p50, p.p95, p.p99)))
+        table.add_row(label, *(show_ms(v) for v in (p.mean, p.p50, p.p95, p.p99)))
     table.caption = (f"throughput {lat.output_tokens_per_s:,.0f} output tok/s, "
                      f"{lat.total_tokens_per_s:,.0f} total tok/s; "
                      f"{s.counters.recomputed_tokens:,} cached tokens recomputed")
@@ -138,8 +133,8 @@ def latency_table(s: SimSummary) -> Table:
 def render_sim(s: SimSummary, console: Console) -> None:
     c = s.counters
     head = (f"[bold]{s.workload}[/]: {s.num_requests:,} requests, {c.finished:,} finished, "
-            f"{len(s.unfinished):,} unfinished; simulated {s.duration_ms / 1000:,.1f} s in "
-            f"{c.steps:,} steps; mean queueing {c.queue_ms / max(c.admitted, 1) / 1000:,.2f} s")
+            f"{len(s.unfinished):,} unfinished; simulated {show_ms(s.duration_ms)} in "
+            f"{c.steps:,} steps; mean queueing {show_ms(c.queue_ms / max(c.admitted, 1))}")
     parts: list = [head, hits_table(s), ledgers_table(s)]
     if s.latency is not None:
         parts.append(latency_table(s))
@@ -153,7 +148,7 @@ def render_sim(s: SimSummary, console: Console) -> None:
         parts.append(Text(f"unfinished: request {u.rid}: {u.reason}", style="red"))
     if len(s.unfinished) > 10:
         parts.append(Text(f"… and {len(s.unfinished) - 10:,} more unfinished", style="red"))
-    for note in s.notes:
+    for note in (*s.notes, hit_rates.SIMULATE):
         parts.append(Text(f"note: {note}", style="yellow"))
     binding = s.binding
     verdict = (f"binding ledger: {binding.value}" if binding
@@ -161,5 +156,5 @@ def render_sim(s: SimSummary, console: Console) -> None:
     compute_ms = c.blocked_ms[Constraint.PREFILL_BUDGET]
     if compute_ms > max((c.blocked_ms[k] for k in Constraint if k.is_ledger), default=0):
         verdict += " (compute, the prefill budget, kept the queue waiting longer)"
-    parts.append(Text(f"{verdict}; replay took {s.wall_s:,.2f} s", style="bold"))
+    parts.append(Text(f"{verdict}; replay took {show_ms(s.wall_s * 1000)}", style="bold"))
     console.print(Group(*parts))

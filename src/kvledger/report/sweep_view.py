@@ -3,62 +3,99 @@
 from __future__ import annotations
 
 import csv
+from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from kvledger.report.sweep_json import recommendation_json, sweep_row_json
-from kvledger.sizing import Difference, Recommendations, SweepRow
-from kvledger.units import fmt_gib
+from kvledger.core.engines import Engine
+from kvledger.core.units import fmt_gib
+from kvledger.sizing import Difference, Recommendations, Sweep, SweepRow
+from kvledger.sizing.documents import recommendation_json, sweep_row_json
 
-COLUMNS = ("gpu", "nodes", "engine", "tp", "dp", "replicas", "attn_tp", "kv", "state", "GPUs",
-           "workers", "running requests", "tokens", "token pools", "state pools", "side buffers",
-           "binding", "requests / GPU", "fits")
+# The table's columns; the rest of each row (nodes, replicas, attn_tp, the state dtype,
+# workers, HBM per pool, side buffers, requests per GPU, the request-limit binding) is in
+# --json and --csv. Few enough to fit 120 columns without cutting a number.
+COLUMNS = ("#", "gpu", "engine", "layout", "kv", "GPUs", "running", "at C", "tokens",
+           "HBM pools", "runs out at C", "fits")
+NUMBERS = frozenset({"#", "GPUs", "running", "at C", "tokens", "HBM pools"})
 
 
-def _cells(row: SweepRow) -> list[str | Text]:
+def _layout(doc: dict) -> str:
+    """tp, then DP attention workers (`dp N`) or copies of the tp group (`×N`: SGLang's
+    replicas, vLLM's DP engines)."""
+    if doc["tp_size"] is None:
+        return "—"
+    if doc["enable_dp_attention"]:
+        return f"tp {doc['tp_size']} dp {doc['dp_size']}"
+    return f"tp {doc['tp_size']}" + (f" ×{doc['replicas']}" if doc["replicas"] > 1 else "")
+
+
+def _cells(i: int, row: SweepRow, show_context: bool) -> list[str | Text]:
     doc = sweep_row_json(row)
-    head = [doc["gpu"] or "—", f"{doc['nodes']}", doc["engine"], *(
-        "—" if doc[k] is None else f"{doc[k]}" for k in ("tp_size", "dp_size", "replicas",
-                                                         "attn_tp_size", "kv_cache_dtype",
-                                                         "mamba_ssm_dtype"))]
+    head = [f"{i}", doc["gpu"] or "—", doc["engine"], _layout(doc),
+            doc["kv_cache_dtype"] or "—"]
     if not row.ok:
-        return [*head, Text(f"not planned: {row.error}", style="red"),
-                *[""] * (len(COLUMNS) - len(head) - 1)]
-    tot = row.totals
+        return [*head, "", "", "", "", "", Text("not planned", style="red"), ""]
+    tot, fit = row.totals, doc["context_fit"]
     fits = "" if row.fits is None else ("yes" if row.fits else Text("NO", style="red"))
-    return [*head, f"{tot.ranks:,}", f"{tot.workers:,}", f"{tot.running_requests:,}",
-            f"{tot.tokens:,}", fmt_gib(tot.token_pool_bytes), fmt_gib(tot.state_pool_bytes),
-            fmt_gib(tot.side_bytes), row.binding,
-            f"{row.requests_per_gpu:,.2f}", fits]
+    at = f"{fit['requests']:,}" + (f" × {fit['context_tokens']:,}" if show_context else "")
+    pools = tot.token_pool_bytes + tot.state_pool_bytes + tot.verify_bytes
+    return [*head, f"{tot.ranks:,}", f"{tot.running_requests:,}", at, f"{tot.tokens:,}",
+            fmt_gib(pools), fit["binding_label"], fits]
 
 
-def sweep_table(title: str, rows: list[SweepRow]) -> Table:
-    table = Table(title=title, title_justify="left",
-                  caption="totals over the whole deployment: GPUs, attention-DP workers, their "
-                          "running requests and tokens, HBM per pool over all GPUs (GiB); vLLM rows: "
-                          "its flags, DP engines as workers, the one block pool as token "
-                          "pools, running requests = DP × min(max_num_seqs, ⌊concurrency⌋)",
-                  caption_justify="left")
-    for col in COLUMNS:
-        table.add_column(col, justify="left" if col in ("gpu", "engine", "kv", "state",
-                                                        "binding")
-                         else "right")
-    for row in rows:
-        table.add_row(*_cells(row))
+def sweep_table(title: str, rows: Sequence[SweepRow], context_tokens: int | None = None) -> Table:
+    """The sweep's rows; numbers never wrap or cut (each numeric column is as wide as its
+    widest cell), words wrap. `context_tokens`: the workload's --context, else each engine's
+    context length is C."""
+    contexts = {sweep_row_json(r)["context_fit"]["context_tokens"] for r in rows if r.ok}
+    show_context = context_tokens is None and len(contexts) > 1
+    c = (f"{context_tokens:,} tokens (--context)" if context_tokens is not None
+         else f"each engine's context length ({', '.join(f'{n:,}' for n in sorted(contexts))} "
+              "tokens)" if contexts else "each engine's context length")
+    table = Table(title=title, title_justify="left", caption_justify="left", caption=(
+        "Totals over the whole deployment. running: requests each engine runs at once, by its "
+        "own limit (SGLang: N × workers, of any length; vLLM: DP × min(max_num_seqs, "
+        "⌊concurrency at max_model_len⌋)). at C: requests of C tokens held at once, like for "
+        f"like across engines, C = {c}; runs out at C: what caps them. HBM pools: token and "
+        "state pools over all GPUs. layout: tp, then dp N (DP attention) or ×N (copies of the "
+        "tp group: SGLang replicas, vLLM DP engines). Rows not planned say why below; more per "
+        "row in --json and --csv."))
+    cells = [_cells(i, r, show_context) for i, r in enumerate(rows, 1)]
+    for j, col in enumerate(COLUMNS):
+        if col in NUMBERS:  # never wrapped, never cut: as wide as the widest number
+            widest = max((len(str(row[j])) for row in cells), default=0)
+            table.add_column(col, justify="right", no_wrap=True, min_width=max(widest, len(col)))
+        else:  # words wrap between words; a word is folded only if longer than the column
+            word = max((len(w) for row in cells for w in str(row[j]).split()), default=0)
+            table.add_column(col, justify="left", overflow="fold", min_width=word)
+    for row in cells:
+        table.add_row(*row)
     return table
 
 
+def render_sweep(title: str, sweep: Sweep, console: Console) -> None:
+    """The table, then why each row without a plan has none, then every assumption."""
+    console.print(sweep_table(title, sweep, sweep.context_tokens))
+    for i, row in enumerate(sweep, 1):
+        if not row.ok:
+            console.print(f"#{i} not planned: {row.error}", style="red", highlight=False)
+    for note in sweep.notes:
+        console.print(f"note: {note}", style="yellow", highlight=False)
+
+
 def write_sweep_csv(rows: list[SweepRow], path: Path) -> None:
-    """One line per deployment: the JSON row flattened (totals and per-worker prefixed)."""
+    """One line per deployment: the JSON row flattened (totals, per-worker and context-fit
+    keys prefixed)."""
     docs = [sweep_row_json(r) for r in rows]
     flat = []
     for doc in docs:
         line = {k: "" if v is None else v for k, v in doc.items()
-                if k not in ("totals", "per_worker")}
-        for group in ("totals", "per_worker"):
+                if k not in ("totals", "per_worker", "context_fit")}
+        for group in ("totals", "per_worker", "context_fit"):
             for key, value in (doc[group] or {}).items():
                 line[f"{group}.{key}"] = value
         flat.append(line)
@@ -95,22 +132,25 @@ def render_recommendations(rec: Recommendations, console: Console) -> None:
     fits = Table(title=f"Cheapest layouts for {rec.requests:,} requests × "
                        f"{rec.context_tokens:,} tokens ({rec.searched:,} layouts planned)",
                  title_justify="left", caption="fewest GPUs first, then most headroom "
-                 "(smallest capacity ÷ need of the workload check)", caption_justify="left")
-    for col in ("#", "gpu", "engine", "GPUs", "tp", "dp", "kv", "running requests", "tokens",
-                "headroom"):
-        fits.add_column(col, justify="left" if col in ("gpu", "engine", "kv") else "right")
+                 "(smallest capacity ÷ need of the workload check); running requests: the "
+                 "engine's own limit; requests of C tokens: held at once, like for like",
+                 caption_justify="left")
+    for col in ("#", "gpu", "engine", "GPUs", "tp", "dp", "kv", "running requests",
+                f"requests of {rec.context_tokens:,}", "tokens", "headroom"):
+        fits.add_column(col, justify="left" if col in ("gpu", "engine", "kv") else "right",
+                        no_wrap=col not in ("gpu", "engine", "kv"))
     for i, r in enumerate(rec.fits, 1):
         doc = recommendation_json(r)
         fits.add_row(str(i), doc["gpu"] or "—", doc["engine"], f"{doc['ranks']:,}",
                      f"{doc['tp_size']}", f"{doc['dp_size']}", f"{doc['kv_cache_dtype']}",
-                     f"{doc['running_requests']:,}", f"{doc['tokens']:,}",
-                     f"×{r.headroom:,.2f}")
+                     f"{doc['running_requests']:,}", f"{doc['context_fit']['requests']:,}",
+                     f"{doc['tokens']:,}", f"×{r.headroom:,.2f}")
     console.print(fits if rec.fits else Text("no layout in the search space fits", style="red"))
     for i, r in enumerate(rec.fits, 1):
-        if r.engine == "vllm":
-            console.print(f"#{i} vLLM:   {r.command}", highlight=False, soft_wrap=True)
+        own = f"{Engine(r.engine).display}:"
+        console.print(f"#{i} {own:<8}{r.command}", highlight=False, soft_wrap=True)
+        if r.vllm_command == r.command:  # a vLLM fit: its command is vLLM's already
             continue
-        console.print(f"#{i} SGLang: {r.command}", highlight=False, soft_wrap=True)
         if r.vllm_command:
             console.print(f"#{i} vLLM:   {r.vllm_command}", highlight=False, soft_wrap=True)
         else:

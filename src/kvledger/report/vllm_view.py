@@ -6,8 +6,8 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from kvledger.report.plan_view import ledger_table
-from kvledger.units import fmt_bytes, fmt_gib
+from kvledger.report.plan_view import binding_line, ledger_table
+from kvledger.report.show import UNITS_LEGEND, show_bytes
 from kvledger.vllm.plan import VllmPlan
 
 
@@ -27,7 +27,7 @@ def layout_table(plan: VllmPlan) -> Table:
         table.add_row("attention block size (tokens)",
                       f"{al.block_tokens} (raised from {al.requested_block_tokens})"
                       if al.raised else f"{al.block_tokens}")
-        table.add_row("Mamba page padding", f"{al.mamba_padding_bytes:,} B ({al.padding_pct:.2f}%)")
+        table.add_row("Mamba page padding", f"{al.mamba_padding_bytes:,} B ({al.padding_pct:.2f} %)")
         table.add_row("mamba_cache_mode / prefix caching",
                       f"{lay.mamba_cache_mode.value} / {'on' if lay.prefix_caching else 'off'}")
     else:
@@ -48,18 +48,18 @@ def capacity_table(plan: VllmPlan) -> Table:
     table = Table(title=f"Capacity per rank ({plan.memory.source.value})", title_justify="left")
     table.add_column("quantity")
     table.add_column("value", justify="right")
-    table.add_row("Available KV cache memory", f"{cap.available_bytes:,} ({fmt_gib(cap.available_bytes)})")
+    table.add_row("Available KV cache memory", show_bytes(cap.available_bytes))
     table.add_row("num_gpu_blocks", f"{cap.num_blocks:,}")
     table.add_row(f"blocks per request (max_model_len {lay.max_model_len:,})",
                   f"{cap.blocks_per_request:,}")
     table.add_row(Text("Maximum concurrency", style="bold"),
-                  Text(f"{cap.max_concurrency:.2f}x", style="bold"))
+                  Text(f"{cap.max_concurrency:.2f}×", style="bold"))
     table.add_row(f"GPU KV cache size (as logged: {lay.rules.logged_tokens.value})",
                   f"{cap.logged_tokens:,} tokens")
     table.add_row("attention token slots (num_blocks × block)",
                   f"{cap.num_blocks * lay.block_tokens:,}")
     table.add_row("max_num_seqs", f"{cap.max_num_seqs:,}")
-    table.add_row("bytes lost (padding, tails, null block, remainder)", fmt_bytes(plan.lost_bytes))
+    table.add_row("bytes lost (padding, tails, null block, remainder)", show_bytes(plan.lost_bytes))
     return table
 
 
@@ -81,5 +81,14 @@ def render_vllm_plan(plan: VllmPlan, console: Console, ignored: tuple[str, ...] 
     notes = [*plan.notes, *(f"ignored flag: {flag}" for flag in ignored)]
     if notes:
         parts.append(Text("\n".join(f"note: {n}" for n in notes), style="yellow"))
-    parts.append(Text(f"binding constraint: {plan.capacity.binding}; GiB = 2^30 B", style="bold"))
+    if plan.asked:
+        fit = plan.fit_at(plan.context_tokens_asked)
+        verdict = "fits" if plan.fits(None, None) else "does NOT fit"
+        asked = "" if plan.requests is None else f"{plan.requests:,} × "
+        parts.append(Text(f"Workload: {asked}{fit.context_tokens:,} tokens — {verdict}: "
+                          f"{fit.requests:,} requests of {fit.context_tokens:,} tokens fit at "
+                          f"once over {fit.workers:,} engine(s)",
+                          style="bold" if plan.fits(None, None) else "bold red"))
+    parts.append(Text(f"{binding_line(plan, plan.context_tokens_asked)}; {UNITS_LEGEND}",
+                      style="bold"))
     console.print(Group(*parts))

@@ -38,9 +38,9 @@ import numpy as np
 
 from kvledger.pools.ids import StateSlotAllocator
 from kvledger.pools.paged import PagedTokenAllocator
-from kvledger.rules import get_rules
 from kvledger.sequential.keys import PromptKeyer
 from kvledger.sequential.spec import Checkpoints, MatchKey, ReplaySpec
+from kvledger.sglang.rules import get_rules
 from kvledger.sim.workload import Request
 from kvledger.tree import RadixTree, TreeRules
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import Enum
 from math import lcm
 
-from kvledger.rules import DEFAULT_RULES, RULES
+from kvledger.sglang.rules import DEFAULT_RULES, RULES
 from kvledger.tree import FULL_MAMBA, FULL_ONLY, Component
 
 # SGLang's linear-attention chunk (mamba_cache_chunk_size, 64 by default): states are saved

@@ -23,11 +23,11 @@ from dataclasses import replace
 
 import numpy as np
 
+from kvledger.core.units import cdiv
 from kvledger.pools.paged import PagedTokenAllocator
 from kvledger.sim.pages import PageKeyer
 from kvledger.sim.workload import Request, WorkloadError
 from kvledger.tree import FULL_ONLY, RadixTree
-from kvledger.units import cdiv
 
 
 def ceiling_pool_tokens(*, token_bytes: int, slot_bytes: int, state_slots: int,

@@ -28,7 +28,8 @@ import numpy as np
 
 from kvledger.cache.accounting import accounting_cache
 from kvledger.cache.seq import Shortfall
-from kvledger.plan import Plan
+from kvledger.core.units import align_down
+from kvledger.sglang.plan import SglangPlan
 from kvledger.sim.config import SimConfig
 from kvledger.sim.l3 import SimStore
 from kvledger.sim.latency import LatencyStats
@@ -39,7 +40,6 @@ from kvledger.sim.series import Constraint, TimeSeries, blocked_mask
 from kvledger.sim.setup import check_plan, policies_for, step_timer
 from kvledger.sim.timing import StepWork
 from kvledger.sim.workload import Workload
-from kvledger.units import align_down
 
 Progress = Callable[[int, int], None]  # (requests done, requests total)
 
@@ -52,7 +52,7 @@ class SimResult:
 
 
 class Replay:
-    def __init__(self, plan: Plan, workload: Workload, config: SimConfig,
+    def __init__(self, plan: SglangPlan, workload: Workload, config: SimConfig,
                  progress: Sequence[Progress]) -> None:
         self.notes = check_plan(plan, config)
         lay, cap = plan.layout, plan.capacity
@@ -334,7 +334,7 @@ class Replay:
         )
 
 
-def simulate(plan: Plan, workload: Workload, config: SimConfig | None = None, *,
+def simulate(plan: SglangPlan, workload: Workload, config: SimConfig | None = None, *,
              progress: Sequence[Progress] = ()) -> SimResult:
     """Replay `workload` on one rank of `plan`; see the module docstring. The host tier is
     the one the plan's deployment asks for, with the configured write policy."""

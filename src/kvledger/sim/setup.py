@@ -5,9 +5,9 @@ checkpoint grid, and notes where the replay differs from the deployment (a host 
 release could not build, rank 0's share under attention DP). `step_timer` picks the
 step-time model; `policies_for` builds one rank's state admission and eviction.
 
->>> from kvledger.deploy import Deployment
+>>> from kvledger.sglang.deploy import Deployment
 >>> from kvledger.sim.config import SimConfig
->>> from kvledger.plan import make_plan
+>>> from kvledger.sglang.plan import make_plan
 >>> dp = make_plan(deployment=Deployment(tp_size=8, enable_dp_attention=True, dp_size=8),
 ...                gpu="h200")
 >>> check_plan(dp, SimConfig())
@@ -21,16 +21,16 @@ from __future__ import annotations
 from math import lcm
 
 from kvledger.cache.policies import StateEviction, StatePolicies, build_policies
-from kvledger.gpus import get_gpu
-from kvledger.hicache import HostRules
+from kvledger.core.gpus import get_gpu
 from kvledger.model.compute import compute_profile
-from kvledger.plan import Plan
+from kvledger.sglang.hicache import HostRules
+from kvledger.sglang.plan import SglangPlan
 from kvledger.sim.config import DEFAULT_TIME_GPU, SimConfig
 from kvledger.sim.timing import Roofline, StepCost
 from kvledger.sim.workload import WorkloadError
 
 
-def check_plan(plan: Plan, config: SimConfig) -> list[str]:
+def check_plan(plan: SglangPlan, config: SimConfig) -> list[str]:
     """Refuse what the replay cannot run (a clear `WorkloadError`); return notes on what it
     replays differently from the deployment."""
     lay = plan.layout
@@ -54,7 +54,7 @@ def check_plan(plan: Plan, config: SimConfig) -> list[str]:
     return notes
 
 
-def step_timer(plan: Plan, config: SimConfig) -> tuple[StepCost | Roofline, str]:
+def step_timer(plan: SglangPlan, config: SimConfig) -> tuple[StepCost | Roofline, str]:
     """The step-time model and a line saying which: the linear constants when set, else the
     roofline on `time_gpu`, the plan's GPU or DEFAULT_TIME_GPU."""
     if config.step_cost is not None:
@@ -68,7 +68,7 @@ def step_timer(plan: Plan, config: SimConfig) -> tuple[StepCost | Roofline, str]
                    f"bandwidth, {e.link:.0%} of the host link, {e.overhead_ms:g} ms per step")
 
 
-def policies_for(plan: Plan, config: SimConfig) -> StatePolicies:
+def policies_for(plan: SglangPlan, config: SimConfig) -> StatePolicies:
     """The configured state policies for one rank of `plan`; FLOP-aware eviction prices a
     state by the prefill FLOPs of its prefix (`ComputeProfile.prefill_flops`)."""
     cap, page = plan.capacity, plan.layout.page_tokens

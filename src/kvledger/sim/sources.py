@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kvledger.limits import check_allocation
+from kvledger.core.limits import MAX_TIMESTAMP_MS, check_allocation
 from kvledger.sim.generators import GeneratorParams, get_generator
 from kvledger.sim.trace import read_trace
 from kvledger.sim.workload import Workload, WorkloadError
@@ -21,7 +21,8 @@ def load_workload(*, trace: Path | str | None = None, generator: str | None = No
                   num_requests: int | None = None, seed: int = 0, rate_per_s: float | None = None,
                   time_scale: float = 1.0) -> Workload:
     """Exactly one of `trace` and `generator`. For a trace, `num_requests` keeps its first
-    requests; for a generator it is how many to make (default 1,000)."""
+    requests; for a generator it is how many to make (default 1,000). Arrivals must end within
+    MAX_TIMESTAMP_MS, as a trace's must: a rate of 1e-300 would simulate 1e303 ms."""
     if (trace is None) == (generator is None):
         raise WorkloadError("give exactly one of --trace FILE and --workload NAME")
     if num_requests is not None and num_requests < 1:
@@ -42,4 +43,11 @@ def load_workload(*, trace: Path | str | None = None, generator: str | None = No
                                  rate_per_s=defaults.rate_per_s if rate_per_s is None
                                  else rate_per_s)
         workload = get_generator(generator).generate(params)
-    return workload.stretched(time_scale) if time_scale != 1 else workload
+    workload = workload.stretched(time_scale) if time_scale != 1 else workload
+    last_ms = max(r.arrival_ms for r in workload.requests)
+    if not last_ms <= MAX_TIMESTAMP_MS:
+        cause = ("lower --time-scale" if trace is not None
+                 else "raise --rate or lower --time-scale")
+        raise WorkloadError(f"arrivals span {last_ms:,.4g} ms, beyond {MAX_TIMESTAMP_MS:g} ms "
+                            f"(~317 years): {cause}")
+    return workload

@@ -28,8 +28,8 @@ under CUDA graphs). With ``--step-overhead-ms``/``--prefill-ms-per-token``/
 Checked in tests/sim/test_timing.py against a published vLLM measurement (Llama-3.1-8B on
 one H100 SXM, TPOT at concurrency 1 and 4).
 
->>> from kvledger.plan import make_plan
->>> from kvledger.gpus import get_gpu
+>>> from kvledger.sglang.plan import make_plan
+>>> from kvledger.core.gpus import get_gpu
 >>> r = Roofline.for_plan(make_plan("llama-3.1-8b", gpu="h100"), get_gpu("h100"))
 >>> round(r.step_ms(StepWork(decode_contexts=(1024,))), 2)   # one token, weights bound
 6.15
@@ -39,10 +39,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kvledger.gpus import GPU, gpu_perf
+from kvledger.core.gpus import GPU, gpu_perf
 from kvledger.model.arch import AttnKind
 from kvledger.model.compute import compute_profile
-from kvledger.plan import Plan
+from kvledger.sglang.plan import SglangPlan
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -131,7 +131,7 @@ class Roofline:
     state_bytes: int  # one slot
 
     @classmethod
-    def for_plan(cls, plan: Plan, gpu: GPU, efficiency: Efficiency | None = None) -> Roofline:
+    def for_plan(cls, plan: SglangPlan, gpu: GPU, efficiency: Efficiency | None = None) -> Roofline:
         lay, cap = plan.layout, plan.capacity
         model, dep = lay.model, lay.deployment
         prof = compute_profile(model)

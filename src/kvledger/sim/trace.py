@@ -11,8 +11,10 @@ cache's page keys at any page size, follow deterministically from the id.
 
 Blank lines are skipped; lines are replayed in timestamp order (ties keep file order).
 Anything else wrong is a TraceError naming the line and the field: a timestamp that is not a
-finite number in [0, 1e13] ms, lengths beyond 2**24 tokens (`kvledger.limits`), NaN or
-Infinity (which Python's json reads), nesting deeper than 64, a line that is not UTF-8.
+finite number in [0, 1e13] ms, lengths beyond 2**24 tokens (`kvledger.core.limits`), NaN or
+Infinity (which Python's json reads), nesting deeper than 64, a line that is not UTF-8. A path
+must be a regular file (a FIFO would block, `/dev/zero` never end) and a line at most
+MAX_LINE_BYTES characters (`kvledger.core.inputs`).
 
 >>> import io
 >>> w = read_trace(io.StringIO('{"timestamp": 5, "input_length": 600, "output_length": 2, '
@@ -30,7 +32,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
-from kvledger.limits import (
+from kvledger.core.inputs import bounded_lines, check_regular
+from kvledger.core.limits import (
     MAX_JSON_DEPTH,
     MAX_OUTPUT_TOKENS,
     MAX_PROMPT_TOKENS,
@@ -117,6 +120,7 @@ def read_trace(stream: IO[str] | Path | str, *, name: str | None = None) -> Work
     """Read a whole trace from a path or an open text stream."""
     if isinstance(stream, str | Path):
         path = Path(stream)
+        check_regular(str(path), path)
         # Requests in memory take a few times the line bytes (ids as Python ints): check first.
         check_allocation(f"trace {path.name}", 8 * path.stat().st_size, "cut the trace")
         try:
@@ -126,7 +130,7 @@ def read_trace(stream: IO[str] | Path | str, *, name: str | None = None) -> Work
             raise TraceError(f"{path.name}: not UTF-8 text (byte {exc.start} of a line: "
                              f"{exc.reason})") from None
     label = name or "trace"
-    requests = parse_trace_lines(stream, source=label)
+    requests = parse_trace_lines(bounded_lines(stream, label), source=label)
     if not requests:
         raise TraceError(f"{label}: no requests")
     ordered = sorted(requests, key=lambda r: r.arrival_ms)  # stable: ties keep file order

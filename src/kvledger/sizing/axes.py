@@ -26,7 +26,8 @@ from dataclasses import dataclass, replace
 from itertools import product
 from typing import TypeVar
 
-from kvledger.deploy import Deployment, KVDtype, StateDtype
+from kvledger.core.limits import show_value
+from kvledger.sglang.deploy import Deployment, KVDtype, StateDtype
 
 # An HGX/DGX node; --nodes N means N × 8 GPUs under one tensor-parallel group.
 GPUS_PER_NODE = 8
@@ -43,7 +44,7 @@ def parse_axis(flag: str, text: str, parse: Callable[[str], T]) -> tuple[T, ...]
         try:
             values.append(parse(word))
         except ValueError as exc:
-            raise ValueError(f"{flag} {word!r}: {exc}") from None
+            raise ValueError(f"{flag} {show_value(word)}: {exc}") from None
     if len(set(values)) != len(values):
         raise ValueError(f"{flag} {text!r}: a value is listed twice")
     return tuple(values)

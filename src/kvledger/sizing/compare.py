@@ -1,14 +1,14 @@
 """Two deployments side by side: every quantity the purchase turns on, differences marked.
 
-Values are the plans' own numbers (exact integers, codes for enumerations); a quantity
-differs when the two values are not equal. Either side may be a vLLM plan (across engines):
-it fills the flags both engines share and the deployment totals (`kvledger.sizing.vllm_point`:
-DP engines × per-engine figures, concurrency from num_gpu_blocks ÷ blocks per max_model_len
-request), None where SGLang's quantity has no vLLM counterpart (state slots, per-token bytes),
-and adds vLLM's own (blocks, concurrency, max_model_len), None on an SGLang side.
+Values are the plans' own numbers (exact integers, codes for enumerations), read through the
+engine-plan interface (`kvledger.core.plan.EnginePlan`), so either side may be either
+engine's: each fills the flags both engines share and the deployment totals, and its own
+quantities (SGLang: bytes per token, slot and request, K, T, N per worker; vLLM: blocks,
+concurrency, max_model_len per DP engine), None on the other engine's side. A quantity differs
+when the two values are not equal.
 
->>> from kvledger.deploy import Deployment
->>> from kvledger.plan import make_plan
+>>> from kvledger.sglang.deploy import Deployment
+>>> from kvledger.sglang.plan import make_plan
 >>> a = make_plan(deployment=Deployment(tp_size=8), gpu="H200")
 >>> b = make_plan(deployment=Deployment(tp_size=8, dp_size=8, enable_dp_attention=True),
 ...               gpu="H200")
@@ -18,13 +18,15 @@ and adds vLLM's own (blocks, concurrency, max_model_len), None on an SGLang side
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
 
-from kvledger.plan import Plan
-from kvledger.sizing.vllm_point import vllm_binding, vllm_fits, vllm_totals
-from kvledger.vllm.plan import VllmPlan
+from kvledger.core.plan import EnginePlan
+from kvledger.sizing.documents import compare_json
 
-# (machine name, label), in table order; the last four are vLLM's own
+# (machine name, label), in table order; the `fit_*` rows are like for like across engines
+# (`EnginePlan.fit_at`); the last four are vLLM's own
 QUANTITIES = (
     ("model", "model"), ("engine", "engine"), ("rules", "rule set"), ("gpu", "GPU"),
     ("tp_size", "tp"), ("dp_size", "dp"), ("attn_tp_size", "attn_tp"),
@@ -42,7 +44,11 @@ QUANTITIES = (
     ("token_pool_bytes", "HBM token pools (deployment, B)"),
     ("state_pool_bytes", "HBM state pools (deployment, B)"),
     ("side_bytes", "HBM side buffers (deployment, B)"),
-    ("binding", "binding constraint"), ("workload_fits", "workload fits"),
+    ("binding", "binding constraint"),
+    ("fit_context_tokens", "C: tokens per request (--context, else the context length)"),
+    ("fit_requests", "requests of C tokens at once (deployment)"),
+    ("fit_binding", "first to run out at C"),
+    ("workload_fits", "workload fits"),
     ("num_gpu_blocks", "vLLM blocks per engine (num_gpu_blocks)"),
     ("blocks_per_request", "vLLM blocks per max_model_len request"),
     ("max_concurrency", "vLLM max concurrency per engine"),
@@ -62,50 +68,62 @@ class Difference:
         return self.a != self.b
 
 
-def _sglang(plan: Plan) -> dict[str, object]:
-    lay, cap, dep, tot = plan.layout, plan.capacity, plan.layout.deployment, plan.capacity.totals
-    work = plan.workload
-    return {
-        "model": plan.model.name, "engine": "sglang", "rules": lay.rules.name,
-        "gpu": plan.gpu.name if plan.gpu else None, "tp_size": dep.tp_size,
-        "dp_size": dep.dp_size, "attn_tp_size": dep.attn_tp_size,
-        "kv_cache_dtype": dep.kv_cache_dtype.value,
-        "mamba_ssm_dtype": dep.mamba_ssm_dtype.value if dep.mamba_ssm_dtype else None,
-        "page_tokens": lay.page_tokens, "available_bytes": cap.memory.available_bytes,
-        "token_bytes": cap.token_bytes, "slot_bytes": cap.slot_bytes,
-        "request_bytes": plan.ledgers.request.total_bytes, "state_slots": cap.state_slots,
-        "max_total_tokens": cap.max_total_tokens,
-        "max_running_requests": cap.max_running_requests, "ranks": tot.ranks,
-        "workers": tot.workers, "running_requests": tot.running_requests, "tokens": tot.tokens,
-        "token_pool_bytes": tot.token_pool_bytes, "state_pool_bytes": tot.state_pool_bytes,
-        "side_bytes": tot.side_bytes, "binding": cap.binding.code,
-        "workload_fits": None if work is None else work.fits,
-    }
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Comparison(Sequence[Difference]):
+    """Every quantity of plan `a` beside plan `b` (a sequence of `Difference`)."""
+
+    a: EnginePlan
+    b: EnginePlan
+    rows: tuple[Difference, ...]
+
+    def __getitem__(self, index: int | slice) -> Any:  # int → Difference, slice → tuple
+        return self.rows[index]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self) -> Iterator[Difference]:
+        return iter(self.rows)
+
+    @property
+    def differences(self) -> int:
+        return sum(d.differs for d in self.rows)
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """Both plans' assumptions, each side's marked."""
+        return (*(f"a: {n}" for n in self.a.notes), *(f"b: {n}" for n in self.b.notes))
+
+    def to_json(self, ignored_flags: tuple[str, ...] = ()) -> dict[str, Any]:
+        """The `kvledger compare --json` document (`kvledger.sizing.documents`)."""
+        return compare_json(self, ignored_flags=ignored_flags)
 
 
-def _vllm(plan: VllmPlan, requests: int | None) -> dict[str, object]:
-    lay, cap, dep, tot = plan.layout, plan.capacity, plan.layout.deployment, vllm_totals(plan)
+def _values(plan: EnginePlan, requests: int | None,
+            context_tokens: int | None) -> dict[str, object]:
+    """The plan's quantities by machine name; those of another engine are left out (None)."""
+    layout, tot, fit = plan.layout_fields(), plan.totals, plan.fit_at(context_tokens)
+    own = {name: round(value, 2) if isinstance(value, float) else value
+           for name, value in plan.per_worker().items()}
     return {
-        "model": plan.model.name, "engine": "vllm", "rules": lay.rules.name,
+        "model": plan.model.name, "engine": plan.engine.value, "rules": plan.rules.name,
         "gpu": plan.gpu.name if plan.gpu else None,
-        "tp_size": dep.tensor_parallel_size, "dp_size": dep.data_parallel_size,
-        "attn_tp_size": dep.tensor_parallel_size, "kv_cache_dtype": dep.kv_cache_dtype,
-        "mamba_ssm_dtype": dep.mamba_ssm_cache_dtype, "page_tokens": lay.block_tokens,
-        "ranks": tot.ranks, "workers": tot.workers, "running_requests": tot.running_requests,
-        "tokens": tot.tokens, "token_pool_bytes": tot.token_pool_bytes,
-        "state_pool_bytes": tot.state_pool_bytes, "side_bytes": tot.side_bytes,
-        "binding": vllm_binding(plan),
-        "workload_fits": vllm_fits(plan, requests, None if requests is None
-                                   else lay.max_model_len),
-        "num_gpu_blocks": cap.num_blocks, "blocks_per_request": cap.blocks_per_request,
-        "max_concurrency": round(cap.max_concurrency, 2), "max_model_len": lay.max_model_len,
+        **{name: layout[name] for name in ("tp_size", "dp_size", "attn_tp_size",
+                                           "kv_cache_dtype", "mamba_ssm_dtype")},
+        "page_tokens": plan.page_tokens, **plan.unit_bytes(), **own,
+        **{f.name: getattr(tot, f.name) for f in fields(tot)},
+        "binding": plan.binding.code,
+        "fit_context_tokens": fit.context_tokens, "fit_requests": fit.requests,
+        "fit_binding": fit.binding.code,
+        "workload_fits": plan.fits(requests, context_tokens),
     }
 
 
-def compare(a: Plan | VllmPlan, b: Plan | VllmPlan, *,
-            requests: int | None = None) -> list[Difference]:
-    """Every quantity of `a` beside the same of `b`, in a fixed order; `requests` is the
-    workload a vLLM side is checked against (an SGLang plan carries its own check)."""
-    va, vb = ((_vllm(p, requests) if isinstance(p, VllmPlan) else _sglang(p)) for p in (a, b))
-    return [Difference(quantity=q, label=label, a=va.get(q), b=vb.get(q))
-            for q, label in QUANTITIES]
+def compare(a: EnginePlan, b: EnginePlan, *, requests: int | None = None,
+            context_tokens: int | None = None) -> Comparison:
+    """Every quantity of `a` beside the same of `b`, in a fixed order. Both sides are checked
+    against `requests` concurrent requests of `context_tokens` tokens; with neither, each
+    plan's own workload check (an SGLang plan made with one), else None."""
+    va, vb = (_values(p, requests, context_tokens) for p in (a, b))
+    return Comparison(a=a, b=b, rows=tuple(Difference(quantity=q, label=label, a=va.get(q),
+                                                      b=vb.get(q)) for q, label in QUANTITIES))

@@ -28,18 +28,23 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
-from kvledger.deploy import Deployment, KVDtype
-from kvledger.gpus import CATALOGUE
+from kvledger.core.engines import Engine
+from kvledger.core.gpus import CATALOGUE
+from kvledger.core.plan import EnginePlan
+from kvledger.core.terms import MemoryTerms
 from kvledger.model.arch import ModelArch
 from kvledger.model.config import REPO_IDS, load_model
-from kvledger.rules import DEFAULT_RULES
+from kvledger.sglang.deploy import Deployment, KVDtype
+from kvledger.sglang.rules import DEFAULT_RULES
 from kvledger.sizing.axes import Axes
-from kvledger.sizing.launch_line import sglang_command, vllm_command
+from kvledger.sizing.documents import recommend_json
+from kvledger.sizing.engines import plan_point
 from kvledger.sizing.run import SweepRow, sweep
-from kvledger.sizing.vllm_point import vllm_deployment, vllm_totals
-from kvledger.vllm.plan import VllmPlan, make_vllm_plan
 from kvledger.vllm.rules import DEFAULT_VLLM_RULES
+
+VLLM = Engine.VLLM  # the engine whose command every fit carries beside its own
 
 TP_SIZES = (1, 2, 4, 8, 16)
 KV_DTYPES = (KVDtype.AUTO, KVDtype.FP8_E4M3)
@@ -52,6 +57,7 @@ class Recommendation:
     command: str  # the launch command of the row's engine (SGLang's, or `vllm serve …`)
     vllm_command: str | None = None  # vLLM's, when its plan of the layout fits
     vllm_why: str | None = None  # why vLLM's plan does not fit
+    notes: tuple[str, ...] = ()  # every assumption of the row's plan and of vLLM's
 
     @property
     def engine(self) -> str:
@@ -60,71 +66,63 @@ class Recommendation:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Recommendations:
+    model: str  # as given
     requests: int
     context_tokens: int
     fits: tuple[Recommendation, ...]  # cheapest first
     failures: tuple[tuple[str, int], ...]  # (why, how many layouts), most common first
     searched: int  # layouts planned
 
+    notes: tuple[str, ...] = ()  # every assumption behind the answer, each once
+
     @property
     def best(self) -> Recommendation | None:
         return self.fits[0] if self.fits else None
 
+    def to_json(self, ignored_flags: tuple[str, ...] = ()) -> dict[str, Any]:
+        """The `kvledger recommend --json` document (`kvledger.sizing.documents`)."""
+        return recommend_json(self, ignored_flags=ignored_flags)
+
 
 def headroom(row: SweepRow) -> float:
-    if row.vllm_plan is not None:
-        cap, (requests, _) = row.vllm_plan.capacity, row.workload
-        assert requests, "headroom needs a workload check"
-        dp = row.vllm_plan.layout.deployment.data_parallel_size
-        return dp * min(cap.max_num_seqs, cap.max_concurrency) / requests
-    work = row.plan.workload if row.plan else None
-    assert work is not None, "headroom needs a workload check"
-    return min(r.capacity / r.need for r in work.rows if r.need)
+    requests, context_tokens = row.workload
+    assert row.plan is not None and requests, "headroom needs a planned workload check"
+    return row.plan.headroom(requests, context_tokens)
 
 
-def _short(plan: VllmPlan, requests: int, context_tokens: int) -> str | None:
-    """Why vLLM's plan does not hold the workload; None when it does."""
-    running = vllm_totals(plan).running_requests
-    if running >= requests:
+def _short(plan: EnginePlan, requests: int, context_tokens: int) -> str | None:
+    """Why the plan does not hold the workload; None when it does."""
+    fit = plan.fit_at(context_tokens)
+    if plan.fits(requests, context_tokens):
         return None
-    return (f"vLLM holds {running:,} concurrent requests of {context_tokens:,} tokens here, "
-            f"not {requests:,}")
+    return (f"{plan.engine.display} holds {fit.requests:,} concurrent requests of "
+            f"{context_tokens:,} tokens here, not {requests:,}")
 
 
 def _why(row: SweepRow) -> str:
-    if row.vllm_plan is not None:
-        return _short(row.vllm_plan, *row.workload) or "fits"
+    """What runs out first at the workload's length, in the engine's words (SGLang: token KV,
+    state slots, running requests or the context length; vLLM: KV-cache blocks,
+    --max-num-seqs or max_model_len)."""
     if row.plan is None:
         return row.error or "not planned"
-    over = row.plan.workload.first_overflow
-    return f"{over.ledger} overflow" if over else "fits"
+    if row.fits:
+        return "fits"
+    return f"{row.plan.fit_at(row.workload[1]).binding.label} overflow"
 
 
 def _vllm(arch: ModelArch, ref: str, row: SweepRow, requests: int, context_tokens: int,
-          vllm_rules: str) -> dict[str, str | None]:
-    """vLLM's command for the layout when its plan holds the workload, else why not."""
-    vdep = vllm_deployment(row.point.deployment, context_tokens)
-    if row.vllm_plan is not None:  # a vLLM row: its plan is the one asked
-        return {"vllm_command": vllm_command(ref, vdep), "vllm_why": None}
+          vllm_rules: str, terms: MemoryTerms) -> dict[str, object]:
+    """vLLM's command for the layout when its plan holds the workload, else why not (a vLLM
+    row's own plan is planned again alike), and the notes of both plans."""
     try:
-        plan = make_vllm_plan(arch, vdep, rules=vllm_rules, gpu=row.gpu)
+        plan = plan_point(VLLM, arch, row.point, rules=vllm_rules, terms=terms,
+                          workload=(requests, context_tokens))
     except ValueError as exc:  # vLLM would refuse to start: its reason
-        return {"vllm_command": None, "vllm_why": str(exc)}
+        return {"vllm_command": None, "vllm_why": str(exc), "notes": row.notes}
+    notes = tuple(dict.fromkeys((*row.notes, *plan.notes)))
     if why := _short(plan, requests, context_tokens):
-        return {"vllm_command": None, "vllm_why": why}
-    return {"vllm_command": vllm_command(ref, vdep), "vllm_why": None}
-
-
-def _command(ref: str, row: SweepRow, context_tokens: int) -> str:
-    """The row's engine's launch command, with the flags as chosen (not the plan's resolved
-    autos: the engine resolves them the same way on the GPU)."""
-    if row.vllm_plan is not None:
-        return vllm_command(ref, vllm_deployment(row.point.deployment, context_tokens))
-    return sglang_command(ref, row.point.deployment, nodes=row.point.nodes)
-
-
-def _layout(row: SweepRow) -> object:
-    return row.vllm_plan.layout.deployment if row.vllm_plan else row.plan.layout.deployment
+        return {"vllm_command": None, "vllm_why": why, "notes": notes}
+    return {"vllm_command": plan.launch_command(ref), "vllm_why": None, "notes": notes}
 
 
 def _search_axes(gpus: tuple[str, ...]) -> list[Axes]:
@@ -137,24 +135,34 @@ def recommend(model: str | ModelArch, *, requests: int, context_tokens: int,
               gpus: tuple[str, ...] | None = None, base: Deployment | None = None,
               rules: str = DEFAULT_RULES, top: int = 5,
               engines: tuple[str, ...] = ("sglang",),
-              vllm_rules: str = DEFAULT_VLLM_RULES) -> Recommendations:
+              vllm_rules: str = DEFAULT_VLLM_RULES,
+              terms: MemoryTerms | None = None) -> Recommendations:
     """The `top` cheapest fitting layouts over the search space, of every engine in `engines`
-    (module doc)."""
+    (module doc); `terms` are the memory terms a user knows (weights, vLLM's profiled
+    terms), as for `sweep`."""
+    terms = terms or MemoryTerms()
     arch = load_model(model) if isinstance(model, str) else model
     chosen = tuple(gpus) if gpus else tuple(CATALOGUE)
     rows: list[SweepRow] = []
     for axes in _search_axes(chosen):
         rows += sweep(arch, axes, base, rules=rules, requests=requests,
-                      context_tokens=context_tokens, engines=engines, vllm_rules=vllm_rules)
+                      context_tokens=context_tokens, engines=engines, vllm_rules=vllm_rules,
+                      terms=terms)
     # `auto` and the dtype it resolves to on a GPU are one layout: keep the first spelling.
-    fitting = list({(r.engine, r.gpu, _layout(r)): r for r in reversed(rows)
+    fitting = list({(r.engine, r.gpu, r.plan.deployment): r for r in reversed(rows)
                     if r.fits}.values())[::-1]
     ref = REPO_IDS.get(arch.name, arch.name)
     ranked = sorted(fitting, key=lambda r: (r.totals.ranks, -headroom(r)))
     fits = tuple(Recommendation(row=r, headroom=headroom(r),
-                                command=_command(ref, r, context_tokens),
-                                **_vllm(arch, ref, r, requests, context_tokens, vllm_rules))
+                                command=r.plan.launch_command(ref, nodes=r.point.nodes),
+                                **_vllm(arch, ref, r, requests, context_tokens, vllm_rules,
+                                        terms))
                  for r in ranked[:top])
     failures = Counter(_why(r) for r in rows if not r.fits)
-    return Recommendations(requests=requests, context_tokens=context_tokens, fits=fits,
-                           failures=tuple(failures.most_common()), searched=len(rows))
+    # the assumptions behind the answer: the fits' plans' (theirs and vLLM's), else, when
+    # nothing fits, those of every layout planned
+    behind = [n for f in fits for n in f.notes] if fits else [n for r in rows for n in r.notes]
+    return Recommendations(model=model if isinstance(model, str) else arch.name,
+                           requests=requests, context_tokens=context_tokens, fits=fits,
+                           failures=tuple(failures.most_common()), searched=len(rows),
+                           notes=tuple(dict.fromkeys(behind)))

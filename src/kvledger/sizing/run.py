@@ -1,8 +1,10 @@
 """Plan every point of a sweep: one row per deployment, deployment-wide totals.
 
-A row's totals are its plan's (`CapacityPlan.totals`: GPUs, attention-DP workers, running
-requests and tokens over all workers, HBM per pool over all ranks); a row that cannot be
-planned carries the reason (the error the plan raised, naming the flag) instead.
+A row's totals are its plan's, whichever engine made it (`EnginePlan.totals`: GPUs, workers,
+running requests and tokens over all workers, HBM per pool over all ranks); each engine plans
+the point through `kvledger.sizing.engines`. A row that cannot be planned carries the reason
+(the error the plan raised, naming the flag) instead, and reading its numbers raises
+`NotPlanned` with it.
 
 >>> rows = sweep("glm-5.3-flash", Axes(tp=(8,), dp=(1, 8)), gpu_default="H200")
 >>> [(r.totals.ranks, r.totals.workers, r.plan.capacity.binding.code) for r in rows]
@@ -13,59 +15,62 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, overload
 
-from kvledger.capacity import DeploymentTotals
-from kvledger.deploy import Deployment
+from kvledger.core.engines import Engine
+from kvledger.core.plan import EnginePlan
+from kvledger.core.terms import MemoryTerms
+from kvledger.core.totals import DeploymentTotals
 from kvledger.model.arch import ModelArch
 from kvledger.model.config import load_model
-from kvledger.plan import Plan, make_plan
-from kvledger.rules import DEFAULT_RULES
+from kvledger.sglang.deploy import Deployment
+from kvledger.sglang.rules import DEFAULT_RULES
 from kvledger.sizing.axes import Axes, Point
-from kvledger.sizing.vllm_point import (
-    EP_NOTE,
-    vllm_binding,
-    vllm_deployment,
-    vllm_fits,
-    vllm_totals,
-)
-from kvledger.vllm.plan import VllmPlan, make_vllm_plan
+from kvledger.sizing.documents import sweep_json
+from kvledger.sizing.engines import Workload, plan_point
 from kvledger.vllm.rules import DEFAULT_VLLM_RULES
+
+
+class NotPlanned(ValueError):
+    """A row's numbers were read, but its point has no plan; the message says why."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SweepRow:
+    """One deployment and engine: its plan (any engine's, `kvledger.core.plan.EnginePlan`)
+    or why there is none (`error`). On a row without a plan, `totals` and `binding` raise
+    `NotPlanned` with that reason and `requests_per_gpu` too; `ok` says which rows have one."""
+
     point: Point
-    plan: Plan | None
+    plan: EnginePlan | None
     error: str | None  # why the point cannot be planned (the engine's refusal, by flag)
     engine: str = "sglang"
-    vllm_plan: VllmPlan | None = None  # engine "vllm": the plan of the point's vLLM flags
-    workload: tuple[int | None, int | None] = (None, None)  # (requests, context_tokens)
+    workload: Workload = (None, None)  # (requests, context_tokens)
 
     @property
     def ok(self) -> bool:
-        return self.plan is not None or self.vllm_plan is not None
+        return self.plan is not None
+
+    def _plan(self) -> EnginePlan:
+        if self.plan is None:
+            raise NotPlanned(f"{self.engine} on {self.gpu or 'no GPU'} was not planned: "
+                             f"{self.error}")
+        return self.plan
 
     @property
     def totals(self) -> DeploymentTotals:
-        if self.vllm_plan is not None:
-            return vllm_totals(self.vllm_plan)
-        assert self.plan is not None, f"no plan: {self.error}"
-        return self.plan.capacity.totals  # replicas included
+        return self._plan().totals  # replicas included
 
     @property
     def binding(self) -> str:
-        """The binding constraint's machine code (SGLang: a plan/2 limit code)."""
-        if self.vllm_plan is not None:
-            return vllm_binding(self.vllm_plan)
-        assert self.plan is not None, f"no plan: {self.error}"
-        return self.plan.capacity.binding.code
+        """The binding constraint's machine code (SGLang: a plan/2 limit code; vLLM:
+        kv_blocks or max_num_seqs)."""
+        return self._plan().binding.code
 
     @property
     def notes(self) -> tuple[str, ...]:
-        if self.vllm_plan is not None:
-            return (*self.vllm_plan.notes, EP_NOTE) if self.totals.workers > 1 \
-                else self.vllm_plan.notes
         return self.plan.notes if self.plan else ()
 
     @property
@@ -75,11 +80,7 @@ class SweepRow:
     @property
     def fits(self) -> bool | None:
         """The workload check's verdict; None without a workload or a plan."""
-        if self.vllm_plan is not None:
-            return vllm_fits(self.vllm_plan, *self.workload)
-        if self.plan is None or self.plan.workload is None:
-            return None
-        return self.plan.workload.fits
+        return None if self.plan is None else self.plan.fits(*self.workload)
 
     @property
     def requests_per_gpu(self) -> float:
@@ -87,20 +88,40 @@ class SweepRow:
         return tot.running_requests / tot.ranks
 
 
-def _vllm_row(arch: ModelArch, point: Point, rules: str, weights_gib: float | None,
-              workload: tuple[int | None, int | None]) -> SweepRow:
-    if point.gpu is None:
-        return SweepRow(point=point, plan=None, engine="vllm", workload=workload,
-                        error="--engine vllm: needs --gpu (vLLM sizes its pool from the GPU's "
-                              "memory × --gpu-memory-utilization)")
-    try:
-        vdep = vllm_deployment(point.deployment, workload[1])
-        plan = make_vllm_plan(arch, vdep, rules=rules, gpu=point.gpu, weights_gib=weights_gib)
-    except ValueError as exc:  # vLLM's start-up refusal or a flag it rejects: say which
-        return SweepRow(point=point, plan=None, engine="vllm", workload=workload,
-                        error=str(exc))
-    return SweepRow(point=point, plan=None, error=None, engine="vllm", vllm_plan=plan,
-                    workload=workload)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sweep(Sequence[SweepRow]):
+    """The rows of one sweep, in grid order (a sequence of `SweepRow`), and what was asked."""
+
+    model: str  # as given
+    rows: tuple[SweepRow, ...]
+    engines: tuple[str, ...]
+    rules: str  # the rule sets the rows use, comma-separated in engine order
+    requests: int | None = None
+    context_tokens: int | None = None
+
+    @overload
+    def __getitem__(self, index: int) -> SweepRow: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[SweepRow, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> SweepRow | tuple[SweepRow, ...]:
+        return self.rows[index]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self) -> Iterator[SweepRow]:
+        return iter(self.rows)
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """Every assumption any row's plan made, each once, in row order."""
+        return tuple(dict.fromkeys(n for r in self.rows for n in r.notes))
+
+    def to_json(self, ignored_flags: tuple[str, ...] = ()) -> dict[str, Any]:
+        """The `kvledger sweep --json` document (`kvledger.sizing.documents`)."""
+        return sweep_json(self, ignored_flags=ignored_flags)
 
 
 def sweep(model: str | ModelArch, axes: Axes, base: Deployment | None = None, *,
@@ -108,37 +129,37 @@ def sweep(model: str | ModelArch, axes: Axes, base: Deployment | None = None, *,
           available_gib: float | None = None, weights_gib: float | None = None,
           requests: int | None = None, context_tokens: int | None = None,
           engines: tuple[str, ...] = ("sglang",),
-          vllm_rules: str = DEFAULT_VLLM_RULES) -> list[SweepRow]:
+          vllm_rules: str = DEFAULT_VLLM_RULES,
+          terms: MemoryTerms | None = None) -> Sweep:
     """Plan every point of `axes` over `base`, once per engine (rows of one point side by
-    side); a point without a GPU uses `gpu_default`."""
+    side); a point without a GPU uses `gpu_default`. `terms` are the memory terms a user
+    knows (`available_gib`/`weights_gib` given alone fill them)."""
     arch = load_model(model) if isinstance(model, str) else model
     workload = (requests, context_tokens)
+    terms = terms or MemoryTerms(available_gib=available_gib, weights_gib=weights_gib)
+    chosen = {Engine.SGLANG: rules, Engine.VLLM: vllm_rules}
     rows = []
     for point in axes.points(base):
         gpu = point.gpu or gpu_default
         point = Point(gpu=gpu, nodes=point.nodes, deployment=point.deployment,
                       skipped=point.skipped)
         for engine in engines:
-            if point.deployment is None:
-                rows.append(SweepRow(point=point, plan=None, error=point.skipped, engine=engine,
-                                     workload=workload))
-            elif engine == "vllm":
-                rows.append(_vllm_row(arch, point, vllm_rules, weights_gib, workload))
-            else:
-                rows.append(_sglang_row(arch, point, rules, available_gib, weights_gib,
-                                        workload))
-    return rows
+            rows.append(_row(Engine(engine), arch, point, chosen[Engine(engine)], terms,
+                             workload))
+    return Sweep(model=model if isinstance(model, str) else arch.name, rows=tuple(rows),
+                 engines=tuple(engines),
+                 rules=",".join(chosen[Engine(e)] for e in dict.fromkeys(engines)),
+                 requests=requests, context_tokens=context_tokens)
 
 
-def _sglang_row(arch: ModelArch, point: Point, rules: str, available_gib: float | None,
-                weights_gib: float | None, workload: tuple[int | None, int | None]) -> SweepRow:
-    gpu = point.gpu
-    requests, context_tokens = workload
+def _row(engine: Engine, arch: ModelArch, point: Point, rules: str, terms: MemoryTerms,
+         workload: Workload) -> SweepRow:
+    if point.deployment is None:
+        return SweepRow(point=point, plan=None, error=point.skipped, engine=engine.value,
+                        workload=workload)
     try:
-        plan = make_plan(arch, point.deployment, rules=rules, gpu=gpu,
-                         available_gib=None if gpu else available_gib,
-                         weights_gib=weights_gib, requests=requests,
-                         context_tokens=context_tokens)
-    except ValueError as exc:  # CapacityError, DeploymentError, GpuError: say which
-        return SweepRow(point=point, plan=None, error=str(exc), workload=workload)
-    return SweepRow(point=point, plan=plan, error=None, workload=workload)
+        plan = plan_point(engine, arch, point, rules=rules, terms=terms, workload=workload)
+    except ValueError as exc:  # the engine's refusal or a flag it rejects: say which
+        return SweepRow(point=point, plan=None, error=str(exc), engine=engine.value,
+                        workload=workload)
+    return SweepRow(point=point, plan=plan, error=None, engine=engine.value, workload=workload)

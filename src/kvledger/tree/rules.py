@@ -18,7 +18,7 @@ a split gives the new parent a fresh stamp and stamps the existing child as just
 ``RadixCache._match_prefix_helper`` likewise); an internal node whose state is evicted keeps
 its KV (a tombstone).
 
->>> from kvledger.rules import RULES
+>>> from kvledger.sglang.rules import RULES
 >>> TreeRules.from_rules(RULES["sglang-0.5.23"]) is UNIFIED_TREE
 True
 >>> PRUNING_TREE.keeps_stateless_kv
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvledger.rules import RuleSet
+from kvledger.sglang.rules import RuleSet
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -9,6 +9,8 @@
 - layout.py: model + deployment + rules → VllmLayout;
 - memory.py: the KV cache memory (logged, flag, or GPU budget);
 - capacity.py: num_gpu_blocks, concurrency, the logged token count, start-up refusals;
-- plan.py: VllmPlan and its itemised ledgers;
-- translate.py: the shared flags between the engines, for side-by-side plans.
+- ledgers.py: the itemised ledgers (per block, per request, lost);
+- plan.py: VllmPlan (an `EnginePlan`);
+- plan_json.py: its `--json` document (`kvledger.vllm-plan/1`);
+- serve_line.py: the `vllm serve …` command that reproduces a deployment.
 """

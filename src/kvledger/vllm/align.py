@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvledger.units import cdiv
+from kvledger.core.units import cdiv
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

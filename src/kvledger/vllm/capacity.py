@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvledger.deploy import DeploymentError
-from kvledger.units import GiB
+from kvledger.core.errors import DeploymentError
+from kvledger.core.units import GiB
 from kvledger.vllm.layout import VllmLayout
 from kvledger.vllm.rules import LoggedTokens
 

@@ -10,7 +10,7 @@ and the model decide (`kvledger.vllm.layers`).
 >>> VllmDeployment(gpu_memory_utilization=1.5)
 Traceback (most recent call last):
 ...
-kvledger.deploy.DeploymentError: --gpu-memory-utilization 1.5: expected a number in (0, 1]
+kvledger.core.errors.DeploymentError: --gpu-memory-utilization 1.5: expected a number in (0, 1]
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields
 
-from kvledger.deploy import DeploymentError
+from kvledger.core.errors import DeploymentError
+from kvledger.core.limits import MAX_COUNT, MAX_GIB, MAX_GPUS, show_value
 from kvledger.vllm.rules import MambaCacheMode
 
 # --kv-cache-dtype choices (CacheDType in vllm/config/cache.py) and their bytes per element.
@@ -26,6 +27,9 @@ KV_CACHE_DTYPES = {"auto": None, "bfloat16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5
                    "fp8_inc": 1}
 # --mamba-ssm-cache-dtype / --mamba-cache-dtype choices (MambaDType) and their bytes.
 MAMBA_DTYPES = {"auto": None, "float32": 4, "bfloat16": 2, "float16": 2}
+
+
+_MAXIMA = {"kv_cache_memory_bytes": int(MAX_GIB) << 30}  # the rest: MAX_COUNT
 
 
 def _flag(default: object, flag: str):
@@ -51,10 +55,10 @@ class VllmDeployment:
 
     def __post_init__(self) -> None:
         for name in ("tensor_parallel_size", "data_parallel_size"):
-            _positive(self, name, getattr(self, name))
+            _positive(self, name, getattr(self, name), MAX_GPUS)
         for name in ("max_model_len", "max_num_seqs", "block_size", "kv_cache_memory_bytes"):
             if getattr(self, name) is not None:
-                _positive(self, name, getattr(self, name))
+                _positive(self, name, getattr(self, name), _MAXIMA.get(name, MAX_COUNT))
         util = self.gpu_memory_utilization
         if util is not None and not (isinstance(util, int | float) and not isinstance(util, bool)
                                      and math.isfinite(util) and 0 < util <= 1):
@@ -65,7 +69,8 @@ class VllmDeployment:
         for name in ("mamba_cache_dtype", "mamba_ssm_cache_dtype"):
             if getattr(self, name) not in MAMBA_DTYPES:
                 raise _fail(name, getattr(self, name), f"expected one of {', '.join(MAMBA_DTYPES)}")
-        if not (isinstance(self.num_speculative_tokens, int) and self.num_speculative_tokens >= 0):
+        if not (isinstance(self.num_speculative_tokens, int)
+                and 0 <= self.num_speculative_tokens <= MAX_COUNT):
             raise _fail("num_speculative_tokens", self.num_speculative_tokens,
                         "expected a non-negative integer")
         if self.mamba_cache_mode is not None and not isinstance(self.mamba_cache_mode,
@@ -81,9 +86,14 @@ FIELD_FLAGS: dict[str, str] = {f.name: f.metadata["flag"] for f in fields(VllmDe
 
 
 def _fail(name: str, value: object, expected: str) -> DeploymentError:
-    return DeploymentError(f"{FIELD_FLAGS[name]} {value}: {expected}")
+    shown = value if isinstance(value, str) else show_value(value)
+    return DeploymentError(f"{FIELD_FLAGS[name]} {shown}: {expected}")
 
 
-def _positive(dep: VllmDeployment, name: str, value: object) -> None:
+def _positive(dep: VllmDeployment, name: str, value: object, high: int) -> None:
+    # Beyond `high` (kvledger.core.limits) a value describes no machine: 2**64 DP engines,
+    # a 2**64-token block.
     if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
         raise _fail(name, value, "expected a positive integer")
+    if value > high:
+        raise _fail(name, value, f"expected at most {high:,}")

@@ -2,10 +2,12 @@
 
 Accepted shapes: bare flags; `vllm serve MODEL …`; `python -m vllm.entrypoints.openai.api_server
 --model MODEL …` (words before the launcher and shell syntax after it are set aside, as for
-SGLang commands, `kvledger.launch.command`). Flags follow EngineArgs
+SGLang commands, `kvledger.sglang.launch.command`). Flags follow EngineArgs
 (vllm/engine/arg_utils.py): `--flag value` or `--flag=value`; booleans take `--no-` forms.
 Flags that change no memory are skipped with their values and listed in `ignored`; flags that
-change memory in ways kvledger does not model are refused naming the flag.
+change memory in ways kvledger does not model are refused naming the flag. SGLang's spelling of
+a flag that means the same (`--tp 8`, `--context-length 32k`) is read as vLLM's; one that means
+something else to vLLM (`--dp`, `--mem-fraction-static`) is refused naming vLLM's.
 
 >>> p = parse_vllm_command("vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 2 "
 ...                        "--max-model-len 128K --port 8000")
@@ -20,9 +22,9 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 
-from kvledger.deploy import DeploymentError
-from kvledger.launch.command import split_words
-from kvledger.launch.values import human_int, integer
+from kvledger.core.errors import DeploymentError
+from kvledger.core.values import human_int, integer
+from kvledger.core.words import split_words
 from kvledger.vllm.deploy import VllmDeployment
 from kvledger.vllm.rules import MambaCacheMode
 
@@ -78,15 +80,22 @@ _REFUSED = {"--pipeline-parallel-size": "1", "-pp": "1", "--cpu-offload-gb": "0"
             "--num-gpu-blocks-override": None, "--prefill-context-parallel-size": "1",
             "--decode-context-parallel-size": "1", "-dcp": "1"}
 _MODEL_FLAGS = ("--model",)
-# SGLang's spellings of flags that change memory: vLLM's parser rejects them ("unrecognized
-# arguments"); skipping them would plan a different deployment than the one meant.
-_SGLANG_SPELLINGS = {
-    "--tp": "--tensor-parallel-size / -tp", "--tp-size": "--tensor-parallel-size / -tp",
-    "--dp": "--data-parallel-size / -dp", "--dp-size": "--data-parallel-size / -dp",
-    "--context-length": "--max-model-len", "--mem-fraction-static": "--gpu-memory-utilization",
-    "--max-running-requests": "--max-num-seqs", "--page-size": "--block-size",
+# SGLang's spellings of vLLM flags that mean the same: read as the vLLM flag (one spelling
+# policy for every command, whichever engine plans).
+SGLANG_ALIASES = {
+    "--tp": "--tensor-parallel-size", "--tp-size": "--tensor-parallel-size",
+    "--context-length": "--max-model-len", "--page-size": "--block-size",
     "--mamba-ssm-dtype": "--mamba-ssm-cache-dtype",
     "--disable-radix-cache": "--no-enable-prefix-caching",
+}
+# SGLang's spellings of flags that change memory but mean something else to vLLM: vLLM's parser
+# rejects them ("unrecognized arguments"); skipping them would plan another deployment.
+_SGLANG_SPELLINGS = {
+    "--dp": "--data-parallel-size / -dp (SGLang's --dp may be attention-DP groups)",
+    "--dp-size": "--data-parallel-size / -dp (SGLang's --dp-size may be attention-DP groups)",
+    "--mem-fraction-static": "--gpu-memory-utilization (a share of all GPU memory, not of "
+                             "the static pools)",
+    "--max-running-requests": "--max-num-seqs (per DP engine, not global)",
 }
 # --dtype: kvledger's state and KV "auto" dtypes are 2-byte (the embedded checkpoints are bf16)
 _TWO_BYTE_DTYPES = frozenset({"auto", "bfloat16", "float16", "half"})
@@ -98,9 +107,11 @@ _IGNORED_SWITCHES = frozenset({
     "--enable-expert-parallel", "--async-scheduling", "--no-async-scheduling",
     "--disable-custom-all-reduce", "--enable-log-requests", "--enable-sleep-mode"})
 
-# Every spelling the table reads, refuses or knows as a no-op switch (for option reading).
-VLLM_SPELLINGS: frozenset[str] = frozenset(
-    {*_VALUE_FLAGS, *_SWITCHES, *_REFUSED, *_MODEL_FLAGS, *_IGNORED_SWITCHES, "--dtype"})
+# Every spelling the table reads or refuses (an abbreviation may name one), then with the
+# no-op switches (for option reading).
+VLLM_READ_SPELLINGS: frozenset[str] = frozenset(
+    {*_VALUE_FLAGS, *_SWITCHES, *_REFUSED, *_MODEL_FLAGS, "--dtype"})
+VLLM_SPELLINGS: frozenset[str] = VLLM_READ_SPELLINGS | _IGNORED_SWITCHES
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -154,6 +165,7 @@ def parse_vllm_command(argv: Sequence[str] | str) -> ParsedVllm:
             raise DeploymentError(f"{word!r}: a vLLM command takes its model as the first word "
                                   "after `vllm serve`, or --model")
         flag, eq, inline = word.partition("=")
+        spelled, flag = flag, SGLANG_ALIASES.get(flag, flag)
         if flag in _SGLANG_SPELLINGS:
             raise DeploymentError(f"{flag}: SGLang's spelling; vLLM takes "
                                   f"{_SGLANG_SPELLINGS[flag]}")
@@ -190,7 +202,7 @@ def parse_vllm_command(argv: Sequence[str] | str) -> ParsedVllm:
             try:
                 value = parser(text)
             except ValueError as exc:
-                raise DeploymentError(f"{flag} {text!r}: {exc or 'malformed value'}") from None
+                raise DeploymentError(f"{spelled} {text!r}: {exc or 'malformed value'}") from None
         else:
             ignored.append(flag)
             if not eq and flag not in _IGNORED_SWITCHES:

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from enum import Enum
 from math import prod
 
+from kvledger.core.units import cdiv
 from kvledger.model.arch import Family
-from kvledger.units import cdiv
 
 # The checkpoints kvledger embeds are all bfloat16; vLLM's `auto` dtypes follow the model.
 MODEL_ITEMSIZE = 2

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from kvledger.deploy import DeploymentError
-from kvledger.gpus import GPU
+from kvledger.core.errors import DeploymentError
+from kvledger.core.gpus import GPU
+from kvledger.core.units import cdiv
 from kvledger.model.arch import AttnKind, LinearKind, ModelArch, ShardingError
-from kvledger.units import cdiv
 from kvledger.vllm.align import BlockAlignment, align_block
 from kvledger.vllm.deploy import KV_CACHE_DTYPES, VllmDeployment
 from kvledger.vllm.groups import KVCacheGroup, glm5_next_groups, group_size, kv_cache_groups
@@ -183,10 +183,10 @@ def _mode(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
     return caching, mode
 
 
-def vllm_layout(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
-                gpu: GPU | None = None) -> VllmLayout:
-    """Resolve a vLLM deployment; errors name the flag (DeploymentError)."""
-    notes: list[str] = []
+def _resolve(model: ModelArch, dep: VllmDeployment, rules: VllmRules, gpu: GPU | None,
+             notes: list[str]) -> VllmDeployment:
+    """Steps 1 and 2: max_model_len, prefix caching, mamba_cache_mode and the rule set's
+    defaults (gpu_memory_utilization, max_num_seqs) written into the deployment."""
     max_len = dep.max_model_len or model.max_context_tokens
     if dep.max_model_len and model.max_context_tokens and dep.max_model_len > model.max_context_tokens:
         raise DeploymentError(
@@ -196,69 +196,103 @@ def vllm_layout(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
     if dep.max_num_seqs is None and gpu is None:
         notes.append(f"--max-num-seqs not given and no --gpu: assumed "
                      f"{rules.default_max_num_seqs(None)} (256 on GPUs under 70 GiB and A100s)")
-    dep = replace(dep, max_model_len=max_len, enable_prefix_caching=caching, mamba_cache_mode=mode,
-                  gpu_memory_utilization=dep.gpu_memory_utilization
-                  or rules.default_gpu_memory_utilization,
-                  max_num_seqs=dep.max_num_seqs or rules.default_max_num_seqs(gpu))
+    return replace(dep, max_model_len=max_len, enable_prefix_caching=caching, mamba_cache_mode=mode,
+                   gpu_memory_utilization=dep.gpu_memory_utilization
+                   or rules.default_gpu_memory_utilization,
+                   max_num_seqs=dep.max_num_seqs or rules.default_max_num_seqs(gpu))
+
+
+def _block_size(model: ModelArch, dep: VllmDeployment, attention: AttentionLayer,
+                notes: list[str]) -> AttentionLayer:
+    """Step 4 before alignment: the backend's forced block, --block-size, or the default."""
+    if model.attn is AttnKind.DSA:
+        if dep.block_size not in (None, FLASHMLA_SPARSE_BLOCK):
+            notes.append(f"--block-size {dep.block_size}: vLLM forces 64 for the FlashMLASparse "
+                         "backend (sparse MLA)")
+        return attention
+    if dep.block_size is not None:
+        return replace(attention, block_tokens=dep.block_size)
+    if model.is_hybrid:
+        return replace(attention, block_tokens=CUDA_DEFAULT_BLOCK)
+    return attention
+
+
+def _aligned(model: ModelArch, dep: VllmDeployment, rules: VllmRules, gpu: GPU | None,
+             attention: AttentionLayer, notes: list[str]
+             ) -> tuple[AttentionLayer, MambaLayer, BlockAlignment]:
+    """Step 4 for a hybrid: the block aligned to the Mamba page, the page padded."""
+    sparse = model.attn is AttnKind.DSA
+    gdn = model.state is not None and model.state.kind.value == "gdn"
+    align = dep.mamba_cache_mode is MambaCacheMode.ALIGN
+    mamba = _mamba(model, dep, align)
+    # The kernel block alignment is max(the backend's smallest kernel block, block_size):
+    # FlashMLASparse takes 64 only, so the forced 64 acts as the user's block.
+    granule = rules.granule_tokens(
+        user_block=FLASHMLA_SPARSE_BLOCK if sparse else dep.block_size, mla=attention.mla,
+        align=align, gdn=gdn, arch=None if gpu is None else gpu.arch)
+    alignment = align_block(attn_bytes_per_token=attention.bytes_per_token,
+                            mamba_page_bytes=mamba.real_page_bytes, granule_tokens=granule,
+                            block_size=attention.block_tokens)
+    attention = replace(attention, block_tokens=alignment.block_tokens)
+    assert dep.max_model_len is not None
+    mamba = replace(mamba, block_tokens=alignment.block_tokens if align else dep.max_model_len,
+                    page_size_padded=alignment.attn_page_bytes)
+    if gpu is None and align and rules.gdn_align_checkpoint_tokens and gdn:
+        notes.append("no --gpu: the GDN prefill checkpoint alignment (Hopper, FlashInfer) "
+                     "is not applied to the block size")
+    return attention, mamba, alignment
+
+
+def _indexer(model: ModelArch, attention: AttentionLayer,
+             notes: list[str]) -> tuple[IndexerLayer, int, bool]:
+    """Sparse MLA: the indexer layer, how many layers own one, and the kpool tail."""
+    assert model.indexer is not None
+    indexer = IndexerLayer(head_dim=model.indexer.head_dim, block_tokens=attention.block_tokens,
+                           tokens_per_state=model.indexer.kpool)
+    num_indexer = sum(layer.has_indexer for layer in model.full_layers)
+    tail = model.is_hybrid and model.indexer.kpool > 1
+    if num_indexer < model.num_full_layers:
+        notes.append(f"{num_indexer} of {model.num_full_layers} sparse-MLA layers own an "
+                     "indexer; the shared (skip_topk) layers are counted without an indexer "
+                     "cache")
+    if tail:
+        notes.append(f"kpool indexer ({model.indexer.kpool} tokens per index key): "
+                     f"{indexer.block_tokens // model.indexer.kpool} index rows per block, "
+                     "plus one tail block per request (KpoolTailSpec)")
+    return indexer, num_indexer, tail
+
+
+def vllm_layout(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
+                gpu: GPU | None = None) -> VllmLayout:
+    """Resolve a vLLM deployment in the module doc's order; errors name the flag
+    (DeploymentError)."""
+    notes: list[str] = []
+    dep = _resolve(model, dep, rules, gpu, notes)
     attention = _attention(model, dep)
     if dep.num_speculative_tokens and model.num_draft_layers:
         notes.append(f"speculative decoding: the {model.num_draft_layers} MTP draft layer(s) "
                      "register KV-cache layers of their own in vLLM; kvledger counts only the "
                      "target model's layers and the extra state blocks")
-    hybrid = model.is_hybrid
+    attention = _block_size(model, dep, attention, notes)
+    mamba = alignment = None
+    if model.is_hybrid:
+        attention, mamba, alignment = _aligned(model, dep, rules, gpu, attention, notes)
+    indexer, num_indexer, tail = None, 0, False
     sparse = model.attn is AttnKind.DSA
     if sparse:
-        if dep.block_size not in (None, FLASHMLA_SPARSE_BLOCK):
-            notes.append(f"--block-size {dep.block_size}: vLLM forces 64 for the FlashMLASparse "
-                         "backend (sparse MLA)")
-    elif dep.block_size is not None:
-        attention = replace(attention, block_tokens=dep.block_size)
-    elif hybrid:
-        attention = replace(attention, block_tokens=CUDA_DEFAULT_BLOCK)
-    mamba = alignment = None
-    counts = {"attention": model.num_full_layers}
-    if hybrid:
-        align = mode is MambaCacheMode.ALIGN
-        mamba = _mamba(model, dep, align)
-        # The kernel block alignment is max(the backend's smallest kernel block, block_size):
-        # FlashMLASparse takes 64 only, so the forced 64 acts as the user's block.
-        granule = rules.granule_tokens(
-            user_block=FLASHMLA_SPARSE_BLOCK if sparse else dep.block_size, mla=attention.mla,
-            align=align, gdn=model.state is not None and model.state.kind.value == "gdn",
-            arch=None if gpu is None else gpu.arch)
-        alignment = align_block(attn_bytes_per_token=attention.bytes_per_token,
-                                mamba_page_bytes=mamba.real_page_bytes, granule_tokens=granule,
-                                block_size=attention.block_tokens)
-        attention = replace(attention, block_tokens=alignment.block_tokens)
-        mamba = replace(mamba, block_tokens=alignment.block_tokens if align else max_len,
-                        page_size_padded=alignment.attn_page_bytes)
-        counts["mamba"] = model.num_linear_layers
-        if gpu is None and align and rules.gdn_align_checkpoint_tokens and \
-                model.state is not None and model.state.kind.value == "gdn":
-            notes.append("no --gpu: the GDN prefill checkpoint alignment (Hopper, FlashInfer) "
-                         "is not applied to the block size")
-    indexer, num_indexer, tail = None, 0, False
-    if sparse:
-        assert model.indexer is not None
-        indexer = IndexerLayer(head_dim=model.indexer.head_dim, block_tokens=attention.block_tokens,
-                               tokens_per_state=model.indexer.kpool)
-        num_indexer = sum(layer.has_indexer for layer in model.full_layers)
-        tail = hybrid and model.indexer.kpool > 1
-        if num_indexer < model.num_full_layers:
-            notes.append(f"{num_indexer} of {model.num_full_layers} sparse-MLA layers own an "
-                         "indexer; the shared (skip_topk) layers are counted without an indexer "
-                         "cache")
-        if tail:
-            notes.append(f"kpool indexer ({model.indexer.kpool} tokens per index key): "
-                         f"{indexer.block_tokens // model.indexer.kpool} index rows per block, "
-                         "plus one tail block per request (KpoolTailSpec)")
-    if sparse and hybrid:
+        indexer, num_indexer, tail = _indexer(model, attention, notes)
+    if sparse and model.is_hybrid:
         groups = glm5_next_groups(num_mla=model.num_full_layers,
                                   num_mamba=model.num_linear_layers)
     else:
+        counts = {"attention": model.num_full_layers}
+        if model.is_hybrid:
+            counts["mamba"] = model.num_linear_layers
         groups = kv_cache_groups(counts)
-    return VllmLayout(model=model, deployment=dep, rules=rules, gpu=gpu, max_model_len=max_len,
-                      prefix_caching=caching, mamba_cache_mode=mode, attention=attention,
+    assert dep.max_model_len is not None and dep.enable_prefix_caching is not None
+    return VllmLayout(model=model, deployment=dep, rules=rules, gpu=gpu,
+                      max_model_len=dep.max_model_len, prefix_caching=dep.enable_prefix_caching,
+                      mamba_cache_mode=dep.mamba_cache_mode, attention=attention,
                       mamba=mamba, alignment=alignment, groups=tuple(groups),
                       notes=tuple(notes), indexer=indexer, num_indexer_layers=num_indexer,
                       kpool_tail=tail)

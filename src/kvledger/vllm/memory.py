@@ -23,9 +23,9 @@ import math
 from dataclasses import dataclass
 from enum import Enum
 
-from kvledger.ledger import LedgerRow
-from kvledger.limits import MAX_GIB, check_number
-from kvledger.units import GiB
+from kvledger.core.ledger import LedgerRow
+from kvledger.core.limits import MAX_GIB, check_number
+from kvledger.core.units import GiB
 from kvledger.vllm.rules import VllmRules
 
 

@@ -1,12 +1,6 @@
 """VllmPlan: the one call from (model, vLLM deployment, rule set, memory) to ledgers and capacity.
 
-Ledgers (itemised rows, as everywhere in kvledger):
-- `per block`: one block id across the tensors of its group (group size × page);
-- `per request`: the blocks one max_model_len request takes from each group;
-- `lost per request`: bytes a max_model_len request holds that carry nothing — the Mamba page
-  padding, the padding layers of short groups, the empty tail of the last attention block;
-  memo: how much of that tail the block inflation (aligned block vs the kernel block) adds;
-- `lost per rank`: the memory no block covers and the null block.
+Ledgers: `kvledger.vllm.ledgers` (per block, per request, lost per request and per rank).
 `lost_bytes` = lost per rank + lost per request × whole concurrent requests.
 
 >>> p = make_vllm_plan("qwen3-next-80b-a3b-instruct", VllmDeployment(tensor_parallel_size=2),
@@ -18,40 +12,50 @@ Ledgers (itemised rows, as everywhere in kvledger):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from kvledger.gpus import GPU, get_gpu
-from kvledger.ledger import Ledger, LedgerRow
+from kvledger.core.engines import Engine
+from kvledger.core.gpus import GPU, get_gpu
+from kvledger.core.ledger import Ledger, LedgerRow
+from kvledger.core.limits import MAX_COUNT, show_value
+from kvledger.core.plan import Binding, ContextFit
+from kvledger.core.totals import DeploymentTotals
+from kvledger.core.units import GiB
 from kvledger.model.arch import ModelArch
-from kvledger.model.config import load_model
-from kvledger.units import GiB, cdiv
+from kvledger.model.config import REPO_IDS, load_model
 from kvledger.vllm.capacity import VllmCapacity, vllm_capacity
 from kvledger.vllm.deploy import VllmDeployment
-from kvledger.vllm.layout import (
-    CUDA_DEFAULT_BLOCK,
-    FLASHMLA_SPARSE_BLOCK,
-    VllmLayout,
-    vllm_layout,
-)
+from kvledger.vllm.layout import VllmLayout, vllm_layout
+from kvledger.vllm.ledgers import VllmLedgers, vllm_ledgers
 from kvledger.vllm.memory import KVMemory, kv_memory
-from kvledger.vllm.rules import DEFAULT_VLLM_RULES, get_vllm_rules
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class VllmLedgers:
-    per_block: Ledger
-    per_request: Ledger
-    lost_per_request: Ledger
-    lost_per_rank: Ledger
-    memory: Ledger
+from kvledger.vllm.plan_json import vllm_plan_json
+from kvledger.vllm.rules import DEFAULT_VLLM_RULES, VllmRules, get_vllm_rules
+from kvledger.vllm.serve_line import vllm_command
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class VllmPlan:
+    """vLLM's plan of one deployment; an `EnginePlan` (kvledger.core.plan).
+
+    Deployment-wide (`totals`): GPUs = tensor_parallel_size × data_parallel_size, each DP rank
+    its own engine and block pool (vllm/v1/engine/core.py: one EngineCore and KV cache per DP
+    rank); running requests = DP × min(max_num_seqs, ⌊max_concurrency⌋), max_concurrency =
+    num_gpu_blocks / blocks per max_model_len request (`get_max_concurrency_for_kv_cache_config`,
+    vllm/v1/core/kv_cache_utils.py); tokens = DP × the logged "GPU KV cache size"; the token
+    pool is the one block pool attention pages and Mamba states share (no state pool)."""
+
     layout: VllmLayout
     memory: KVMemory
     capacity: VllmCapacity
     ledgers: VllmLedgers
     notes: tuple[str, ...]
+    given: VllmDeployment | None = None  # the flags as given, before vLLM's defaults
+    requests: int | None = None  # the workload asked (global concurrent requests), if any
+    context_tokens_asked: int | None = None  # its tokens per request (None: max_model_len)
+
+    engine: ClassVar[Engine] = Engine.VLLM
+    # the memory system builds SGLang's pools; vLLM's shared block pool is not modelled there
+    simulatable: ClassVar[bool] = False
 
     @property
     def model(self) -> ModelArch:
@@ -62,101 +66,187 @@ class VllmPlan:
         return self.layout.gpu
 
     @property
+    def rules(self) -> VllmRules:
+        return self.layout.rules
+
+    @property
+    def deployment(self) -> VllmDeployment:
+        return self.layout.deployment
+
+    @property
     def lost_bytes(self) -> int:
         """Bytes per rank that hold nothing with the pool full of max_model_len requests."""
         whole = int(self.capacity.max_concurrency)
         return self.ledgers.lost_per_rank.total_bytes + whole * self.ledgers.lost_per_request.total_bytes
 
+    @property
+    def totals(self) -> DeploymentTotals:
+        dep, cap = self.deployment, self.capacity
+        dp = dep.data_parallel_size
+        ranks = dep.tensor_parallel_size * dp
+        return DeploymentTotals(
+            ranks=ranks, workers=dp,
+            running_requests=dp * min(cap.max_num_seqs, int(cap.max_concurrency)),
+            tokens=dp * cap.logged_tokens,
+            token_pool_bytes=cap.num_blocks * cap.bytes_per_block * ranks,
+            state_pool_bytes=0, verify_bytes=0, side_bytes=0)
 
-def _per_block(lay: VllmLayout) -> Ledger:
-    rows = [LedgerRow(component="layer page", count=lay.group_size, unit_bytes=lay.page_bytes,
-                      detail=f"{lay.block_tokens} tokens × {lay.attention.bytes_per_token} B "
-                             "(one tensor per group slot)")]
-    if lay.indexer is not None:
-        ix = lay.indexer
-        rows.append(LedgerRow(component="indexer page", count=lay.num_indexer_layers,
-                              unit_bytes=ix.page_bytes,
-                              detail=f"{ix.block_tokens // ix.tokens_per_state} index rows × "
-                                     f"{ix.row_bytes} B (fp8 + fp32 scale)"))
-    memo = []
-    if lay.mamba is not None:
-        memo.append(LedgerRow(component="Mamba state (real)", count=1,
-                              unit_bytes=lay.mamba.real_page_bytes,
-                              detail=" + ".join(f"{s}" for s in lay.mamba.shapes)))
-        memo.append(LedgerRow(component="Mamba page padding", count=1,
-                              unit_bytes=lay.mamba.padding_bytes,
-                              detail=f"{lay.alignment.padding_pct:.2f}% of the state"
-                              if lay.alignment else ""))
-    return Ledger(name="per block", per="block", rows=tuple(rows), memo=tuple(memo))
+    @property
+    def binding(self) -> Binding:
+        """`kv_blocks` (the block pool caps concurrency) or `max_num_seqs`."""
+        cap = self.capacity
+        code = "max_num_seqs" if cap.max_num_seqs < cap.max_concurrency else "kv_blocks"
+        return Binding(code=code, label=cap.binding)
 
+    @property
+    def context_tokens(self) -> int:
+        return self.layout.max_model_len
 
-def _per_request(lay: VllmLayout) -> Ledger:
-    rows = []
-    for i, group in enumerate(lay.groups):
-        if group.kind == "attention":
-            blocks = cdiv(lay.max_model_len, lay.block_tokens)
-            detail = f"cdiv({lay.max_model_len:,}, {lay.block_tokens})"
+    @property
+    def page_tokens(self) -> int:
+        return self.layout.block_tokens
+
+    def _concurrency(self, context_tokens: int) -> float:
+        """Requests of `context_tokens` tokens the block pool holds, as vLLM computes its
+        logged maximum concurrency (num_gpu_blocks / blocks per request), 0 past max_model_len
+        (vLLM rejects longer prompts)."""
+        if context_tokens > self.context_tokens:
+            return 0.0
+        return self.capacity.num_blocks / self.layout.blocks_for_len(context_tokens)
+
+    def fit_at(self, context_tokens: int | None = None) -> ContextFit:
+        """C defaults to the plan's workload's, else max_model_len."""
+        length = next(c for c in (context_tokens, self.context_tokens_asked, self.context_tokens)
+                      if c is not None)
+        if length < 1:
+            raise ValueError(f"--context {length}: expected a positive integer")
+        seqs, blocks = self.capacity.max_num_seqs, self._concurrency(length)
+        if length > self.context_tokens:
+            binding = Binding(code="context_length", label="max_model_len")
+        elif seqs < blocks:
+            binding = Binding(code="max_num_seqs", label=f"--max-num-seqs {seqs}")
         else:
-            assert lay.mamba is not None
-            blocks = lay.mamba.blocks_per_request
-            detail = (f"{lay.mamba_cache_mode.value}: "
-                      f"{'2' if lay.mamba.align else '1'} + {lay.mamba.spec_blocks} speculative")
-        rows.append(LedgerRow(component=f"group {i} ({group.kind}, {group.num_layers} layers)",
-                              count=blocks, unit_bytes=lay.bytes_per_block, detail=detail))
-    return Ledger(name="per request (max_model_len)", per="request", rows=tuple(rows))
+            binding = Binding(code="kv_blocks", label="KV-cache blocks")
+        return ContextFit(context_tokens=length, per_worker=min(seqs, int(blocks)),
+                          workers=self.totals.workers, binding=binding)
+
+    @property
+    def asked(self) -> bool:
+        """Whether the plan was made with a workload (`requests`, `context_tokens_asked`)."""
+        return self.requests is not None or self.context_tokens_asked is not None
+
+    def fits(self, requests: int | None, context_tokens: int | None) -> bool | None:
+        """Over all DP engines; with neither given, the plan's own workload (None without
+        one). A plan that exists already holds one request of max_model_len (vLLM refuses to
+        start otherwise)."""
+        if requests is None and context_tokens is None:
+            if not self.asked:
+                return None
+            requests, context_tokens = self.requests, self.context_tokens_asked
+        return self.fit_at(context_tokens).requests >= (1 if requests is None else requests)
+
+    def headroom(self, requests: int, context_tokens: int | None) -> float:
+        length = self.fit_at(context_tokens).context_tokens
+        concurrency = min(self.capacity.max_num_seqs, self._concurrency(length))
+        return self.totals.workers * concurrency / requests
+
+    def ledgers_by_name(self) -> dict[str, Ledger]:
+        led = self.ledgers
+        return {"memory": led.memory, "per_block": led.per_block,
+                "per_request": led.per_request, "lost_per_request": led.lost_per_request,
+                "lost_per_rank": led.lost_per_rank}
+
+    @property
+    def pools(self) -> Ledger:
+        cap = self.capacity
+        return Ledger(name="device pools", per="rank", rows=(
+            LedgerRow(component="block pool", count=cap.num_blocks,
+                      unit_bytes=cap.bytes_per_block,
+                      detail="num_gpu_blocks (block 0 the null block), attention and state "
+                             "pages alike"),))
+
+    def launch_command(self, model_ref: str | None = None, *, nodes: int = 1) -> str:
+        """`vllm serve …` with the flags as given (`nodes` is SGLang's: each DP rank of vLLM
+        is its own engine, launched alike)."""
+        ref = model_ref or REPO_IDS.get(self.model.name, self.model.name)
+        return vllm_command(ref, self.given or self.deployment)
+
+    def layout_fields(self, *, as_given: bool = False) -> dict[str, Any]:
+        dep = self.given if as_given and self.given else self.deployment
+        return {"tp_size": dep.tensor_parallel_size, "dp_size": dep.data_parallel_size,
+                "enable_dp_attention": False, "replicas": dep.data_parallel_size,
+                "attn_tp_size": dep.tensor_parallel_size, "kv_cache_dtype": dep.kv_cache_dtype,
+                "mamba_ssm_dtype": dep.mamba_ssm_cache_dtype}
+
+    def flag_fields(self) -> dict[str, Any]:
+        dep = self.deployment
+        return {"tensor_parallel_size": dep.tensor_parallel_size,
+                "data_parallel_size": dep.data_parallel_size,
+                "max_model_len": self.layout.max_model_len, "kv_cache_dtype": dep.kv_cache_dtype}
+
+    def per_worker(self) -> dict[str, int | float]:
+        """Per DP engine."""
+        cap = self.capacity
+        return {"num_gpu_blocks": cap.num_blocks, "blocks_per_request": cap.blocks_per_request,
+                "max_concurrency": cap.max_concurrency, "gpu_kv_cache_tokens": cap.logged_tokens,
+                "max_num_seqs": cap.max_num_seqs, "max_model_len": self.layout.max_model_len}
+
+    def unit_bytes(self) -> dict[str, int]:
+        return {}  # vLLM sizes by the block, not by token, slot and request
+
+    def to_json(self, ignored_flags: tuple[str, ...] = ()) -> dict[str, Any]:
+        """The `kvledger plan --engine vllm --json` document (`kvledger.vllm.plan_json`)."""
+        return vllm_plan_json(self, ignored_flags)
 
 
-def _lost_per_request(lay: VllmLayout) -> Ledger:
-    rows: list[LedgerRow] = []
-    memo: list[LedgerRow] = []
-    size = lay.group_size
-    for group in lay.groups:
-        if group.kind == "attention":
-            blocks = cdiv(lay.max_model_len, lay.block_tokens)
-            tail = blocks * lay.block_tokens - lay.max_model_len
-            rows.append(LedgerRow(component="last attention block, empty tail",
-                                  count=tail * group.num_layers,
-                                  unit_bytes=lay.attention.bytes_per_token,
-                                  detail=f"{tail} tokens × {group.num_layers} layers"))
-            if lay.indexer is not None:
-                rows.append(LedgerRow(
-                    component="last indexer block, empty tail",
-                    count=tail // lay.indexer.tokens_per_state * lay.num_indexer_layers,
-                    unit_bytes=lay.indexer.row_bytes,
-                    detail=f"{tail // lay.indexer.tokens_per_state} rows × "
-                           f"{lay.num_indexer_layers} layers"))
-            kernel = FLASHMLA_SPARSE_BLOCK if lay.indexer is not None else CUDA_DEFAULT_BLOCK
-            if lay.block_tokens > kernel and lay.mamba is not None:
-                kernel_tail = cdiv(lay.max_model_len, kernel) * kernel \
-                    - lay.max_model_len
-                memo.append(LedgerRow(
-                    component="of which block inflation", count=(tail - kernel_tail) * group.num_layers,
-                    unit_bytes=lay.attention.bytes_per_token,
-                    detail=f"block {lay.block_tokens} vs the kernel's {kernel}"))
-        else:
-            assert lay.mamba is not None
-            blocks = lay.mamba.blocks_per_request
-            rows.append(LedgerRow(component="Mamba page padding", count=blocks * group.num_layers,
-                                  unit_bytes=lay.mamba.padding_bytes,
-                                  detail=f"{blocks} blocks × {group.num_layers} layers"))
-        if group.num_layers < size:
-            blocks = (cdiv(lay.max_model_len, lay.block_tokens) if group.kind == "attention"
-                      else lay.mamba.blocks_per_request)
-            rows.append(LedgerRow(component=f"padding layers ({group.kind} group of "
-                                            f"{group.num_layers} < {size})",
-                                  count=blocks * (size - group.num_layers),
-                                  unit_bytes=lay.page_bytes, detail="block slots never written"))
-    return Ledger(name="lost per request (max_model_len)", per="request", rows=tuple(rows),
-                  memo=tuple(memo))
+def _check_workload(requests: int | None, context_tokens: int | None) -> None:
+    for flag, value in (("--requests", requests), ("--context", context_tokens)):
+        if value is not None and not (isinstance(value, int) and 1 <= value <= MAX_COUNT):
+            raise ValueError(f"{flag} {show_value(value)}: expected a positive integer (at "
+                             f"most {MAX_COUNT:,})")
 
 
-def _lost_per_rank(cap: VllmCapacity) -> Ledger:
-    rows = (LedgerRow(component="memory past the last whole block", count=1,
-                      unit_bytes=cap.unallocated_bytes,
-                      detail=f"available mod {cap.bytes_per_block:,} B"),
-            LedgerRow(component="null block", count=1, unit_bytes=cap.bytes_per_block,
-                      detail="BlockPool holds block 0 back"))
-    return Ledger(name="lost per rank", per="rank", rows=rows)
+def _memory_source(available_gib: float | None, dep: VllmDeployment,
+                   gpu: GPU | None) -> str | None:
+    """The one memory source given (--available-gib, --kv-cache-memory-bytes), else None for
+    the GPU's budget; both, or none and no GPU, is an error."""
+    sources = [name for name, given in (("--available-gib", available_gib is not None),
+                                        ("--kv-cache-memory-bytes",
+                                         dep.kv_cache_memory_bytes is not None)) if given]
+    if len(sources) > 1:
+        raise ValueError(f"{' and '.join(sources)}: give one, not both")
+    if not sources and gpu is None:
+        raise ValueError("--engine vllm needs --gpu, --available-gib (vLLM's logged "
+                         "'Available KV cache memory') or --kv-cache-memory-bytes")
+    return sources[0] if sources else None
+
+
+def _gpu_weights(arch: ModelArch, lay: VllmLayout, gpu: GPU, weights_gib: float | None,
+                 given: VllmDeployment, notes: list[str]) -> int:
+    """Weights per rank on the GPU's budget (given, else the config's estimate), checked
+    against total × gpu_memory_utilization; each default taken is noted."""
+    dep = lay.deployment
+    if weights_gib is not None:
+        if not weights_gib >= 0:
+            raise ValueError(f"--weights-gib {weights_gib:g}: expected a non-negative number")
+        weights = int(weights_gib * GiB)
+    elif arch.weight_bytes is None:
+        raise ValueError(f"{arch.name}: weight size unknown; pass --weights-gib")
+    else:
+        weights = arch.weight_bytes // dep.tensor_parallel_size
+        notes.append(f"weights estimated from the config: {weights / GiB:,.2f} GiB per rank; "
+                     "override with --weights-gib (vLLM logs 'Model loading took X GiB')")
+    if given.gpu_memory_utilization is None:
+        notes.append(f"--gpu-memory-utilization not given: {lay.rules.name}'s default "
+                     f"{dep.gpu_memory_utilization:g}")
+    budget = gpu.memory_bytes * dep.gpu_memory_utilization
+    if weights >= budget:
+        raise ValueError(
+            f"weights of {weights / GiB:,.2f} GiB per rank do not fit in "
+            f"--gpu-memory-utilization {dep.gpu_memory_utilization:g} × "
+            f"{gpu.name}'s {gpu.memory_bytes / GiB:,.2f} GiB "
+            f"({budget / GiB:,.2f} GiB); raise --tensor-parallel-size or pass --weights-gib")
+    return weights
 
 
 def make_vllm_plan(
@@ -170,41 +260,24 @@ def make_vllm_plan(
     activation_gib: float | None = None,
     non_torch_gib: float | None = None,
     cudagraph_gib: float | None = None,
+    requests: int | None = None,
+    context_tokens: int | None = None,
 ) -> VllmPlan:
-    """Resolve, size and ledger a vLLM deployment; errors name the flag at fault."""
+    """Resolve, size and ledger a vLLM deployment; errors name the flag at fault.
+
+    `requests`/`context_tokens`: a workload the plan carries (`fits(None, None)`, the
+    documents' `workload`); it changes no pool: vLLM sizes by max_model_len."""
+    _check_workload(requests, context_tokens)
     arch = load_model(model) if isinstance(model, str) else model
     dep = deployment or VllmDeployment()
     rule_set = get_vllm_rules(rules)
     gpu_spec = get_gpu(gpu) if gpu else None
     lay = vllm_layout(arch, dep, rule_set, gpu_spec)
     notes = list(lay.notes)
-    sources = [name for name, given in (("--available-gib", available_gib is not None),
-                                        ("--kv-cache-memory-bytes",
-                                         dep.kv_cache_memory_bytes is not None)) if given]
-    if len(sources) > 1:
-        raise ValueError(f"{' and '.join(sources)}: give one, not both")
     weights = 0
-    if not sources:
-        if gpu_spec is None:
-            raise ValueError("--engine vllm needs --gpu, --available-gib (vLLM's logged "
-                             "'Available KV cache memory') or --kv-cache-memory-bytes")
-        if weights_gib is not None:
-            if not weights_gib >= 0:
-                raise ValueError(f"--weights-gib {weights_gib:g}: expected a non-negative number")
-            weights = int(weights_gib * GiB)
-        elif arch.weight_bytes is None:
-            raise ValueError(f"{arch.name}: weight size unknown; pass --weights-gib")
-        else:
-            weights = arch.weight_bytes // lay.deployment.tensor_parallel_size
-            notes.append(f"weights estimated from the config: {weights / GiB:,.2f} GiB per rank; "
-                         "override with --weights-gib (vLLM logs 'Model loading took X GiB')")
-        budget = gpu_spec.memory_bytes * lay.deployment.gpu_memory_utilization
-        if weights >= budget:
-            raise ValueError(
-                f"weights of {weights / GiB:,.2f} GiB per rank do not fit in "
-                f"--gpu-memory-utilization {lay.deployment.gpu_memory_utilization:g} × "
-                f"{gpu_spec.name}'s {gpu_spec.memory_bytes / GiB:,.2f} GiB "
-                f"({budget / GiB:,.2f} GiB); raise --tensor-parallel-size or pass --weights-gib")
+    if _memory_source(available_gib, dep, gpu_spec) is None:
+        assert gpu_spec is not None
+        weights = _gpu_weights(arch, lay, gpu_spec, weights_gib, dep, notes)
     memory = kv_memory(available_gib=available_gib,
                        kv_cache_memory_bytes=dep.kv_cache_memory_bytes,
                        total_bytes=None if gpu_spec is None else gpu_spec.memory_bytes,
@@ -212,12 +285,15 @@ def make_vllm_plan(
                        weights_bytes=weights, activation_gib=activation_gib,
                        non_torch_gib=non_torch_gib, cudagraph_gib=cudagraph_gib, notes=notes)
     capacity = vllm_capacity(lay, memory.available_bytes)
-    ledgers = VllmLedgers(per_block=_per_block(lay), per_request=_per_request(lay),
-                          lost_per_request=_lost_per_request(lay),
-                          lost_per_rank=_lost_per_rank(capacity),
-                          memory=Ledger(name="KV cache memory", per="rank", rows=memory.rows()))
+    if dep.max_num_seqs is None and gpu_spec is not None:  # without a GPU the layout says so
+        notes.append(f"--max-num-seqs not given: vLLM's default {capacity.max_num_seqs:,} on "
+                     f"{gpu_spec.name}")
     if lay.deployment.data_parallel_size > 1:
         notes.append(f"--data-parallel-size {lay.deployment.data_parallel_size}: every number is "
                      "per engine; each DP rank has its own pool")
-    return VllmPlan(layout=lay, memory=memory, capacity=capacity, ledgers=ledgers,
-                    notes=tuple(notes))
+    if context_tokens is not None and context_tokens > lay.max_model_len:
+        notes.append(f"--context {context_tokens:,}: longer than max_model_len "
+                     f"{lay.max_model_len:,}, which vLLM rejects; raise --max-model-len")
+    return VllmPlan(layout=lay, memory=memory, capacity=capacity,
+                    ledgers=vllm_ledgers(lay, capacity, memory), notes=tuple(notes), given=dep,
+                    requests=requests, context_tokens_asked=context_tokens)

@@ -50,9 +50,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from kvledger.gpus import GPU, GpuArch
-from kvledger.registry import RuleRegistry
-from kvledger.units import GiB
+from kvledger.core.gpus import GPU, GpuArch
+from kvledger.core.registry import RuleRegistry
+from kvledger.core.units import GiB
 
 
 class LoggedTokens(Enum):

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from kvledger.capacity import MemoryInput, plan_capacity
-from kvledger.deploy import Deployment
-from kvledger.ledger import state_ledger, token_ledger
+from kvledger.core.units import GiB
 from kvledger.model.arch import Family, ModelError
-from kvledger.resolve import resolve
-from kvledger.rules import RULES
-from kvledger.units import GiB
+from kvledger.sglang.capacity import MemoryInput, plan_capacity
+from kvledger.sglang.deploy import Deployment
+from kvledger.sglang.ledger import state_ledger, token_ledger
+from kvledger.sglang.resolve import resolve
+from kvledger.sglang.rules import RULES
 
 
 def granite() -> dict:
@@ -70,7 +70,7 @@ def test_weights_itemised_by_hand(load_dict):
     assert p.mlp == 8 * (3 * 512 * 512 + 512 * 8) == 6_324_224
     assert p.experts == 8 * 8 * 3 * 512 * 1_024 == 100_663_296
     # bf16 at tp 2: every part halves (attention and mixers over attn_tp 2)
-    from kvledger.rankweights import weights_ledger
+    from kvledger.sglang.rankweights import weights_ledger
 
     ledger = weights_ledger(load_dict(granite()), Deployment(tp_size=2))
     assert ledger.total_bytes == (p.total * 2) // 2 == 144_529_408
@@ -112,8 +112,8 @@ def test_compute_profile_routes_top_k_of_every_layers_experts(load_dict):
 def test_roofline_step_flops_and_bytes_by_hand(load_dict):
     # One step on one H200: a 512-token prefill chunk at positions 0..511 and one request
     # decoding at context 1,024. bf16 weights (2 B per parameter), tp 1.
-    from kvledger.gpus import get_gpu
-    from kvledger.plan import make_plan
+    from kvledger.core.gpus import get_gpu
+    from kvledger.sglang.plan import make_plan
     from kvledger.sim.timing import Roofline, StepWork
 
     arch = load_dict(granite())
@@ -148,8 +148,8 @@ def test_simulate_times_granite_on_the_roofline(load_dict, tmp_path):
     from typer.testing import CliRunner
 
     from kvledger.cli import app
-    from kvledger.gpus import get_gpu
-    from kvledger.plan import make_plan
+    from kvledger.core.gpus import get_gpu
+    from kvledger.sglang.plan import make_plan
     from kvledger.sim.timing import Roofline, StepWork
 
     arch = load_dict(granite())

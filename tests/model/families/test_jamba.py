@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import pytest
 
-from kvledger.deploy import Deployment, DeploymentError
+from kvledger.core.units import GiB
 from kvledger.model.arch import Family, LayerKind, ModelError
 from kvledger.model.config import load_model
-from kvledger.resolve import resolve
-from kvledger.rules import RULES
-from kvledger.units import GiB
+from kvledger.sglang.deploy import Deployment, DeploymentError
+from kvledger.sglang.resolve import resolve
+from kvledger.sglang.rules import RULES
 from kvledger.vllm.deploy import VllmDeployment
 from kvledger.vllm.layout import vllm_layout
 from kvledger.vllm.plan import make_vllm_plan

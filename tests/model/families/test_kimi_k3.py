@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import pytest
 
-from kvledger.capacity import MemoryInput, plan_capacity
-from kvledger.deploy import Deployment
-from kvledger.ledger import state_ledger, token_ledger
+from kvledger.core.units import GiB
 from kvledger.model.arch import Family, LayerKind
 from kvledger.model.quant import QuantMethod
-from kvledger.plan import make_plan
-from kvledger.resolve import resolve
-from kvledger.rules import RULES
-from kvledger.units import GiB
+from kvledger.sglang.capacity import MemoryInput, plan_capacity
+from kvledger.sglang.deploy import Deployment
+from kvledger.sglang.ledger import state_ledger, token_ledger
+from kvledger.sglang.plan import make_plan
+from kvledger.sglang.resolve import resolve
+from kvledger.sglang.rules import RULES
 
 FULL = [4 * i for i in range(1, 24)] + [93]
 KDA = [i for i in range(1, 92) if i % 4]
@@ -135,7 +135,7 @@ def test_weights_by_hand_text_only(load_dict):
 
 def test_replicated_parts_stay_whole_on_every_rank(load_dict):
     from kvledger.model.quant import QuantMethod
-    from kvledger.rankweights import weights_ledger
+    from kvledger.sglang.rankweights import weights_ledger
 
     cfg = k3_full()
     del cfg["vision_config"]

@@ -17,7 +17,7 @@ Per layer, a tensor of shape (…, w) with E elements costs E · 1 + (E / w) · 
 Worked example (one layer, conv (3, 8) bf16, temporal (2, 4, 4) fp32): full 48 + 128 = 176 B;
 8-bit (24 + 3·4) + (32 + 8·4) = 100 B (cached share 82 full slots → 144).
 
->>> from kvledger.specs import StateSpec
+>>> from kvledger.sglang.specs import StateSpec
 >>> spec = StateSpec(conv_shape=(3, 8), conv_itemsize=2, temporal_shape=(2, 4, 4),
 ...                  temporal_itemsize=4)
 >>> checkpoint_bytes(spec, layers=1)
@@ -33,8 +33,8 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from math import prod
 
-from kvledger.plan import Plan
-from kvledger.specs import StateSpec
+from kvledger.sglang.plan import SglangPlan
+from kvledger.sglang.specs import StateSpec
 
 LABEL = "what-if (lossy, not bit-exact): 8-bit checkpoint states, float32 scale per row"
 QUANT_ITEMSIZE = 1  # int8 or fp8_e4m3
@@ -89,7 +89,7 @@ class LossyStates:
         return self.cache_lossy_slots - self.cache_full_slots
 
 
-def lossy_states(plan: Plan) -> LossyStates:
+def lossy_states(plan: SglangPlan) -> LossyStates:
     """The 8-bit checkpoint arithmetic for `plan` at N running requests."""
     lay, cap = plan.layout, plan.capacity
     if lay.state is None:
@@ -101,7 +101,7 @@ def lossy_states(plan: Plan) -> LossyStates:
                            lay.state, layers=plan.model.num_linear_layers))
 
 
-def lossy_plan(plan: Plan, lossy: LossyStates, kind: LossyCheckpoints) -> Plan:
+def lossy_plan(plan: SglangPlan, lossy: LossyStates, kind: LossyCheckpoints) -> SglangPlan:
     """`plan` with the gained slots given to the state pool (the simulated what-if), its notes
     carrying the label. Requests still hold today's slots, so at N running the cache holds
     exactly `cache_lossy_slots`; fewer running, less than the what-if would (a lower bound)."""

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from kvledger.plan import Plan
+from kvledger.sglang.plan import SglangPlan
 
 DEFAULT_POOL_SLOTS = 8  # shared track slots: enough for 8 checkpoints saved in one step
 LABEL = "what-if (not SGLang today): shared track-slot pool"
@@ -77,7 +77,7 @@ class SlotEconomy:
         return max(0, self.state_slots - self.pinned_shared_slots)
 
 
-def slot_economy(plan: Plan, pool_slots: int = DEFAULT_POOL_SLOTS) -> SlotEconomy:
+def slot_economy(plan: SglangPlan, pool_slots: int = DEFAULT_POOL_SLOTS) -> SlotEconomy:
     """The what-if's arithmetic for `plan` (a hybrid plan with extra_buffer track slots)."""
     cap = plan.capacity
     return SlotEconomy(state_slots=cap.state_slots, running_requests=cap.max_running_requests,
@@ -85,7 +85,7 @@ def slot_economy(plan: Plan, pool_slots: int = DEFAULT_POOL_SLOTS) -> SlotEconom
                        pool_slots=pool_slots)
 
 
-def shared_track_plan(plan: Plan, economy: SlotEconomy) -> Plan:
+def shared_track_plan(plan: SglangPlan, economy: SlotEconomy) -> SglangPlan:
     """`plan` with the freed slots given to the state pool (the simulated what-if): requests
     still hold today's slots, so at N running the cache has exactly the shared economy's
     room, and never less below N (an upper bound there)."""

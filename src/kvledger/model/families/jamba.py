@@ -12,7 +12,7 @@ conv rows for speculative tokens. The state has no heads: each of the d_inner ch
 own "head" of width 1, so TP shards the channels.
 
 Engines: vLLM serves it with its native JambaForCausalLM. SGLang has no Jamba model class, and
-its Transformers fallback refuses it (see kvledger.resolve.NO_SGLANG_MODEL_CLASS).
+its Transformers fallback refuses it (see kvledger.sglang.resolve.NO_SGLANG_MODEL_CLASS).
 
 Weights count the matrices (embeddings, attention, Mamba-1 in/x/dt/out projections, conv and
 A, dense MLPs, routers and experts); biases, D and norms are left out (under 0.01 %).

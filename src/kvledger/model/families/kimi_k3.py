@@ -32,9 +32,9 @@ from dataclasses import replace
 
 from kvledger.model import weights
 from kvledger.model.arch import Family, ModelArch
-from kvledger.model.families import kimi_linear
 from kvledger.model.families.deepseek_v3 import mla_params
 from kvledger.model.families.kda import kda_layer_ids
+from kvledger.model.families.kimi_linear import read as read_kimi_linear
 from kvledger.model.params import ParamCounts
 from kvledger.model.reader import ConfigReader
 
@@ -44,7 +44,7 @@ def read(root: ConfigReader, name: str) -> ModelArch:
     if text is root:
         raise root.error("text_config", "is missing (Kimi-K3 nests its decoder there)")
     vision = root.optional_section("vision_config")
-    arch = kimi_linear.read(text, name)
+    arch = read_kimi_linear(text, name)
     params = k3_params(text, vision)
     return replace(
         arch, source=root.source, family=Family.KIMI_K3, model_type=root.str("model_type"),

@@ -104,7 +104,7 @@ def read(root: ConfigReader, name: str) -> ModelArch:
 def _param_counts(
     root: ConfigReader, state: StateShape, attention: int, types: list[str]
 ) -> ParamCounts:
-    """Each block's weights, by the part SGLang shards them over (see kvledger.rankweights)."""
+    """Each block's weights, by the part SGLang shards them over (see kvledger.sglang.rankweights)."""
     hidden = root.int("hidden_size", minimum=1)
     count = {kind: types.count(kind) for kind in PATTERN.values()}
     mlp = experts = 0

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from kvledger.plan import Plan
 from kvledger.report.figures.canvas import save_figure, stamp
 from kvledger.report.figures.hicache_cover import hicache_cover
 from kvledger.report.figures.index_page import index_page
@@ -23,6 +22,7 @@ from kvledger.report.figures.layer_map import layer_map
 from kvledger.report.figures.pool_tree import pool_tree
 from kvledger.report.figures.sim_plots import hit_rates, occupancy
 from kvledger.report.figures.token_bytes import token_bytes
+from kvledger.sglang.plan import SglangPlan
 from kvledger.sim.replay import SimResult
 
 
@@ -30,7 +30,7 @@ from kvledger.sim.replay import SimResult
 class FigureSpec:
     stem: str  # file name without suffix
     caption: str
-    draw: Callable  # (Plan) or (SimResult) -> Figure | str (why it does not apply)
+    draw: Callable  # (SglangPlan) or (SimResult) -> Figure | str (why it does not apply)
 
 
 PLAN_FIGURES: tuple[FigureSpec, ...] = (
@@ -60,7 +60,7 @@ class Drawn:
     skipped: str | None  # why the figure does not apply
 
 
-def draw_all(plan: Plan, result: SimResult | None = None) -> list[Drawn]:
+def draw_all(plan: SglangPlan, result: SimResult | None = None) -> list[Drawn]:
     drawn = []
     for spec in PLAN_FIGURES:
         out = spec.draw(plan)
@@ -72,7 +72,7 @@ def draw_all(plan: Plan, result: SimResult | None = None) -> list[Drawn]:
     return drawn
 
 
-def write_figures(plan: Plan, out_dir: Path, result: SimResult | None = None
+def write_figures(plan: SglangPlan, out_dir: Path, result: SimResult | None = None
                   ) -> tuple[list[Path], list[str]]:
     """Save every applicable figure as SVG and PNG; return the files and the skip reasons."""
     files: list[Path] = []

@@ -1,7 +1,7 @@
 """Figure 5 of the article: what HiCache covers, in the article's release and in ours.
 
 Left: each object HBM holds for one rank, its device bytes, and whether a host copy exists
-under each view (`kvledger.hicache`: the article's 0.5.21 host pools vs the corrected ones).
+under each view (`kvledger.sglang.hicache`: the article's 0.5.21 host pools vs the corrected ones).
 Right: host bytes per cached token under each view next to the device's, which shows the
 article release's two defects at a glance (a host KV row narrower than the device row, and no
 index keys on host).
@@ -12,9 +12,9 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from kvledger.hicache import OUR_HOST, CopyStatus, HostObject, HostRules, host_token_ledger
-from kvledger.plan import Plan
-from kvledger.report.figures.canvas import PALETTE, gib, new_figure
+from kvledger.report.figures.canvas import PALETTE, count_axis, gib, new_figure
+from kvledger.sglang.hicache import OUR_HOST, CopyStatus, HostObject, HostRules, host_token_ledger
+from kvledger.sglang.plan import SglangPlan
 
 STATUS_COLOUR = {
     CopyStatus.COPIED: PALETTE["ok"],
@@ -30,7 +30,7 @@ SHORT = {
 }
 
 
-def _device_bytes(plan: Plan) -> dict[HostObject, int]:
+def _device_bytes(plan: SglangPlan) -> dict[HostObject, int]:
     lay, cap = plan.layout, plan.capacity
     rows = cap.max_total_tokens + lay.page_tokens
     out = {HostObject.KV: rows * lay.kv_row.row_bytes * plan.model.num_full_layers}
@@ -43,7 +43,7 @@ def _device_bytes(plan: Plan) -> dict[HostObject, int]:
     return out
 
 
-def hicache_cover(plan: Plan) -> Figure:
+def hicache_cover(plan: SglangPlan) -> Figure:
     lay = plan.layout
     device = _device_bytes(plan)
     views = (HostRules.from_rules(lay.rules), OUR_HOST)  # as the plan's host tables
@@ -81,6 +81,7 @@ def hicache_cover(plan: Plan) -> Figure:
     bars.invert_yaxis()
     bars.set_xlim(0, max(values) * 1.35)
     bars.set_xlabel("bytes per cached token (all full layers)")
+    count_axis(bars.xaxis)
     fig.suptitle(f"{plan.model.name}: what HiCache copies to host — {lay.rules.name} vs "
                  "kvledger's host tier", fontsize=10)
     return fig

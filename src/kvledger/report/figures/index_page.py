@@ -12,11 +12,11 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from kvledger.plan import Plan
 from kvledger.report.figures.canvas import PALETTE, new_figure
+from kvledger.sglang.plan import SglangPlan
 
 
-def index_page(plan: Plan) -> Figure | str:
+def index_page(plan: SglangPlan) -> Figure | str:
     lay = plan.layout
     key = lay.index_key
     if key is None:

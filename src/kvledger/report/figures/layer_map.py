@@ -7,15 +7,16 @@ layers are marked. The per-layer bytes come from the plan's specs, so any model 
 
 from __future__ import annotations
 
+import matplotlib as mpl
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from kvledger.model.arch import LayerKind
-from kvledger.plan import Plan
-from kvledger.report.figures.canvas import PALETTE, new_figure
+from kvledger.report.figures.canvas import PALETTE, fits_width, new_figure
+from kvledger.sglang.plan import SglangPlan
 
 
-def layer_map(plan: Plan) -> Figure:
+def layer_map(plan: SglangPlan) -> Figure:
     lay, model = plan.layout, plan.model
     n = model.num_layers
     fig = new_figure(max(6.0, min(14.0, 0.2 * n + 2)), 2.6)
@@ -43,8 +44,11 @@ def layer_map(plan: Plan) -> Figure:
     if state_bytes:
         ax.text(n, 2.02, f"state: {state_bytes:,} B/slot per layer", fontsize=8, va="bottom",
                 ha="right", color=PALETTE["state"])
-    ax.set_title(f"{model.name}: {model.num_full_layers} {model.attn.value.upper()} layers keep "
-                 f"token KV, {model.num_linear_layers} linear layers keep request state",
-                 pad=16)
+    title = (f"{model.name}: {model.num_full_layers} {model.attn.value.upper()} layers keep "
+             f"token KV, {model.num_linear_layers} linear layers keep request state")
+    width_in = fig.get_figwidth() - 0.4  # the axes' side margins
+    if not fits_width(title, width_in, mpl.rcParams["axes.titlesize"]):
+        title = title.replace(": ", ":\n", 1)  # a narrow figure (few layers): two lines
+    ax.set_title(title, pad=16)
     ax.spines["left"].set_visible(False)
     return fig

@@ -11,7 +11,8 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from kvledger.report.figures.canvas import PALETTE, new_figure
+from kvledger.report.figures.canvas import PALETTE, count_axis, new_figure
+from kvledger.report.show import show_fraction
 from kvledger.sim.metrics import SimSummary
 from kvledger.sim.replay import SimResult
 from kvledger.sim.series import Constraint, TimeSeries
@@ -71,8 +72,8 @@ def hit_rates(result: SimResult) -> Figure:
     ax.set_ylabel("share of prompt tokens")
     ax.legend(fontsize=7, loc="upper left")
     s = result.summary
-    ax.set_title(f"{s.workload}: token hit {s.counters.token_hit_rate:.1%}, usable "
-                 f"{s.counters.usable_hit_rate:.1%}")
+    ax.set_title(f"{s.workload}: token hit {show_fraction(s.counters.token_hit_rate)}, usable "
+                 f"{show_fraction(s.counters.usable_hit_rate)}")
     return fig
 
 
@@ -113,6 +114,7 @@ def occupancy(result: SimResult) -> Figure:
     pages.axhline(s.token_pages, color="black", lw=0.8, ls="--", label=f"T = {s.token_pages:,} pages")
     _shade(pages, b, Constraint.TOKENS)
     pages.set_ylabel("token pages")
+    count_axis(pages.yaxis)  # millions of pages: separators, not a "1e6" offset
     slots.stackplot(b.seconds, b.at_end("slots_requests"), b.at_end("slots_cache"),
                     colors=[PALETTE["state"], PALETTE["conv"]],
                     labels=["held by running requests", "checkpoints in the cache"], step="pre")

@@ -9,13 +9,10 @@ from kvledger.sizing import SweepRow
 
 
 def _label(row: SweepRow) -> str:
-    if row.vllm_plan is not None:
-        v = row.vllm_plan.layout.deployment
-        return (f"{row.gpu} ×{row.totals.ranks} vllm tp {v.tensor_parallel_size} "
-                f"dp {v.data_parallel_size} {v.kv_cache_dtype}")
-    dep = row.plan.layout.deployment
-    return (f"{row.gpu or 'no GPU'} ×{row.totals.ranks} tp {dep.tp_size} dp {dep.dp_size} "
-            f"{dep.kv_cache_dtype.value}")
+    f = row.plan.layout_fields()
+    engine = "" if row.engine == "sglang" else f"{row.engine} "  # SGLang, the default, unnamed
+    return (f"{row.gpu or 'no GPU'} ×{row.totals.ranks} {engine}tp {f['tp_size']} "
+            f"dp {f['dp_size']} {f['kv_cache_dtype']}")
 
 
 def sweep_figure(model: str, rows: list[SweepRow], memory: str) -> Figure:

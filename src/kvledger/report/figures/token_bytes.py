@@ -13,16 +13,16 @@ from dataclasses import replace
 
 from matplotlib.figure import Figure
 
-from kvledger.deploy import DeploymentError, DsaBackend, KVDtype
-from kvledger.ledger import Ledger, token_ledger
 from kvledger.model.arch import AttnKind
-from kvledger.plan import Plan
-from kvledger.report.figures.canvas import PALETTE, new_figure
-from kvledger.resolve import resolve
-from kvledger.rules import RULES
+from kvledger.report.figures.canvas import PALETTE, count_axis, new_figure
+from kvledger.sglang.deploy import DeploymentError, DsaBackend, KVDtype
+from kvledger.sglang.ledger import Ledger, token_ledger
+from kvledger.sglang.plan import SglangPlan
+from kvledger.sglang.resolve import resolve
+from kvledger.sglang.rules import RULES
 
 
-def _variants(plan: Plan) -> list[tuple[str, Ledger]]:
+def _variants(plan: SglangPlan) -> list[tuple[str, Ledger]]:
     lay = plan.layout
     dep = replace(lay.deployment, page_size=None)
     flavours = [("bf16", KVDtype.BF16, dep.dsa_backend)]
@@ -47,7 +47,7 @@ def _variants(plan: Plan) -> list[tuple[str, Ledger]]:
     return out
 
 
-def token_bytes(plan: Plan) -> Figure:
+def token_bytes(plan: SglangPlan) -> Figure:
     variants = _variants(plan)
     fig = new_figure(7.5, 0.55 * len(variants) + 1.6)
     ax = fig.add_subplot()
@@ -72,6 +72,7 @@ def token_bytes(plan: Plan) -> Figure:
     ax.set_yticks(range(len(labels)), labels, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("bytes per token on one rank (all full layers)")
+    count_axis(ax.xaxis)
     ax.set_xlim(0, max(r.total_bytes for _, r in variants) * 1.45)
     model = plan.model
     # Only a model with a DSA indexer has index keys to hatch (Nemotron-H has none).

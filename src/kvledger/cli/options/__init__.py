@@ -1,0 +1,8 @@
+"""Option schemas: dataclasses of typer options, one per group of flags.
+
+- `plan.py`: `PlanInputs` (model, GPU, memory, workload check, SGLang flags after `--`), the
+  engine choice (`--engine`, `--rules`) and `plan_from`;
+- `terms.py`: vLLM's memory terms (activations, non-torch, CUDA graphs, utilization);
+- `sim.py`: `SimInputs`, the workload and simulation options of `simulate`, `figures`, `report`;
+- `groups.py`: `option_group`, which folds a dataclass of options into one parameter.
+"""

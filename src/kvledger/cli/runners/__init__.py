@@ -1,0 +1,8 @@
+"""Use cases the commands run, from parsed options to results (no rendering of options).
+
+- `engines.py`: one plan per engine asked for (`--engine sglang,vllm`);
+- `compare_sides.py`: the two sides of `compare`, each SGLang's or vLLM's;
+- `simulation.py`: load a workload and replay it, with a progress bar;
+- `sim_compare.py`, `sim_slot_economy.py`, `sim_lossy.py`: `simulate`'s side-by-side runs
+  and what-ifs; `verify_lossy.py`: `verify --lossy-checkpoints`.
+"""

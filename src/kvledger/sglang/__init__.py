@@ -1,0 +1,30 @@
+"""SGLang's planner: its flags, rule sets and sizing, release by release.
+
+Data flow: `launch/` (a pasted command or flags) → `deploy.py` (the validated `Deployment`)
+→ `rules.py` (one frozen rule set per release) → `resolve.py` (the `CacheLayout` against a
+model, with the `specs.py` row specs) → `ledger.py` (per-token, per-slot, per-request and side
+ledgers) → `statebudget.py`, `requestlimits.py`, `memfraction.py`, `rankweights.py` →
+`capacity.py` (K, T, N and the binding constraint) → `hicache_share.py`, `hicache.py`,
+`l3plan.py` (host and store tiers) → `plan.py` (`make_plan`) → `scaling.py` (deployment-wide
+totals).
+
+Files:
+- `launch/`: SGLang's launch flags, their spellings, the pasted-command parser and the
+  launch command that reproduces a deployment (`line.py`).
+- `deploy.py`: `Deployment`, the memory-relevant `ServerArgs`, validated.
+- `rules.py`: per-release rule sets (`sglang-0.5.21`, `sglang-0.5.23`).
+- `specs.py`: frozen row specs that own their byte formulas.
+- `resolve.py`: auto values resolved against a model and a rule set.
+- `ledger.py`: the ledgers, row by row.
+- `statebudget.py`: the state pool's share of the budget.
+- `requestlimits.py`: the running-request limit rules.
+- `memfraction.py`: SGLang's default `mem_fraction_static`.
+- `rankweights.py`: weights per rank, itemised.
+- `capacity.py`: state slots K, tokens T, requests N, and which binds.
+- `hicache_share.py`, `hicache.py`: host-tier sizing.
+- `l3plan.py`: store-tier sizing.
+- `plan_memory.py`: the memory one rank starts from (available, or a GPU less weights).
+- `plan.py`: the whole plan of one rank, `SglangPlan` (an `EnginePlan`).
+- `plan_json.py`: its `--json` document (`kvledger.plan/2`).
+- `scaling.py`: totals over the deployment.
+"""

@@ -1,0 +1,299 @@
+"""Deployment: the SGLang server flags that change memory, frozen and validated.
+
+Field names follow SGLang's `ServerArgs` (python/sglang/srt/server_args.py). "Auto" values
+(KV dtype, mamba strategy, page size) are resolved once, against a model, a rule set and a
+GPU, by `kvledger.sglang.resolve`; this module only holds and checks what the user said.
+
+Construction validates every field and every cross-field rule SGLang enforces from flags alone
+(no model, no GPU); a violation raises DeploymentError naming the flag, e.g. "--tp-size 6: …".
+Each field carries its flag in `metadata["flag"]`: the spelling every SGLang release accepts
+(newer releases add aliases; `kvledger.sglang.launch.flags` lists them all).
+
+>>> d = Deployment(tp_size=8, dp_size=8, enable_dp_attention=True)
+>>> d.attn_dp_size, d.attn_tp_size
+(8, 1)
+>>> Deployment(tp_size=8, dp_size=4, enable_dp_attention=True).attn_tp_size
+2
+>>> Deployment(tp_size=8, dp_size=3, enable_dp_attention=True)
+Traceback (most recent call last):
+...
+kvledger.core.errors.DeploymentError: --dp-size 3: with --enable-dp-attention, --tp-size 8 must be a multiple of it (attn_tp = tp / dp / attn_cp)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+from enum import Enum
+
+from kvledger.core.errors import DeploymentError
+from kvledger.core.limits import MAX_COUNT, MAX_GIB, MAX_HICACHE_RATIO, show_value
+from kvledger.model.quant import QuantMethod
+
+
+class KVDtype(Enum):
+    AUTO = "auto"
+    BF16 = "bf16"
+    FP8_E4M3 = "fp8_e4m3"
+
+    @property
+    def itemsize(self) -> int:
+        assert self is not KVDtype.AUTO, "resolve kv_cache_dtype before sizing"
+        return 2 if self is KVDtype.BF16 else 1
+
+
+class DsaBackend(Enum):
+    """SGLang's DSA (formerly NSA) attention backend; decides the fp8 latent row layout.
+
+    Members are server_args.py `DSA_CHOICES`. SGLang takes one backend for prefill and one for
+    decode; `kvledger.sglang.launch` folds the pair into this one field the way
+    `calculate_mla_kv_cache_dim` (mem_cache/kv_cache_configurator.py) reads it: trtllm on
+    either side means raw rows.
+    """
+
+    FLASHMLA_SPARSE = "flashmla_sparse"
+    FLASHMLA_SPARSE_Q8 = "flashmla_sparse_q8"
+    FLASHMLA_KV = "flashmla_kv"
+    FLASHMLA_AUTO = "flashmla_auto"
+    FLASHINFER_SPARSE_MLA = "flashinfer_sparse_mla"
+    FA3 = "fa3"
+    TILELANG = "tilelang"
+    AITER = "aiter"
+    TRTLLM = "trtllm"
+
+    @property
+    def scaled_fp8(self) -> bool:
+        # TRT-LLM's DSA kernels read a raw fp8 latent with no per-128 scales (512 B rows for
+        # GLM-5.3); every other backend reads the scaled 528-byte layout on CUDA. (On ROCm,
+        # calculate_mla_kv_cache_dim also keeps raw rows for tilelang and aiter.)
+        return self is not DsaBackend.TRTLLM
+
+
+class StateDtype(Enum):
+    FLOAT32 = "float32"
+    BFLOAT16 = "bfloat16"
+    FLOAT16 = "float16"
+
+    @property
+    def itemsize(self) -> int:
+        return 4 if self is StateDtype.FLOAT32 else 2
+
+
+class MambaStrategy(Enum):
+    AUTO = "auto"
+    EXTRA_BUFFER = "extra_buffer"
+    NO_BUFFER = "no_buffer"
+
+
+class LinearBackend(Enum):
+    """server_args.py `LINEAR_ATTN_KERNEL_BACKEND_CHOICES`; only triton supports extra_buffer
+    (`supports_mamba_cache_extra_buffer` in arg_groups/overrides.py)."""
+
+    TRITON = "triton"
+    CUTEDSL = "cutedsl"
+    FLASHINFER = "flashinfer"
+    FLASHKDA = "flashkda"
+    NVIDIA_KDA = "nvidia_kda"
+    PTX_KDA = "ptx_kda"
+    HELION = "helion"
+    INTEL_XPU = "intel_xpu"
+
+
+class SpecAlgorithm(Enum):
+    """--speculative-algorithm. NEXTN is SGLang's alias of EAGLE
+    (`_resolve_speculative_algorithm_alias` in arg_groups/speculative_hook.py)."""
+
+    EAGLE = "EAGLE"
+    EAGLE3 = "EAGLE3"
+    STANDALONE = "STANDALONE"
+    NGRAM = "NGRAM"
+    DFLASH = "DFLASH"
+    DSPARK = "DSPARK"
+
+
+def _flag(default: object, flag: str):
+    return field(default=default, metadata={"flag": flag})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Deployment:
+    tp_size: int = _flag(1, "--tp-size")
+    dp_size: int = _flag(1, "--dp-size")
+    enable_dp_attention: bool = _flag(False, "--enable-dp-attention")
+    attn_cp_size: int = _flag(1, "--attn-cp-size")
+    ep_size: int = _flag(1, "--ep-size")  # expert parallelism inside the tp group
+    # None: the checkpoint's quantization_config (or bf16)
+    quantization: QuantMethod | None = _flag(None, "--quantization")
+    kv_cache_dtype: KVDtype = _flag(KVDtype.AUTO, "--kv-cache-dtype")
+    dsa_backend: DsaBackend = _flag(
+        DsaBackend.FLASHMLA_SPARSE, "--nsa-prefill-backend/--nsa-decode-backend")
+    mamba_ssm_dtype: StateDtype | None = _flag(None, "--mamba-ssm-dtype")  # None: config's, else fp32
+    mamba_strategy: MambaStrategy = _flag(MambaStrategy.AUTO, "--mamba-scheduler-strategy")
+    disable_overlap_schedule: bool = _flag(False, "--disable-overlap-schedule")
+    linear_attn_backend: LinearBackend = _flag(LinearBackend.TRITON, "--linear-attn-backend")
+    disable_radix_cache: bool = _flag(False, "--disable-radix-cache")
+    page_size: int | None = _flag(None, "--page-size")  # None: the rule set's page for the model
+    # None: 1.0 with --available-gib, else SGLang's
+    mem_fraction_static: float | None = _flag(None, "--mem-fraction-static")
+    # state : token bytes, a ratio (not a fraction)
+    mamba_full_memory_ratio: float = _flag(0.9, "--mamba-full-memory-ratio")
+    # global state slots, split over attn_dp
+    max_mamba_cache_size: int | None = _flag(None, "--max-mamba-cache-size")
+    max_total_tokens: int | None = _flag(None, "--max-total-tokens")
+    max_running_requests: int | None = _flag(None, "--max-running-requests")  # global, over attn_dp
+    context_length: int | None = _flag(None, "--context-length")  # None: max_position_embeddings
+    # MTP/draft tokens per step; 0 = speculative decoding off
+    speculative_num_draft_tokens: int = _flag(0, "--speculative-num-draft-tokens")
+    # None with draft tokens > 0: an algorithm the caller did not name
+    speculative_algorithm: SpecAlgorithm | None = _flag(None, "--speculative-algorithm")
+    enable_hierarchical_cache: bool = _flag(False, "--enable-hierarchical-cache")
+    hicache_ratio: float | None = _flag(None, "--hicache-ratio")  # host = ratio × device, per pool
+    hicache_size_gb: float | None = _flag(None, "--hicache-size")  # host GB (1e9 B); beats ratio
+
+    def __post_init__(self) -> None:
+        _check_types(self)
+        _check_maxima(self)
+        _check_parallelism(self)
+        _check_cache(self)
+
+    @property
+    def attn_dp_size(self) -> int:
+        return self.dp_size if self.enable_dp_attention else 1
+
+    @property
+    def attn_tp_size(self) -> int:
+        return self.tp_size // self.attn_dp_size // self.attn_cp_size
+
+    @property
+    def speculative(self) -> bool:
+        return self.speculative_num_draft_tokens > 0
+
+
+FIELD_FLAGS: dict[str, str] = {f.name: f.metadata["flag"] for f in fields(Deployment)}
+"""Deployment field → the flag named in its errors."""
+
+_ENUM_FIELDS = {"kv_cache_dtype": KVDtype, "dsa_backend": DsaBackend,
+                "mamba_strategy": MambaStrategy, "linear_attn_backend": LinearBackend}
+_OPTIONAL_ENUM_FIELDS = {"mamba_ssm_dtype": StateDtype, "speculative_algorithm": SpecAlgorithm,
+                         "quantization": QuantMethod}
+_BOOL_FIELDS = ("enable_dp_attention", "disable_overlap_schedule", "disable_radix_cache",
+                "enable_hierarchical_cache")
+_POSITIVE_INT_FIELDS = ("tp_size", "dp_size", "attn_cp_size", "ep_size")
+_OPTIONAL_POSITIVE_INT_FIELDS = ("page_size", "max_mamba_cache_size", "max_total_tokens",
+                                 "max_running_requests", "context_length")
+
+
+def _show(value: object) -> str:
+    if isinstance(value, Enum):
+        return str(value.value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return show_value(value)
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def _fail(name: str, value: object, expected: str) -> DeploymentError:
+    return DeploymentError(f"{FIELD_FLAGS[name]} {_show(value)}: {expected}")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_real(value: object) -> bool:
+    return _is_int(value) or (isinstance(value, float) and math.isfinite(value))
+
+
+def _check_types(d: Deployment) -> None:
+    for name, enum in (_ENUM_FIELDS | _OPTIONAL_ENUM_FIELDS).items():
+        value = getattr(d, name)
+        if not isinstance(value, enum) and not (value is None and name in _OPTIONAL_ENUM_FIELDS):
+            choices = ", ".join(m.value for m in enum)
+            raise _fail(name, value, f"expected a {enum.__name__} member, one of {choices}")
+    for name in _BOOL_FIELDS:
+        if not isinstance(getattr(d, name), bool):
+            raise _fail(name, getattr(d, name), "expected True or False (a switch)")
+    for name in _POSITIVE_INT_FIELDS:
+        if not (_is_int(getattr(d, name)) and getattr(d, name) >= 1):
+            raise _fail(name, getattr(d, name), "expected a positive integer")
+    for name in _OPTIONAL_POSITIVE_INT_FIELDS:
+        value = getattr(d, name)
+        if value is not None and not (_is_int(value) and value >= 1):
+            raise _fail(name, value, "expected a positive integer")
+    if not (_is_int(d.speculative_num_draft_tokens) and d.speculative_num_draft_tokens >= 0):
+        raise _fail("speculative_num_draft_tokens", d.speculative_num_draft_tokens,
+                    "expected a non-negative integer (0 = speculative decoding off)")
+    if d.mem_fraction_static is not None and not (
+        _is_real(d.mem_fraction_static) and 0 < d.mem_fraction_static <= 1
+    ):
+        raise _fail("mem_fraction_static", d.mem_fraction_static, "expected a number in (0, 1]")
+    if not (_is_real(d.mamba_full_memory_ratio) and d.mamba_full_memory_ratio > 0):
+        raise _fail("mamba_full_memory_ratio", d.mamba_full_memory_ratio,
+                    "expected a positive number (state : token bytes)")
+
+
+# Upper limits against absurd values (kvledger.core.limits): beyond them a number would overflow a
+# float downstream or describe no machine; SGLang itself has no limit to follow here.
+_MAXIMA = {**dict.fromkeys(_POSITIVE_INT_FIELDS + _OPTIONAL_POSITIVE_INT_FIELDS
+                           + ("speculative_num_draft_tokens",), MAX_COUNT),
+           "mamba_full_memory_ratio": 1e6, "hicache_ratio": MAX_HICACHE_RATIO,
+           "hicache_size_gb": MAX_GIB}
+
+
+def _check_maxima(d: Deployment) -> None:
+    for name, high in _MAXIMA.items():
+        value = getattr(d, name)
+        if value is not None and value > high:
+            raise _fail(name, value, f"expected at most {high:,g}" if isinstance(high, float)
+                        else f"expected at most {high:,}")
+
+
+def _check_parallelism(d: Deployment) -> None:
+    tp, dp, cp = d.tp_size, d.dp_size, d.attn_cp_size
+    # parallel_hook.handle_data_parallelism: `assert tp_size % dp_size == 0` under DP attention
+    if d.enable_dp_attention and tp % dp:
+        raise _fail("dp_size", dp, f"with --enable-dp-attention, --tp-size {tp} must be a "
+                    "multiple of it (attn_tp = tp / dp / attn_cp)")
+    # parallel_hook.handle_context_parallelism: tp % attn_cp == 0 and tp % (dp·attn_cp) == 0
+    if cp > 1 and tp % (dp * cp):
+        raise _fail("attn_cp_size", cp, f"--tp-size {tp} must be a multiple of --dp-size × "
+                    f"--attn-cp-size = {dp * cp}")
+    # MoE layers run ep_size expert groups of tp / ep_size ranks (moe_tp_size = tp // ep)
+    if tp % d.ep_size:
+        raise _fail("ep_size", d.ep_size, f"--tp-size {tp} must be a multiple of it "
+                    "(moe_tp_size = tp / ep)")
+    # Both limits are global and split evenly over the attention-DP ranks (SPEC §5). A request
+    # limit below the DP size is a rule-set question (kvledger.sglang.resolve).
+    value = d.max_mamba_cache_size
+    if value is not None and value < d.attn_dp_size:
+        raise _fail("max_mamba_cache_size", value, f"split over {d.attn_dp_size} attention-DP "
+                    "ranks this leaves 0 per rank; expected at least --dp-size")
+    if d.speculative_algorithm is not None and d.speculative_num_draft_tokens == 0:
+        raise _fail("speculative_algorithm", d.speculative_algorithm,
+                    "needs --speculative-num-draft-tokens ≥ 1")
+
+
+def _check_cache(d: Deployment) -> None:
+    for name in ("hicache_ratio", "hicache_size_gb"):
+        value = getattr(d, name)
+        if value is not None and not d.enable_hierarchical_cache:
+            raise _fail(name, value, "has no effect without --enable-hierarchical-cache")
+    # HostKVCache rounds the host pool up to whole pages and asserts it is larger than the
+    # device pool (mem_cache/memory_pool_host.py): with a page-aligned device pool that holds
+    # exactly when ratio ≥ 1.
+    if d.hicache_ratio is not None and not (_is_real(d.hicache_ratio) and d.hicache_ratio >= 1):
+        raise _fail("hicache_ratio", d.hicache_ratio,
+                    "expected a number ≥ 1 (SGLang needs the host pool larger than the device pool)")
+    if d.hicache_size_gb is not None and not (_is_real(d.hicache_size_gb) and d.hicache_size_gb > 0):
+        raise _fail("hicache_size_gb", d.hicache_size_gb, "expected a positive number of GB")
+    # kv_cache_hook.handle_cache_compatibility: the two are mutually exclusive
+    if d.enable_hierarchical_cache and d.disable_radix_cache:
+        raise _fail("enable_hierarchical_cache", True,
+                    "cannot be combined with --disable-radix-cache (HiCache extends the radix cache)")
+    # mamba_hook.validate_mamba_no_buffer; only the auto strategy turns overlap off by itself
+    if d.mamba_strategy is MambaStrategy.NO_BUFFER:
+        if not d.disable_overlap_schedule:
+            raise _fail("mamba_strategy", d.mamba_strategy,
+                        "needs --disable-overlap-schedule (SGLang rejects no_buffer with overlap)")
+        if d.page_size not in (None, 1):
+            raise _fail("mamba_strategy", d.mamba_strategy,
+                        f"needs page size 1, not --page-size {d.page_size}")

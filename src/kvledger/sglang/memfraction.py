@@ -1,0 +1,119 @@
+"""SGLang's automatic `--mem-fraction-static`, and the memory free before weights load.
+
+Followed: arg_groups' `handle_gpu_memory_settings` (the server-argument resolution for the
+GPU memory budget) and `reserve_for_graph_mb`, `adjust_mem_fraction_for_vlm`; the same
+arithmetic as `ServerArgs._handle_gpu_memory_settings` in the older single-file server_args.py.
+No difference between the sglang-0.5.21 and sglang-0.5.23 rule sets was found, so both use
+this one table. `gpu_mem` is the device total in MiB as nvidia-smi reports it
+(`get_device_memory_capacity`).
+
+1. By GPU memory: chunked_prefill_size and the decode CUDA-graph max batch size
+   (MiB bounds; the batch size when tp < 4, else the second one):
+   < 20 GiB: 2,048, 8 · < 35 GiB: 4,096, 48 / 160 · < 60 GiB: 4,096, 32 / 160 ·
+   < 90 GiB: 8,192, 256 / 512 · < 160 GiB: 8,192, 256 / 512 · else 16,384, 512.
+2. reserved (MiB) = 512 + max(chunked, 2048)·1.5 + tp·pp/8·1024 + max_bs·2
+   (+ max_bs·dp·3, + max_bs·dp·1.5 more when max_bs > 300, under DP attention);
+   at least 10,240 on GPUs above 60 GiB.
+3. mem_fraction_static = round((gpu_mem − reserved) / gpu_mem, 3), then × 0.95 × a ViT
+   factor for multimodal models (clamp(1 − 0.1·(layers·hidden² / (24·1024²) − 1), 0.8, 1.05)).
+
+Not counted:
+- DeepEP all-to-all buffers (`reserve_for_deepep_a2a_mb`, 2 GiB): only with
+  `--moe-a2a-backend deepep`; the default backend is "none", so off by default is right.
+- post-capture KV sizing (`post_capture_kv_sizing_planned`): env-gated, off by default.
+- prefill CUDA graphs: `reserve_for_graph_mb` adds 8 MiB per captured prefill size (58 sizes
+  up to 8,192 tokens, `generate_prefill_cuda_graph_batch_sizes`), or 1.5 GiB with an MLA
+  backend, whenever the prefill phase's backend is not "disabled". The SGLang sources read
+  (model_executor/cuda_graph_config.py `CudaGraphConfig`, arg_groups/cuda_graph_hook.py
+  `apply_cuda_graph_compatibility`) turn it ON by default on CUDA (tc_piecewise in one
+  revision, breakable in another) and off for DP attention, an MoE all-to-all backend,
+  multimodal models and, under breakable, KDA models. Which revision 0.5.21 and 0.5.23 ship
+  was not pinned, so this reserve is left out: for a text model it would lower the fraction by
+  up to 0.006 on an H100 (464 MiB / 81,559 MiB), and by 1.5 GiB with MLA.
+
+H100 80 GB (81,559 MiB), tp 1: reserved = 512 + 12,288 + 128 + 512 = 13,440 MiB;
+fraction = round(68,119 / 81,559, 3) = 0.835.
+
+>>> auto_mem_fraction_static(81_559, tp=1).fraction
+0.835
+>>> h200 = auto_mem_fraction_static(143_771, tp=8, dp=8, dp_attention=True)
+>>> h200.reserved_mib, h200.fraction  # 13,824 + 1,024 + 512·8·3 + 512·8·1.5
+(33280.0, 0.769)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvledger.core.units import MiB
+
+# Memory the process holds before weights load (CUDA context, NCCL, the allocator), which
+# SGLang's pre-load reading (`get_available_gpu_memory` at init) does not see as free. From a
+# real H100 boot log of Llama-3.1-8B: "Load weight end … avail mem=63.48 GB, mem usage=15.11
+# GB" → 78.59 GiB free before load of the 81,559 MiB total = 1.057 GiB (±0.01 from rounding).
+# Assumed the same on every GPU; --available-gib bypasses it.
+CUDA_CONTEXT_BYTES = 1_082 * MiB
+
+_MIB_PER_GIB = 1024
+# (upper bound in MiB, chunked_prefill_size, max_bs with tp < 4, max_bs with tp ≥ 4)
+_BUCKETS = (
+    (20 * _MIB_PER_GIB, 2048, 8, 8),  # T4, 4080
+    (35 * _MIB_PER_GIB, 4096, 48, 160),  # A10, 4090, 5090
+    (60 * _MIB_PER_GIB, 4096, 32, 160),  # A100 40GB, L40
+    (90 * _MIB_PER_GIB, 8192, 256, 512),  # H100, A100 80GB
+    (160 * _MIB_PER_GIB, 8192, 256, 512),  # H20, H200
+)
+_LARGEST = (16384, 512, 512)  # B200, MI300
+VIT_BASELINE = 24 * 1024**2  # ViT-L/14: 24 layers × 1024²
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemFraction:
+    fraction: float
+    gpu_mem_mib: float
+    chunked_prefill_size: int
+    cuda_graph_max_bs: int
+    reserved_mib: float
+    vit_factor: float  # 1.0 for text-only models
+
+    def derivation(self) -> str:
+        vlm = f" × {self.vit_factor:.4f} (ViT)" if self.vit_factor != 1.0 else ""
+        return (f"mem_fraction_static = round(({self.gpu_mem_mib:,.0f} − "
+                f"{self.reserved_mib:,.0f} reserved MiB) / {self.gpu_mem_mib:,.0f}, 3){vlm} = "
+                f"{self.fraction:g} (chunked prefill {self.chunked_prefill_size:,}, cuda graph "
+                f"max bs {self.cuda_graph_max_bs})")
+
+
+def auto_mem_fraction_static(
+    gpu_mem_mib: float, *, tp: int, pp: int = 1, dp: int = 1, dp_attention: bool = False,
+    vit: tuple[int, int] | None = None,
+) -> MemFraction:
+    """SGLang's fraction for a GPU of `gpu_mem_mib` MiB; `vit` = (layers, hidden) of a vision
+    tower when the model is multimodal."""
+    if not gpu_mem_mib > 0:
+        raise ValueError(f"GPU memory {gpu_mem_mib} MiB: expected a positive size")
+    chunked, small_bs, large_bs = next(
+        ((c, s, big) for bound, c, s, big in _BUCKETS if gpu_mem_mib < bound), _LARGEST)
+    max_bs = small_bs if tp < 4 else large_bs
+    reserved = (512  # constant metadata (attention backends)
+                + max(chunked, 2048) * 1.5  # activations of the largest prefill chunk
+                + tp * pp / 8 * 1024  # large parallel sizes
+                + max_bs * 2)  # decode CUDA graphs
+    if dp_attention:
+        reserved += max_bs * dp * 3  # DP attention padding
+        if max_bs > 300:
+            reserved += max_bs * dp * 1.5
+    if gpu_mem_mib > 60 * _MIB_PER_GIB:
+        reserved = max(reserved, 10 * _MIB_PER_GIB)
+    fraction = round((gpu_mem_mib - reserved) / gpu_mem_mib, 3)
+    factor = 1.0
+    if vit is not None:
+        layers, hidden = vit
+        ratio = layers * hidden**2 / VIT_BASELINE
+        factor = 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
+        fraction *= factor
+    if fraction <= 0:
+        raise ValueError(f"GPU memory {gpu_mem_mib:,.0f} MiB: SGLang reserves {reserved:,.0f} "
+                         "MiB of it, leaving no static memory; pass --mem-fraction-static")
+    return MemFraction(fraction=fraction, gpu_mem_mib=gpu_mem_mib, chunked_prefill_size=chunked,
+                       cuda_graph_max_bs=max_bs, reserved_mib=reserved, vit_factor=factor)

@@ -1,0 +1,285 @@
+"""Resolve a model + deployment + rule set into a CacheLayout of concrete specs.
+
+Every "auto" is decided here, once, with `dataclasses.replace`; everything downstream (ledgers,
+capacity, pools) reads the layout and never re-derives a flag.
+
+Decisions, each mirroring SGLang (server_args.py and the model-specific overrides):
+1. `kv_cache_dtype auto` on a DSA model: bf16 on Hopper, fp8 on Blackwell and newer. With no
+   GPU named we assume fp8, the article's deployment, and say so in `notes`.
+2. Mamba strategy `auto`: extra_buffer with the triton linear-attention backend; otherwise
+   no_buffer, which quietly turns the overlap scheduler off. An explicit no_buffer with a
+   DSA model (paged) or with overlap on is an error.
+3. DSA page: the rule set's page (64 or 64·kpool); a requested page of 1 is overridden.
+4. State slots reserved per request: 1 with the radix cache off; extra_buffer 3 + 2 (overlap)
+   or 3 + 1 (no overlap); no_buffer 3.
+
+>>> from kvledger.model.config import load_model
+>>> from kvledger.sglang.rules import RULES
+>>> lay = resolve(load_model(), Deployment(), RULES["sglang-0.5.21"])
+>>> lay.kv_row.row_bytes, lay.page_tokens, lay.slots_per_request, lay.held_slots_per_request
+(528, 64, 5, 3)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from kvledger.model.arch import AttnKind, Family, ModelArch, ModelError, ShardingError
+from kvledger.sglang.deploy import (
+    Deployment,
+    DeploymentError,
+    KVDtype,
+    LinearBackend,
+    MambaStrategy,
+    StateDtype,
+)
+from kvledger.sglang.rules import RuleSet
+from kvledger.sglang.specs import (
+    BF16_BYTES,
+    FP8_SCALE_GROUP,
+    GqaRowSpec,
+    IndexKeySpec,
+    LatentRowSpec,
+    RowLayout,
+    StateSpec,
+    TailSpec,
+)
+
+SPECULATIVE_MAX_RUNNING_REQUESTS = 48
+CONV_ITEMSIZE = BF16_BYTES  # conv state follows the model dtype (bf16) in SGLang
+
+# Families SGLang has no model class for (python/sglang/srt/models/), and the architecture its
+# loader looks up. model_loader/utils.py get_model_architecture then calls
+# resolve_transformers_arch, which under the default --model-impl auto refuses a Transformers
+# class whose is_backend_compatible() is False (transformers' JambaPreTrainedModel does not set
+# _supports_attention_backend); the same check in 0.5.21 and 0.5.23.
+NO_SGLANG_MODEL_CLASS: dict[Family, str] = {Family.JAMBA: "JambaForCausalLM"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CacheLayout:
+    model: ModelArch
+    deployment: Deployment  # autos resolved
+    rules: RuleSet
+    kv_row: LatentRowSpec | GqaRowSpec
+    index_key: IndexKeySpec | None
+    state: StateSpec | None
+    page_tokens: int
+    context_tokens: int
+    slots_per_request: int  # planning ratio (SGLang's reservation per running request)
+    held_slots_per_request: int  # what a running request physically holds
+    notes: tuple[str, ...] = ()
+
+    @property
+    def overlap(self) -> bool:
+        return not self.deployment.disable_overlap_schedule
+
+    def tail(self, max_running_requests: int) -> TailSpec | None:
+        """Compress-tail buffers for a rank running `max_running_requests` requests."""
+        if self.index_key is None or self.index_key.kpool <= 1:
+            return None
+        return TailSpec(
+            rows=max_running_requests + 2,  # req_to_token rows (N + 1) + 1
+            width_tokens=self.index_key.kpool + self.deployment.speculative_num_draft_tokens,
+            head_dim=self.index_key.head_dim,
+        )
+
+
+def _kv_dtype(model: ModelArch, dep: Deployment, blackwell: bool | None, notes: list[str]) -> KVDtype:
+    if dep.kv_cache_dtype is not KVDtype.AUTO:
+        return dep.kv_cache_dtype
+    if model.attn is not AttnKind.DSA:
+        return KVDtype.BF16  # auto = the model dtype outside DSA
+    if blackwell is None:
+        notes.append("kv_cache_dtype auto with no GPU named: assumed fp8 (Blackwell), as the article")
+        return KVDtype.FP8_E4M3
+    return KVDtype.FP8_E4M3 if blackwell else KVDtype.BF16
+
+
+def _strategy(model: ModelArch, dep: Deployment, notes: list[str]) -> Deployment:
+    if not model.is_hybrid:
+        return dep
+    strategy = dep.mamba_strategy
+    if strategy is MambaStrategy.AUTO:
+        strategy = (
+            MambaStrategy.EXTRA_BUFFER
+            if dep.linear_attn_backend is LinearBackend.TRITON
+            else MambaStrategy.NO_BUFFER
+        )
+        if strategy is MambaStrategy.NO_BUFFER and not dep.disable_overlap_schedule:
+            notes.append("mamba strategy auto → no_buffer: overlap scheduler turned off")
+            dep = replace(dep, disable_overlap_schedule=True)
+    # An explicit no_buffer with overlap on never gets here: Deployment refuses it.
+    if strategy is MambaStrategy.NO_BUFFER and model.attn is AttnKind.DSA:
+        raise DeploymentError(
+            "--mamba-scheduler-strategy no_buffer: needs page size 1, which DSA models cannot use"
+        )
+    return replace(dep, mamba_strategy=strategy)
+
+
+def _page_tokens(model: ModelArch, dep: Deployment, rules: RuleSet, notes: list[str]) -> int:
+    if model.attn is AttnKind.DSA:
+        assert model.indexer is not None
+        page = rules.dsa_page_tokens(model.indexer.kpool)
+        # arg_groups/model_overrides/deepseek_v2.py: on CUDA the DSA page replaces whatever
+        # --page-size asked for (with a warning), it does not refuse it.
+        if dep.page_size not in (None, 1, page):
+            notes.append(f"--page-size {dep.page_size}: SGLang replaces it with the DSA page "
+                         f"of {page} tokens ({rules.name})")
+        return page
+    page = dep.page_size or 1
+    if model.is_hybrid and dep.mamba_strategy is MambaStrategy.EXTRA_BUFFER:
+        _check_extra_buffer(page, dep.speculative_num_draft_tokens)
+    return page
+
+
+# arg_groups/mamba_hook.validate_mamba_extra_buffer (ServerArgs in older releases): the
+# checkpoint interval must hold whole pages and the draft tokens; FLA kernels chunk by 64.
+MAMBA_TRACK_INTERVAL = 256  # --mamba-track-interval default
+FLA_CHUNK_SIZE = 64
+
+
+def _check_extra_buffer(page: int, draft_tokens: int) -> None:
+    strategy = "--mamba-scheduler-strategy extra_buffer"
+    if MAMBA_TRACK_INTERVAL % page:
+        raise DeploymentError(f"--page-size {page}: {strategy} needs it to divide the track "
+                              f"interval (SGLang: \"mamba_track_interval {MAMBA_TRACK_INTERVAL} "
+                              f"must be divisible by page_size {page}\")")
+    if max(FLA_CHUNK_SIZE, page) % min(FLA_CHUNK_SIZE, page):
+        raise DeploymentError(f"--page-size {page}: {strategy} (SGLang: \"For SSM models with "
+                              "extra buffer, either FLA_CHUNK_SIZE or page_size must be divisible "
+                              f"by the other, got FLA_CHUNK_SIZE={FLA_CHUNK_SIZE}, "
+                              f"self.page_size={page}\")")
+    if draft_tokens > MAMBA_TRACK_INTERVAL:
+        raise DeploymentError(f"--speculative-num-draft-tokens {draft_tokens}: {strategy} "
+                              f"(SGLang: \"mamba_track_interval {MAMBA_TRACK_INTERVAL} must be "
+                              f"greater than or equal to speculative_num_draft_tokens "
+                              f"{draft_tokens}\")")
+
+
+def state_slots_per_request(dep: Deployment) -> tuple[int, int]:
+    """(reserved, held) state slots per running request of a hybrid model under `dep`
+    (its mamba strategy resolved).
+
+    Held is what a running request physically owns, as SGLang's HybridReqToTokenPool hands
+    it out (mem_cache/memory_pool.py, HybridReqToTokenPool.alloc): one working slot
+    (``mamba_pool_idx``) and, with extra_buffer, the ``mamba_ping_pong_track_buffer`` of
+    ``mamba_ping_pong_track_buffer_size`` slots — 2 with the overlap scheduler, 1 without.
+    Reserved is the planning ratio the pool is sized with (3 + track slots; no_buffer 3).
+
+    >>> state_slots_per_request(Deployment(mamba_strategy=MambaStrategy.EXTRA_BUFFER))
+    (5, 3)
+    """
+    if dep.disable_radix_cache:
+        return 1, 1
+    track_slots = 1 if dep.disable_overlap_schedule else 2  # ping-pong checkpoint slots
+    if dep.mamba_strategy is MambaStrategy.EXTRA_BUFFER:
+        return 3 + track_slots, 1 + track_slots
+    return 3, 1
+
+
+def _slots(model: ModelArch, dep: Deployment) -> tuple[int, int]:
+    return state_slots_per_request(dep) if model.is_hybrid else (0, 0)
+
+
+def _check_requests_per_worker(dep: Deployment, rules: RuleSet, notes: list[str]) -> None:
+    requests, workers = dep.max_running_requests, dep.attn_dp_size
+    if requests is None or requests >= workers:
+        return
+    if not rules.requests_floor_one_per_worker:
+        raise DeploymentError(f"--max-running-requests {requests}: split over {workers} "
+                              "attention-DP ranks this leaves 0 per rank; expected at least "
+                              f"--dp-size ({rules.name})")
+    notes.append(f"--max-running-requests {requests} < {workers} attention-DP ranks: "
+                 f"{rules.name} gives each worker max(1, {requests} // {workers}) = 1")
+
+
+def _check_scale_groups(model: ModelArch, field: str, width: int) -> None:
+    # Scaled fp8 stores one 4-byte scale per 128 elements; calculate_mla_kv_cache_dim asserts
+    # kv_lora_rank % quant_block_size == 0, and index keys are always scaled fp8.
+    if width % FP8_SCALE_GROUP:
+        raise ModelError(f"{model.source}: {field} is {width} (expected a multiple of "
+                         f"{FP8_SCALE_GROUP} for scaled fp8 rows)")
+
+
+def resolve(
+    model: ModelArch, dep: Deployment, rules: RuleSet, *, blackwell: bool | None = None
+) -> CacheLayout:
+    """Resolve every auto; raise DeploymentError or ShardingError naming the flag."""
+    if arch := NO_SGLANG_MODEL_CLASS.get(model.family):
+        raise DeploymentError(
+            f"{model.name}: SGLang ({rules.name}) has no native {arch} and refuses the "
+            f"Transformers fallback: \"{arch} has no SGlang implementation and the Transformers "
+            "implementation is not compatible with SGLang.\" (model_loader/utils.py, "
+            "resolve_transformers_arch); use --engine vllm, which serves it natively")
+    notes: list[str] = []
+    attn_tp = dep.attn_tp_size
+    dep = replace(dep, kv_cache_dtype=_kv_dtype(model, dep, blackwell, notes))
+    dep = _strategy(model, dep, notes)
+    page = _page_tokens(model, dep, rules, notes)
+    dep = replace(dep, page_size=page)
+    _check_requests_per_worker(dep, rules, notes)
+    if dep.speculative and dep.max_running_requests is None:
+        # Every speculative handler in server_args (arg_groups/speculative_hook.py) sets 48;
+        # _handle_max_mamba_cache asserts a limit is set when speculating.
+        notes.append(f"speculative decoding: --max-running-requests unset, SGLang sets "
+                     f"{SPECULATIVE_MAX_RUNNING_REQUESTS}")
+        dep = replace(dep, max_running_requests=SPECULATIVE_MAX_RUNNING_REQUESTS)
+    context = dep.context_length or model.max_context_tokens
+    if dep.context_length and model.max_context_tokens and dep.context_length > model.max_context_tokens:
+        raise DeploymentError(
+            f"--context-length {dep.context_length}: exceeds the model's "
+            f"max_position_embeddings {model.max_context_tokens}"
+        )
+    itemsize = dep.kv_cache_dtype.itemsize
+    if model.attn is AttnKind.GQA:
+        assert model.gqa is not None
+        try:
+            heads = model.gqa.kv_heads_per_rank(attn_tp)
+        except ShardingError as exc:
+            raise DeploymentError(f"--tp-size {dep.tp_size}: {exc}") from None
+        kv_row: LatentRowSpec | GqaRowSpec = GqaRowSpec(
+            kv_heads_per_rank=heads, head_dim=model.gqa.head_dim, itemsize=itemsize
+        )
+    else:
+        assert model.mla is not None
+        if itemsize == 2:
+            layout = RowLayout.BF16
+        elif model.attn is AttnKind.DSA and dep.dsa_backend.scaled_fp8:
+            layout = RowLayout.FP8_SCALED
+        else:
+            layout = RowLayout.FP8_RAW
+        if layout is RowLayout.FP8_SCALED:
+            _check_scale_groups(model, "kv_lora_rank", model.mla.kv_lora_rank)
+        kv_row = LatentRowSpec(
+            kv_lora_rank=model.mla.kv_lora_rank,
+            qk_rope_head_dim=model.mla.qk_rope_head_dim,
+            layout=layout,
+        )
+    index_key = None
+    if model.indexer is not None:
+        _check_scale_groups(model, "index_head_dim", model.indexer.head_dim)
+        probe = IndexKeySpec(head_dim=model.indexer.head_dim, kpool=model.indexer.kpool,
+                             reserved_bytes=0, page_tokens=page)
+        index_key = replace(
+            probe, reserved_bytes=rules.indexer_reserved_bytes(probe.row_bytes, probe.kpool)
+        )
+    state = None
+    if model.state is not None and model.is_hybrid:
+        ssm = dep.mamba_ssm_dtype or StateDtype(model.state.ssm_dtype_default or "float32")
+        dep = replace(dep, mamba_ssm_dtype=ssm)
+        try:
+            state = StateSpec(
+                conv_shape=model.state.conv_shape(attn_tp),
+                conv_itemsize=CONV_ITEMSIZE,
+                temporal_shape=model.state.temporal_shape(attn_tp),
+                temporal_itemsize=ssm.itemsize,
+            )
+        except ShardingError as exc:
+            raise DeploymentError(f"--tp-size {dep.tp_size} (attn_tp {attn_tp}): {exc}") from None
+    slots, held = _slots(model, dep)
+    return CacheLayout(
+        model=model, deployment=dep, rules=rules, kv_row=kv_row, index_key=index_key,
+        state=state, page_tokens=page, context_tokens=context, slots_per_request=slots,
+        held_slots_per_request=held, notes=tuple(notes),
+    )

@@ -1,0 +1,77 @@
+"""Rule sets: engine behaviour that changed between SGLang releases, as declarative objects.
+
+`sglang-0.5.21` is the release the article dissects (the default); `sglang-0.5.23` carries the
+later DSA page, indexer and host-tier rules. Code asks a rule set a question instead of
+comparing version strings.
+
+>>> r21, r23 = RULES["sglang-0.5.21"], RULES["sglang-0.5.23"]
+>>> r21.dsa_page_tokens(kpool=4), r23.dsa_page_tokens(kpool=4)
+(64, 256)
+>>> r21.indexer_reserved_bytes(row_bytes=132, kpool=4), r23.indexer_reserved_bytes(row_bytes=132, kpool=4)
+(132, 33)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvledger.core.registry import RuleRegistry
+from kvledger.core.units import MiB, cdiv
+
+# DSA kernels process 64 index keys per page (the CUDA assert `page_size / kpool == 64` in
+# 0.5.22+); 0.5.21 used a 64-token page regardless of kpool.
+DSA_PAGE_KEYS = 64
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RuleSet:
+    name: str
+    # True: the DSA page holds 64 pooled keys (64·kpool tokens); False: 64 tokens.
+    page_scales_with_kpool: bool
+    # True: the index cache reserves ceil(row/kpool) bytes per token per layer; False: a full row.
+    indexer_reserves_pooled: bool
+    # True: the host KV row equals the device row; False: the host row drops the fp8 scales
+    # (512 wide for a 528-byte device row), the article release's defect.
+    host_row_matches_device: bool
+    # True: index keys have a host side pool; False: they are lost on device eviction.
+    host_indexer_pool: bool
+    # True: a --max-running-requests below the attention-DP size gives max(1, limit // attn_dp)
+    # per worker; False: refused (0 per worker).
+    requests_floor_one_per_worker: bool = False
+    # SGLANG_VLM_CACHE_SIZE_MB: reserved before the state pool when the config is multimodal.
+    vlm_cache_reserve_bytes: int = 100 * MiB
+    # True: a stateless ancestor left childless when a leaf is evicted keeps its KV. Both
+    # releases' UnifiedTreeCore._iteratively_delete_tombstone_ancestors stop at device KV
+    # (read in 0.5.21 and 0.5.23); 0.5.20's MambaRadixCache pruned it (see kvledger.tree.rules).
+    tree_keeps_stateless_kv: bool = True
+
+    def dsa_page_tokens(self, kpool: int) -> int:
+        return DSA_PAGE_KEYS * kpool if self.page_scales_with_kpool else DSA_PAGE_KEYS
+
+    def indexer_reserved_bytes(self, row_bytes: int, kpool: int) -> int:
+        """Bytes per token per indexer layer that the index cache reserves."""
+        return cdiv(row_bytes, kpool) if self.indexer_reserves_pooled else row_bytes
+
+
+RULES: RuleRegistry[RuleSet] = RuleRegistry(
+    (
+        RuleSet(
+            name="sglang-0.5.21",
+            page_scales_with_kpool=False,
+            indexer_reserves_pooled=False,
+            host_row_matches_device=False,
+            host_indexer_pool=False,
+        ),
+        RuleSet(
+            name="sglang-0.5.23",
+            page_scales_with_kpool=True,
+            indexer_reserves_pooled=True,
+            host_row_matches_device=True,
+            host_indexer_pool=True,
+            requests_floor_one_per_worker=True,
+        ),
+    ),
+    default="sglang-0.5.21",
+)
+DEFAULT_RULES = RULES.default
+get_rules = RULES.lookup
