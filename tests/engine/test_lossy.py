@@ -4,7 +4,7 @@ How far logits move, and which tokens change, depends on the CPU: the tiny model
 come from ``torch.randn``, whose vectorised kernels differ by CPU capability, and near-ties
 flip a token or an index selection (a jump the size of the logits themselves). Measured on
 one machine, int8's largest difference on shared-system was 0.042 under AVX2 and AVX-512 and
-4.19 under ``ATEN_CPU_CAPABILITY=default``, where one token changed. So these tests assert
+4.19 under ``ATEN_CPU_CAPABILITY=default``, where three tokens changed. So these tests assert
 what holds on every CPU: the quantizers' error bounds (exact arithmetic), that every cached
 state reaches a request through the quantizer and within those bounds, the scheduler's
 counts, and bit-identical outputs for requests that read no cached state.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import torch
@@ -77,29 +77,52 @@ def engine_policies_for(admission: StateAdmission, eviction: StateEviction, *,
                           num_slots=num_slots)
 
 
+def named_workload(workload: Workload | str) -> Workload:
+    if isinstance(workload, str):
+        if workload not in WORKLOADS:
+            raise ValueError(f"--workload {workload!r}: expected one of {', '.join(WORKLOADS)}")
+        return WORKLOADS[workload]
+    return workload
+
+
+def cache_free_outputs(workload: Workload | str,
+                       wrap: Callable[[RequestCache], RequestCache] = lambda cache: cache,
+                       ) -> list[Generation]:
+    """``workload``'s outputs with no cache at all, the run `verify` compares against: the
+    same seeded model and engine loop, so they depend on the workload only."""
+    workload = named_workload(workload)
+    script = workload.script()
+    fresh = FreshCache(workload.config, max_running_requests=workload.max_running_requests,
+                       max_context_tokens=max(script.request_tokens(workload.max_new_tokens)),
+                       page_tokens=workload.sizes.page_tokens)
+    engine = Engine(TinyModel(workload.config), wrap(fresh), chunk_tokens=workload.chunk_tokens,
+                    max_running_requests=workload.max_running_requests)
+    outputs = run_script(engine, script, workload.max_new_tokens)
+    fresh.check_integrity()
+    return outputs
+
+
 def verify(workload: Workload | str,
            wrap: Callable[[RequestCache], RequestCache] = lambda cache: cache, *,
            admission: StateAdmission = StateAdmission.ENGINE,
            eviction: StateEviction = StateEviction.LRU,
-           host_state_backup: HostStateBackup = HostStateBackup.ALL) -> VerifyReport:
+           host_state_backup: HostStateBackup = HostStateBackup.ALL,
+           reference: Sequence[Generation] | None = None) -> VerifyReport:
     """Run ``workload`` twice and compare; ``wrap`` decorates both caches (tests use it to
     check integrity after every call); ``admission`` / ``eviction`` pick the cached run's
     state policies (`kvledger.cache.policies`; every one must keep outputs identical);
     ``host_state_backup`` which states its host tier copies (`kvledger.host.state_backup`;
-    workloads without a host tier ignore it)."""
-    if isinstance(workload, str):
-        if workload not in WORKLOADS:
-            raise ValueError(f"--workload {workload!r}: expected one of {', '.join(WORKLOADS)}")
-        workload = WORKLOADS[workload]
+    workloads without a host tier ignore it). ``reference``: this workload's
+    `cache_free_outputs`, when a caller comparing many cache settings already has them (they
+    do not depend on the cache); then the cache-free run is not repeated and
+    ``fresh_seconds`` is 0."""
+    workload = named_workload(workload)
     script = workload.script()
     longest = max(script.request_tokens(workload.max_new_tokens))
     model = TinyModel(workload.config)
     sizes = replace(workload.sizes, max_context_tokens=max(longest, workload.sizes.max_context_tokens))
     policies = engine_policies_for(admission, eviction, page_tokens=sizes.page_tokens,
                                    num_slots=sizes.num_state_slots)
-    fresh = FreshCache(workload.config, max_running_requests=workload.max_running_requests,
-                       max_context_tokens=longest, page_tokens=sizes.page_tokens)
-    runs = []
     with contextlib.ExitStack() as stack:
         spec = (None if workload.store is None else
                 stack.enter_context(store_spec(workload.store, what=f"--workload {workload.name}")))
@@ -108,16 +131,18 @@ def verify(workload: Workload | str,
         cache = prefix_cache(workload.config, sizes, host=host,
                              mamba_chunk_tokens=workload.mamba_chunk_tokens, store=spec,
                              policies=policies)
-        for request_cache in (cache, fresh):
-            engine = Engine(model, wrap(request_cache), chunk_tokens=workload.chunk_tokens,
-                            max_running_requests=workload.max_running_requests)
-            start = time.perf_counter()
-            outputs = run_script(engine, script, workload.max_new_tokens)
-            runs.append((outputs, engine.stats, time.perf_counter() - start))
-            request_cache.check_integrity()
+        engine = Engine(model, wrap(cache), chunk_tokens=workload.chunk_tokens,
+                        max_running_requests=workload.max_running_requests)
+        start = time.perf_counter()
+        cached_out = run_script(engine, script, workload.max_new_tokens)
+        cached_s = time.perf_counter() - start
+        cache.check_integrity()
+        stats = engine.stats
         tier = cache.cache.store  # `NoStoreTier` (zero stats) without a store
         tier.close()
-    (cached_out, stats, cached_s), (fresh_out, _, fresh_s) = runs
+    start = time.perf_counter()
+    fresh_out = list(reference) if reference is not None else cache_free_outputs(workload, wrap)
+    fresh_s = 0.0 if reference is not None else time.perf_counter() - start
     mismatched = tuple(a.rid for a, b in zip(cached_out, fresh_out, strict=True)
                        if not same_output(a, b))
     cs = cache.cache.stats
