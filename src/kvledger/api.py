@@ -100,8 +100,10 @@ def plan(model: str = DEFAULT_MODEL, flags: Flags = (), *, engine: str | None = 
         requests: a workload to check (global concurrent requests).
         context: tokens per request of the workload.
         family: read the config with this family's adapter.
-        activation_gib, non_torch_gib, cudagraph_gib, gpu_memory_utilization: vLLM's
-            profiled terms and budget (default 0, 0, 0 and the rule set's; said in `notes`).
+        activation_gib: vLLM's profiled activation peak per rank (default 0, said in `notes`).
+        non_torch_gib: vLLM's non-torch memory per rank (default 0, said in `notes`).
+        cudagraph_gib: vLLM's CUDA-graph memory per rank (default 0, said in `notes`).
+        gpu_memory_utilization: vLLM's budget fraction (default: the rule set's).
 
     Returns:
         An `EnginePlan` (`SglangPlan` or `VllmPlan`): `totals`, `binding`, `fit_at(C)` (requests
