@@ -118,7 +118,8 @@ def test_the_real_bytes_host_group_and_the_simulator_follow_the_state_share():
     assert (stats.capacity_pages, stats.capacity_slots) == (83_056, 609)
     assert (stats.state_share, stats.state_backup) == (0.7, HostStateBackup.JUNCTIONS)
     pools = build_pools(shared, "meta", ScaleDown(max_total_tokens=4096, max_mamba_cache_size=8))
-    _, group = build_host(pools)
+    # shapes and indices only: the planned host group holds 2.4 GB of real GLM-5.3 bytes
+    _, group = build_host(pools, device="meta")
     assert (group.kv.pages.capacity * 64, group.state.slots.capacity) == host_sizes(pools)
     assert pools.plan.host.state_share == 0.7
 

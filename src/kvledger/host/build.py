@@ -75,14 +75,16 @@ def build_host_group(dev: DeviceBytes, *, host_tokens: int, host_state_slots: in
 
 def build_host(pools: DevicePools, *, layout: HostLayout = HostLayout.PAGE_FIRST,
                rules: HostRules = OUR_HOST, host_tokens: int | None = None,
-               host_state_slots: int | None = None) -> tuple[DeviceSide, HostPoolGroup]:
-    """The device side and the host pools of one rank, as `rules` would build them."""
-    device = DeviceSide.of(pools)
+               host_state_slots: int | None = None,
+               device: torch.device | str = "cpu") -> tuple[DeviceSide, HostPoolGroup]:
+    """The device side and the host pools of one rank, as `rules` would build them; the host
+    pools in memory on `device` ("meta": indices and shapes only)."""
+    side = DeviceSide.of(pools)
     planned_tokens, planned_slots = host_sizes(pools)
     group = build_host_group(
-        device.bytes,
+        side.bytes,
         host_tokens=planned_tokens if host_tokens is None else host_tokens,
         host_state_slots=planned_slots if host_state_slots is None else host_state_slots,
         layout=layout, host_row_bytes=rules.host_row_bytes(pools.plan.layout.kv_row),
-        indexer=rules.indexer_pool)
-    return device, group
+        indexer=rules.indexer_pool, device=device)
+    return side, group
