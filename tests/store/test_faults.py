@@ -15,6 +15,9 @@ from store.conftest import SERVED, launch
 from store.faulty import KillDuringGet, SlowGets
 from store.store_harness import assert_nothing_leaked, identical, run, script
 
+# each case starts its own server; a Mooncake client of a killed master takes seconds to close
+pytestmark = pytest.mark.slow
+
 SERVED_IDS = [k.value for k in SERVED]
 
 
