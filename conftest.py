@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import importlib.abc
 import importlib.util
+import os
 import sys
 
 import pytest
+
+# The reference model runs hundreds of tiny ops per token: one torch thread is faster than two,
+# and two test workers (or a CLI subprocess beside its test) share the machine's two cores.
+# Set before torch is imported here or in a subprocess; an explicit setting wins.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 TORCH_MISSING = importlib.util.find_spec("torch") is None
 

@@ -18,6 +18,9 @@ from kvledger.engine.verify import cache_free_outputs, verify
 from kvledger.engine.workloads import WORKLOADS
 from kvledger.host.state_backup import HostStateBackup
 
+# 12 policy pairs × 14 workloads, integrity checked after every call: minutes
+pytestmark = pytest.mark.slow
+
 PAIRS = [(a, e) for a in StateAdmission for e in StateEviction]
 
 

@@ -46,6 +46,7 @@ def test_every_policy_pair_keeps_the_cache_conserved(admission, eviction):
     assert s.policies == f"{admission.value} + {eviction.value}"
 
 
+@pytest.mark.slow
 def test_ghost_branch_flop_aware_meets_the_issue_target_on_the_shared_trace():
     """Issue 14's device-only target: usable hit ≥ 0.20 and ≥ 2× the engine default, TTFT
     p95 below it, measured in the same run of the whole trace."""

@@ -33,6 +33,9 @@ from store.store_harness import (
     script,
 )
 
+# each case starts its own server; a Mooncake client of a killed master takes seconds to close
+pytestmark = pytest.mark.slow
+
 SERVED_IDS = [k.value for k in SERVED]
 
 

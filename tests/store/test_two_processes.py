@@ -13,6 +13,9 @@ import pytest
 
 from kvledger.store.backend import BackendKind
 
+# each case starts two engine processes
+pytestmark = pytest.mark.slow
+
 INSTANCE = Path(__file__).with_name("instance.py")
 
 
