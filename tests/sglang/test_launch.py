@@ -298,3 +298,15 @@ def test_unambiguous_prefixes_read_as_sglang_argparse_reads_them():
     dep = parsed.deployment
     assert dep.mem_fraction_static == 0.8 and dep.kv_cache_dtype is KVDtype.FP8_E4M3
     assert dep.speculative_algorithm is not None and parsed.ignored == ()
+
+
+@pytest.mark.parametrize("alias, sglang", [("--max-model-len", "--context-length"),
+                                           ("--block-size", "--page-size")])
+def test_vllm_spellings_are_bare_flags_only_never_part_of_a_pasted_sglang_command(alias, sglang):
+    # kvledger reads vLLM's spelling among bare flags, the same value as SGLang's
+    bare = parse_flags([alias, "64"]).deployment
+    assert bare == parse_flags([sglang, "64"]).deployment
+    # SGLang's argparse refuses it in a real launch command, so a pasted one is refused too
+    with pytest.raises(DeploymentError, match=f"^{alias}: not a flag of "
+                       f"`python -m sglang.launch_server`.*spells it {sglang}$"):
+        parse_flags(f"python -m sglang.launch_server --tp 2 {alias} 64")

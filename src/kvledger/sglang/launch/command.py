@@ -42,6 +42,7 @@ class Launch:
     model_ref: str | None = None  # `sglang serve MODEL`
     prefix: tuple[str, ...] = ()  # words before the launcher, not seen by SGLang
     shell: tuple[str, ...] = ()  # redirections and what follows a control operator
+    launcher: tuple[str, ...] = ()  # `python -m sglang.launch_server`; empty for bare flags
 
 
 def _launcher_at(words: list[str], i: int) -> int:
@@ -88,7 +89,7 @@ def split_launch(argv: Sequence[str] | str) -> Launch:
             if span == 2 and rest and not rest[0].startswith("-"):
                 model, rest = rest[0], rest[1:]
             return Launch(flags=tuple(rest), model_ref=model, prefix=tuple(words[:i]),
-                          shell=tuple(shell))
+                          shell=tuple(shell), launcher=tuple(words[i:i + span]))
     raise DeploymentError(
         f"{' '.join(words[:3])!r}: not an SGLang launch; expected flags (--tp 8 …), "
         f"'python -m {LAUNCH_MODULES[0]} …' or 'sglang serve …'"

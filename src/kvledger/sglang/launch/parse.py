@@ -15,7 +15,8 @@ unambiguous abbreviation):
    of a speculative algorithm, and --max-running-requests 48 under speculative decoding.
 7. vLLM's spelling of a flag that means the same (`--max-model-len 32k` = --context-length,
    `--block-size`, `--mamba-ssm-cache-dtype`, `--no-enable-prefix-caching`) is read as the
-   SGLang flag, spelled in full (`flags.VLLM_ALIASES`).
+   SGLang flag, spelled in full (`flags.VLLM_ALIASES`), among bare flags only: in a pasted
+   SGLang command it is an error, because SGLang's own parser refuses it.
 
 >>> p = parse_flags("python -m sglang.launch_server --model-path zai-org/GLM-5.3-Flash "
 ...                 "--tp 8 --dp 8 --enable-dp-attention --kv-cache-dtype fp8_e4m3 --port 30000")
@@ -136,6 +137,10 @@ def parse_flags(argv: Sequence[str] | str) -> ParsedFlags:
     unrecognised: list[str] = []
     for word, args in _groups(launch.flags):
         if word in VLLM_ALIASES:  # vLLM's spelling, read exactly (module doc, rule 7)
+            if launch.launcher:
+                raise DeploymentError(
+                    f"{word}: not a flag of `{' '.join(launch.launcher)}` (SGLang's parser "
+                    f"refuses it); SGLang spells it {VLLM_ALIASES[word]}")
             _take(BY_SPELLING[VLLM_ALIASES[word]], word, args, values, spelled)
             continue
         name = read_flag(word, SGLANG_SPELLINGS)
