@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kvledger.core.engines import Engine
-from kvledger.core.units import fmt_gib
+from kvledger.report.show import show_size
 from kvledger.sizing import Difference, Recommendations, Sweep, SweepRow
 from kvledger.sizing.documents import recommendation_json, sweep_row_json
 
@@ -44,7 +44,7 @@ def _cells(i: int, row: SweepRow, show_context: bool) -> list[str | Text]:
     at = f"{fit['requests']:,}" + (f" × {fit['context_tokens']:,}" if show_context else "")
     pools = tot.token_pool_bytes + tot.state_pool_bytes + tot.verify_bytes
     return [*head, f"{tot.ranks:,}", f"{tot.running_requests:,}", at, f"{tot.tokens:,}",
-            fmt_gib(pools), fit["binding_label"], fits]
+            show_size(pools), fit["binding_label"], fits]
 
 
 def sweep_table(title: str, rows: Sequence[SweepRow], context_tokens: int | None = None) -> Table:
