@@ -44,9 +44,5 @@ def fmt_bytes(n: int) -> str:
     return f"{n:,} B"
 
 
-def fmt_mib(n: int) -> str:
-    return f"{n / MiB:,.3f} MiB"
-
-
 def fmt_gib(n: int) -> str:
     return f"{n / GiB:,.2f} GiB"
