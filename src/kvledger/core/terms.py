@@ -9,7 +9,7 @@ and the plan says so in its notes.
   "Available KV cache memory" (not the same figure: the two never share one value);
 - vLLM's profiled terms, which it measures at boot: `activation_gib` (peak activations),
   `non_torch_gib` (NCCL, CUDA context), `cudagraph_gib` (the CUDA-graph estimate, subtracted
-  from 0.21 on), and its budget `gpu_memory_utilization`. SGLang has no such terms: its
+  where the rule set says so: `VllmRules.subtracts_cudagraph_estimate`), and its budget `gpu_memory_utilization`. SGLang has no such terms: its
   (1 − mem_fraction_static) slack covers activations and graphs, and --mem-fraction-static is
   one of its launch flags.
 
