@@ -70,6 +70,33 @@ def capacity_table(plan: SglangPlan) -> Table:
     return table
 
 
+def role_table(plan: SglangPlan) -> Table | None:
+    """A prefill/decode server's pools as SGLang allocates them, beside what was charged."""
+    role = plan.capacity.role
+    if role is None or not role.differs:
+        return None
+    dep = plan.deployment
+    table = Table(title=f"{dep.disaggregation_mode.label.capitalize()} pools per rank: "
+                  "allocated vs charged to the budget", title_justify="left")
+    for name, justify in (("pool", "left"), ("charged", "right"), ("allocated", "right"),
+                          ("unbudgeted bytes", "right")):
+        table.add_column(name, justify=justify)
+    for name, charged, allocated, extra in (
+            ("state slots (incl. padding)", role.charged_state_slots, role.allocated_state_slots,
+             role.unbudgeted_state_bytes),
+            ("verify rows (incl. padding)", role.charged_verify_rows, role.allocated_verify_rows,
+             role.unbudgeted_verify_bytes),
+            ("req_to_token rows (side buffer, never budgeted)", role.charged_request_rows, role.allocated_request_rows,
+             role.unbudgeted_request_bytes)):
+        if charged or allocated:
+            table.add_row(name, f"{charged:,}", f"{allocated:,}", f"{extra:,}")
+    table.add_row(Text("total unbudgeted (negative: charged, never allocated)", style="bold"),
+                  "", "", Text(f"{role.unbudgeted_bytes:,}", style="bold"))
+    table.add_row("T had the budget charged the pools as allocated",
+                  f"{plan.capacity.max_total_tokens:,}", f"{role.corrected_tokens:,}", "")
+    return table
+
+
 def totals_table(plan: SglangPlan) -> Table:
     tot = plan.capacity.totals
     table = Table(title=f"Deployment — {tot.ranks} GPUs, {tot.workers} attention-DP "
@@ -146,6 +173,9 @@ def render_plan(plan: SglangPlan, console: Console, ignored: tuple[str, ...] = (
     if dep.mamba_ssm_dtype is not None:
         head += (f", state {dep.mamba_ssm_dtype.value}, {dep.mamba_strategy.value}, overlap "
                  f"{'on' if lay.overlap else 'off'}")
+    head += f"; {dep.disaggregation_mode.label}"
+    if dep.pp_size > 1:
+        head += f", pp {dep.pp_size}"
     parts: list = [head]
     parts.append(ledger_table(plan.ledgers.token, "Ledger 1 — per token (B/token, all full layers)"))
     if plan.ledgers.draft_token:
@@ -163,6 +193,8 @@ def render_plan(plan: SglangPlan, console: Console, ignored: tuple[str, ...] = (
     if verify := plan.capacity.verify:
         parts.append(ledger_table(verify, "Verify scratch per rank (speculative decoding)"))
     parts.append(capacity_table(plan))
+    if table := role_table(plan):
+        parts.append(table)
     parts.append(totals_table(plan))
     if table := workload_table(plan):
         parts.append(table)

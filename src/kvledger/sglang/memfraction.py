@@ -16,6 +16,12 @@ this one table. `gpu_mem` is the device total in MiB as nvidia-smi reports it
    at least 10,240 on GPUs above 60 GiB.
 3. mem_fraction_static = round((gpu_mem − reserved) / gpu_mem, 3), then × 0.95 × a ViT
    factor for multimodal models (clamp(1 − 0.1·(layers·hidden² / (24·1024²) − 1), 0.8, 1.05)).
+4. Roles (`--disaggregation-mode`; memory_hook.py `handle_gpu_memory_settings` and
+   `reserve_for_graph_mb`, both releases): a decode server's activations are
+   max(running requests · draft tokens, 2048) tokens instead of the prefill chunk (running
+   requests = --max-running-requests as given, else the decode CUDA-graph max bs; draft
+   tokens as given, else 1) and it skips the ViT factor (`is_vlm` excludes decode); a prefill
+   server reserves no decode CUDA graphs and no DP-attention padding.
 
 Not counted:
 - DeepEP all-to-all buffers (`reserve_for_deepep_a2a_mb`, 2 GiB): only with
@@ -46,6 +52,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvledger.core.units import MiB
+from kvledger.sglang.choices import DisaggMode
 
 # Memory the process holds before weights load (CUDA context, NCCL, the allocator), which
 # SGLang's pre-load reading (`get_available_gpu_memory` at init) does not see as free. From a
@@ -86,20 +93,33 @@ class MemFraction:
 
 def auto_mem_fraction_static(
     gpu_mem_mib: float, *, tp: int, pp: int = 1, dp: int = 1, dp_attention: bool = False,
-    vit: tuple[int, int] | None = None,
+    vit: tuple[int, int] | None = None, role: DisaggMode = DisaggMode.NULL,
+    max_running_requests: int | None = None, draft_tokens: int = 0,
 ) -> MemFraction:
     """SGLang's fraction for a GPU of `gpu_mem_mib` MiB; `vit` = (layers, hidden) of a vision
-    tower when the model is multimodal."""
+    tower when the model is multimodal; `role` a prefill/decode server's (module doc, 4);
+    `max_running_requests` as given (the speculative default of 48 is set after this hook).
+
+    >>> auto_mem_fraction_static(143_771, tp=8, role=DisaggMode.DECODE,
+    ...                          max_running_requests=64).reserved_mib  # 512 + 2048·1.5 + 1024 + 1024
+    10240
+    """
     if not gpu_mem_mib > 0:
         raise ValueError(f"GPU memory {gpu_mem_mib} MiB: expected a positive size")
     chunked, small_bs, large_bs = next(
         ((c, s, big) for bound, c, s, big in _BUCKETS if gpu_mem_mib < bound), _LARGEST)
     max_bs = small_bs if tp < 4 else large_bs
+    if role.is_decode:  # the activation working set is the running batch's draft tokens
+        activation_tokens = max((max_running_requests or max_bs) * max(draft_tokens, 1), 2048)
+    else:
+        activation_tokens = max(chunked, 2048)  # the largest prefill chunk
     reserved = (512  # constant metadata (attention backends)
-                + max(chunked, 2048) * 1.5  # activations of the largest prefill chunk
-                + tp * pp / 8 * 1024  # large parallel sizes
-                + max_bs * 2)  # decode CUDA graphs
-    if dp_attention:
+                + activation_tokens * 1.5  # activations
+                + tp * pp / 8 * 1024)  # large parallel sizes
+    decode_graphs = not role.is_prefill  # a prefill server captures no decode graphs
+    if decode_graphs:
+        reserved += max_bs * 2  # decode CUDA graphs
+    if dp_attention and decode_graphs:
         reserved += max_bs * dp * 3  # DP attention padding
         if max_bs > 300:
             reserved += max_bs * dp * 1.5
@@ -107,7 +127,7 @@ def auto_mem_fraction_static(
         reserved = max(reserved, 10 * _MIB_PER_GIB)
     fraction = round((gpu_mem_mib - reserved) / gpu_mem_mib, 3)
     factor = 1.0
-    if vit is not None:
+    if vit is not None and not role.is_decode:  # a decode server loads no vision tower
         layers, hidden = vit
         ratio = layers * hidden**2 / VIT_BASELINE
         factor = 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))

@@ -227,7 +227,7 @@ def make_plan(
     layout = resolve(arch, dep, get_rules(rules), blackwell=blackwell)
     notes = list(layout.notes)
     memory, auto_fraction = plan_memory(arch, layout.deployment, gpu_spec, available_gib, weights_gib,
-                     gpu_memory_gib, notes)
+                     gpu_memory_gib, notes, requests_given=dep.max_running_requests)
     capacity = plan_capacity(layout, memory)
     workload = None
     for flag, value in (("--requests", requests), ("--context", context_tokens)):

@@ -15,6 +15,8 @@ kvledger_version, ignored_flags, notes — the plan's and the host plan's assump
         state_pool_bytes, max_total_tokens, token_pool_bytes, max_running_requests,
         limits{code: requests}, binding, binding_label, unused_bytes, unbudgeted_bytes,
         state_source|null, verify_requests, verify_bytes}
+    role ("null" | "prefill" | "decode"), role_pools|null{charged_/allocated_ state slots, verify
+    rows and request rows, their byte sizes, corrected_tokens, unbudgeted_*_bytes},
     totals{ranks, workers, running_requests, tokens, token_pool_bytes, state_pool_bytes,
         verify_bytes, side_bytes}
     workload|null{requests, requests_per_rank, context_tokens, fits, first_overflow,
@@ -42,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 from kvledger.core.envelope import envelope, schema_name
 from kvledger.core.ledger import ledger_json
 from kvledger.sglang.capacity import WORKLOAD_CODES
+from kvledger.sglang.rolepools import RolePools
 
 if TYPE_CHECKING:
     from kvledger.sglang.plan import SglangPlan
@@ -75,6 +78,17 @@ def host_json(plan: SglangPlan) -> dict[str, Any] | None:
 def plan_notes(plan: SglangPlan) -> list[str]:
     """Every assumption the plan states: its own notes, then the host plan's."""
     return [*plan.notes, *(plan.host.notes if plan.host else ())]
+
+
+def role_pools_json(role: RolePools | None) -> dict[str, Any] | None:
+    """A prefill/decode server's pools: charged and allocated counts, unbudgeted bytes."""
+    if role is None:
+        return None
+    return {f.name: getattr(role, f.name) for f in fields(role)} | {
+        "unbudgeted_state_bytes": role.unbudgeted_state_bytes,
+        "unbudgeted_verify_bytes": role.unbudgeted_verify_bytes,
+        "unbudgeted_request_bytes": role.unbudgeted_request_bytes,
+        "unbudgeted_bytes": role.unbudgeted_bytes}
 
 
 def plan_body(plan: SglangPlan) -> dict[str, Any]:
@@ -125,6 +139,8 @@ def plan_body(plan: SglangPlan) -> dict[str, Any]:
             "verify_requests": cap.state_budget.verify_requests if cap.state_budget else 0,
             "verify_bytes": cap.verify_bytes,
         },
+        "role": dep.disaggregation_mode.value,
+        "role_pools": role_pools_json(cap.role),
         "totals": {f.name: getattr(cap.totals, f.name) for f in fields(cap.totals)},
         "workload": None if work is None else {
             "requests": work.requests, "requests_per_rank": work.requests_per_rank,

@@ -32,8 +32,10 @@ def device_memory(gpu: GPU | None, gpu_memory_gib: float | None) -> tuple[str, i
 
 def plan_memory(model: ModelArch, dep: Deployment, gpu: GPU | None, available_gib: float | None,
                 weights_gib: float | None, gpu_memory_gib: float | None,
-                notes: list[str]) -> tuple[MemoryInput, MemFraction | None]:
-    """The rank's memory and SGLang's automatic mem_fraction_static when it chose one."""
+                notes: list[str], *, requests_given: int | None = None,
+                ) -> tuple[MemoryInput, MemFraction | None]:
+    """The rank's memory and SGLang's automatic mem_fraction_static when it chose one;
+    `requests_given`: --max-running-requests as given, before the speculative default."""
     fraction = dep.mem_fraction_static
     device = device_memory(gpu, gpu_memory_gib)
     if device is not None and available_gib is not None:
@@ -60,7 +62,9 @@ def plan_memory(model: ModelArch, dep: Deployment, gpu: GPU | None, available_gi
     if fraction is None:
         auto = auto_mem_fraction_static(
             total / MiB, tp=dep.tp_size, dp=dep.dp_size, dp_attention=dep.enable_dp_attention,
-            vit=model.vit_shape if model.is_multimodal else None)
+            vit=model.vit_shape if model.is_multimodal else None, pp=dep.pp_size,
+            role=dep.disaggregation_mode, max_running_requests=requests_given,
+            draft_tokens=dep.speculative_num_draft_tokens)
         fraction = auto.fraction
         notes.append(f"--mem-fraction-static not given: SGLang's {auto.derivation()}")
     notes.append(f"free before load = {name} {total:,} B − CUDA context {CUDA_CONTEXT_BYTES:,} B")

@@ -33,6 +33,7 @@ from kvledger.sglang.deploy import (
     MambaStrategy,
     StateDtype,
 )
+from kvledger.sglang.roles import resolve_role
 from kvledger.sglang.rules import RuleSet
 from kvledger.sglang.specs import (
     BF16_BYTES,
@@ -44,6 +45,7 @@ from kvledger.sglang.specs import (
     StateSpec,
     TailSpec,
 )
+from kvledger.sglang.stagelayers import resolve_stages
 
 SPECULATIVE_MAX_RUNNING_REQUESTS = 48
 CONV_ITEMSIZE = BF16_BYTES  # conv state follows the model dtype (bf16) in SGLang
@@ -212,7 +214,9 @@ def resolve(
             f"Transformers fallback: \"{arch} has no SGlang implementation and the Transformers "
             "implementation is not compatible with SGLang.\" (model_loader/utils.py, "
             "resolve_transformers_arch); use --engine vllm, which serves it natively")
-    notes: list[str] = []
+    dep, notes = resolve_role(dep, rules)
+    dep, stage_notes = resolve_stages(dep)
+    notes += stage_notes
     attn_tp = dep.attn_tp_size
     dep = replace(dep, kv_cache_dtype=_kv_dtype(model, dep, blackwell, notes))
     dep = _strategy(model, dep, notes)

@@ -44,6 +44,13 @@ class RuleSet:
     # releases' UnifiedTreeCore._iteratively_delete_tombstone_ancestors stop at device KV
     # (read in 0.5.21 and 0.5.23); 0.5.20's MambaRadixCache pruned it (see kvledger.tree.rules).
     tree_keeps_stateless_kv: bool = True
+    # True: a prefill server charges the speculative verify scratch to the state budget
+    # although `_build_hybrid_req_pool` never allocates it there (0.5.21); False: the budget
+    # skips it too (0.5.23 `_pd_prefill_skips_mamba_spec_state`, both places).
+    prefill_reserves_verify_scratch: bool = True
+    # True: --disaggregation-decode-enable-radix-cache is refused with speculative decoding
+    # other than DSPARK (0.5.21 handle_pd_disaggregation); 0.5.23 removed the check.
+    decode_radix_refuses_speculative: bool = True
 
     def dsa_page_tokens(self, kpool: int) -> int:
         return DSA_PAGE_KEYS * kpool if self.page_scales_with_kpool else DSA_PAGE_KEYS
@@ -69,6 +76,8 @@ RULES: RuleRegistry[RuleSet] = RuleRegistry(
             host_row_matches_device=True,
             host_indexer_pool=True,
             requests_floor_one_per_worker=True,
+            prefill_reserves_verify_scratch=False,
+            decode_radix_refuses_speculative=False,
         ),
     ),
     default="sglang-0.5.21",
