@@ -99,7 +99,7 @@ def explain(plan: SglangPlan) -> list[str]:
     lines.append(f"N = min({candidates}) = {cap.max_running_requests:,} "
                  f"(binding: {cap.binding.value})")
     lines += _role_lines(plan)
-    tot = cap.totals
+    tot = plan.totals
     lines.append(f"deployment: {tot.ranks} GPUs, {tot.workers} attention-DP workers; "
                  f"N × {tot.workers} = {tot.running_requests:,} requests, T × {tot.workers} = "
                  f"{tot.tokens:,} tokens; HBM × {tot.ranks}: token pools "
@@ -113,6 +113,16 @@ def _role_lines(plan: SglangPlan) -> list[str]:
     dep, role = plan.deployment, plan.capacity.role
     lines = [f"role: {dep.disaggregation_mode.label}"
              + (f", pipeline stage plan of {dep.pp_size} stages" if dep.pp_size > 1 else "")]
+    if (pipe := plan.pipeline) is not None:
+        linear = max(st.num_linear_layers for st in pipe.stages)
+        lines.append(f"pp: state charged at the largest stage's share, {linear} linear layers: "
+                     f"{pipe.charged_slot_bytes:,} B/slot on every stage")
+        lines += [f"PP{st.pp_rank}: layers {st.start_layer}..{st.end_layer - 1}, "
+                  f"{st.num_full_layers} full → {st.capacity.token_bytes:,} B/token, T alone "
+                  f"{st.alone_tokens:,}; {st.num_linear_layers} linear → "
+                  f"{st.own_slot_bytes:,} B/slot allocated, over-reserves "
+                  f"{st.over_reserved_state_bytes:,} B" for st in pipe.stages]
+        lines.append(f"T = min over stages = {pipe.tokens:,} (binding PP{pipe.binding_stage})")
     if role is None or not role.differs:
         return lines
     extra = dep.disaggregation_decode_extra_slots or 0

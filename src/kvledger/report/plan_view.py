@@ -9,6 +9,7 @@ from rich.text import Text
 from kvledger.core.plan import EnginePlan
 from kvledger.core.units import GB
 from kvledger.report.show import UNITS_LEGEND, show_bytes, show_ratio, show_size
+from kvledger.report.stage_view import stage_table
 from kvledger.sglang.ledger import Ledger
 from kvledger.sglang.plan import SglangPlan
 
@@ -98,7 +99,7 @@ def role_table(plan: SglangPlan) -> Table | None:
 
 
 def totals_table(plan: SglangPlan) -> Table:
-    tot = plan.capacity.totals
+    tot = plan.totals
     table = Table(title=f"Deployment — {tot.ranks} GPUs, {tot.workers} attention-DP "
                         f"worker{'s' if tot.workers > 1 else ''}", title_justify="left")
     table.add_column("quantity")
@@ -174,8 +175,10 @@ def render_plan(plan: SglangPlan, console: Console, ignored: tuple[str, ...] = (
         head += (f", state {dep.mamba_ssm_dtype.value}, {dep.mamba_strategy.value}, overlap "
                  f"{'on' if lay.overlap else 'off'}")
     head += f"; {dep.disaggregation_mode.label}"
-    if dep.pp_size > 1:
-        head += f", pp {dep.pp_size}"
+    if (pipe := plan.pipeline) is not None:
+        stage = pipe.stages[pipe.binding_stage]
+        head += (f", pp {dep.pp_size}: per-rank tables are stage PP{stage.pp_rank} "
+                 f"(layers {stage.start_layer}..{stage.end_layer - 1})")
     parts: list = [head]
     parts.append(ledger_table(plan.ledgers.token, "Ledger 1 — per token (B/token, all full layers)"))
     if plan.ledgers.draft_token:
@@ -194,6 +197,8 @@ def render_plan(plan: SglangPlan, console: Console, ignored: tuple[str, ...] = (
         parts.append(ledger_table(verify, "Verify scratch per rank (speculative decoding)"))
     parts.append(capacity_table(plan))
     if table := role_table(plan):
+        parts.append(table)
+    if table := stage_table(plan):
         parts.append(table)
     parts.append(totals_table(plan))
     if table := workload_table(plan):

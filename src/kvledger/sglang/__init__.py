@@ -4,7 +4,7 @@ Data flow: `launch/` (a pasted command or flags) → `deploy.py` (the validated 
 → `rules.py` (one frozen rule set per release) → `roles.py`, `stagelayers.py` → `resolve.py` (the `CacheLayout` against a
 model, with the `specs.py` row specs) → `ledger.py` (per-token, per-slot, per-request and side
 ledgers) → `statebudget.py`, `requestlimits.py`, `memfraction.py`, `rankweights.py` →
-`capacity.py` (K, T, N and the binding constraint) → `hicache_share.py`, `hicache.py`,
+`capacity.py` (K, T, N and the binding constraint) → `stages.py` (per pipeline stage) → `hicache_share.py`, `hicache.py`,
 `l3plan.py` (host and store tiers) → `plan.py` (`make_plan`) → `scaling.py` (deployment-wide
 totals).
 
@@ -28,6 +28,7 @@ Files:
 - `hicache_share.py`, `hicache.py`: host-tier sizing.
 - `l3plan.py`: store-tier sizing.
 - `plan_memory.py`: the memory one rank starts from (available, or a GPU less weights).
+- `stages.py`: per-stage K, T and N of a pipeline-parallel server, and its totals.
 - `plan.py`: the whole plan of one rank, `SglangPlan` (an `EnginePlan`).
 - `plan_json.py`: its `--json` document (`kvledger.plan/2`).
 - `scaling.py`: totals over the deployment.

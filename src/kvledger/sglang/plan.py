@@ -50,6 +50,7 @@ from kvledger.sglang.plan_memory import device_memory, plan_memory
 from kvledger.sglang.rankweights import weights_ledger
 from kvledger.sglang.resolve import CacheLayout, resolve
 from kvledger.sglang.rules import DEFAULT_RULES, RuleSet, get_rules
+from kvledger.sglang.stages import PipelinePlan, plan_stages
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,6 +76,7 @@ class SglangPlan:
     weights_estimated: bool = False  # the weights ledger's total was subtracted from the GPU
     auto_mem_fraction: MemFraction | None = None  # SGLang's choice, when the flag was unset
     given: Deployment | None = None  # the flags as given, before the rule set's autos
+    pipeline: PipelinePlan | None = None  # with --pp-size > 1: every stage's plan
 
     engine: ClassVar[Engine] = Engine.SGLANG
     simulatable: ClassVar[bool] = True  # the memory system builds SGLang's pools
@@ -93,6 +95,9 @@ class SglangPlan:
 
     @property
     def totals(self) -> DeploymentTotals:
+        if self.pipeline is not None:
+            dep = self.deployment
+            return self.pipeline.totals(1 if dep.enable_dp_attention else dep.dp_size)
         return self.capacity.totals
 
     @property
@@ -228,7 +233,16 @@ def make_plan(
     notes = list(layout.notes)
     memory, auto_fraction = plan_memory(arch, layout.deployment, gpu_spec, available_gib, weights_gib,
                      gpu_memory_gib, notes, requests_given=dep.max_running_requests)
-    capacity = plan_capacity(layout, memory)
+    pipeline = None
+    if layout.deployment.pp_size > 1:
+        pipeline = plan_stages(layout, memory)
+        stage = pipeline.stages[pipeline.binding_stage]
+        layout, capacity = stage.layout, stage.capacity
+        notes.append(f"pp {len(pipeline.stages)}: ledgers and capacity per rank are stage "
+                     f"{stage.pp_rank}'s (layers {stage.start_layer}..{stage.end_layer - 1}), "
+                     "whose own tokens are the fewest; every stage shares its T, K and N")
+    else:
+        capacity = plan_capacity(layout, memory)
     workload = None
     for flag, value in (("--requests", requests), ("--context", context_tokens)):
         if isinstance(value, int) and value > MAX_COUNT:
@@ -256,4 +270,4 @@ def make_plan(
                  and device_memory(gpu_spec, gpu_memory_gib) is not None)
     return SglangPlan(layout=layout, ledgers=ledgers, capacity=capacity, workload=workload,
                       gpu=gpu_spec, notes=tuple(notes), host=host, weights_estimated=estimated,
-                      auto_mem_fraction=auto_fraction, given=dep)
+                      auto_mem_fraction=auto_fraction, given=dep, pipeline=pipeline)

@@ -15,7 +15,11 @@ kvledger_version, ignored_flags, notes — the plan's and the host plan's assump
         state_pool_bytes, max_total_tokens, token_pool_bytes, max_running_requests,
         limits{code: requests}, binding, binding_label, unused_bytes, unbudgeted_bytes,
         state_source|null, verify_requests, verify_bytes}
-    role ("null" | "prefill" | "decode"), role_pools|null{charged_/allocated_ state slots, verify
+    role ("null" | "prefill" | "decode"), pipeline|null{charged_slot_bytes, binding_stage,
+    tokens, stages[{pp_rank, tag "PP0", start_layer, end_layer, full_layers, linear_layers,
+    token_bytes, own_slot_bytes, alone_tokens, max_total_tokens, state_slots,
+    max_running_requests, token_pool_bytes, state_pool_bytes_charged,
+    state_pool_bytes_allocated, over_reserved_state_bytes}]}, role_pools|null{charged_/allocated_ state slots, verify
     rows and request rows, their byte sizes, corrected_tokens, unbudgeted_*_bytes},
     totals{ranks, workers, running_requests, tokens, token_pool_bytes, state_pool_bytes,
         verify_bytes, side_bytes}
@@ -91,6 +95,27 @@ def role_pools_json(role: RolePools | None) -> dict[str, Any] | None:
         "unbudgeted_bytes": role.unbudgeted_bytes}
 
 
+def pipeline_json(plan: SglangPlan) -> dict[str, Any] | None:
+    """Every pipeline stage (--pp-size > 1): layers, bytes, T alone and shared, K, N, pools."""
+    pipe = plan.pipeline
+    if pipe is None:
+        return None
+    return {"charged_slot_bytes": pipe.charged_slot_bytes, "binding_stage": pipe.binding_stage,
+            "tokens": pipe.tokens, "stages": [{
+                "pp_rank": s.pp_rank, "tag": f"PP{s.pp_rank}", "start_layer": s.start_layer,
+                "end_layer": s.end_layer, "full_layers": s.num_full_layers,
+                "linear_layers": s.num_linear_layers, "token_bytes": s.capacity.token_bytes,
+                "own_slot_bytes": s.own_slot_bytes, "alone_tokens": s.alone_tokens,
+                "max_total_tokens": s.capacity.max_total_tokens,
+                "state_slots": s.capacity.state_slots,
+                "max_running_requests": s.capacity.max_running_requests,
+                "token_pool_bytes": s.capacity.token_pool_bytes,
+                "state_pool_bytes_charged": s.capacity.state_pool_bytes,
+                "state_pool_bytes_allocated": s.allocated_state_pool_bytes,
+                "over_reserved_state_bytes": s.over_reserved_state_bytes}
+                for s in pipe.stages]}
+
+
 def plan_body(plan: SglangPlan) -> dict[str, Any]:
     """The plan's keys, without the envelope (sweep and compare embed them)."""
     lay, cap, model = plan.layout, plan.capacity, plan.model
@@ -140,8 +165,9 @@ def plan_body(plan: SglangPlan) -> dict[str, Any]:
             "verify_bytes": cap.verify_bytes,
         },
         "role": dep.disaggregation_mode.value,
+        "pipeline": pipeline_json(plan),
         "role_pools": role_pools_json(cap.role),
-        "totals": {f.name: getattr(cap.totals, f.name) for f in fields(cap.totals)},
+        "totals": {f.name: getattr(plan.totals, f.name) for f in fields(plan.totals)},
         "workload": None if work is None else {
             "requests": work.requests, "requests_per_rank": work.requests_per_rank,
             "context_tokens": work.context_tokens, "fits": work.fits,

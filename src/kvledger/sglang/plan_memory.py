@@ -55,9 +55,11 @@ def plan_memory(model: ModelArch, dep: Deployment, gpu: GPU | None, available_gi
         ledger = weights_ledger(model, dep)
         if ledger is None:
             raise ValueError(f"{model.name}: weight size unknown; pass --weights-gib")
-        weights = ledger.total_bytes
+        weights = ledger.total_bytes // dep.pp_size
         notes.append(f"weights per rank estimated from the config: {weights / GiB:,.2f} GiB "
-                     "(itemised in the weights ledger); override with --weights-gib")
+                     "(itemised in the weights ledger"
+                     + (f", split evenly over {dep.pp_size} pipeline stages" if dep.pp_size > 1
+                        else "") + "); override with --weights-gib")
     auto = None
     if fraction is None:
         auto = auto_mem_fraction_static(
