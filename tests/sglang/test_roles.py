@@ -27,8 +27,8 @@ MTP = ["--speculative-algorithm", "NEXTN", "--speculative-num-steps", "3",
        "--speculative-eagle-topk", "1"]
 
 
-def plan(flags, rules="sglang-0.5.21", model="glm-5.3-flash"):
-    return make_plan(model, parse_flags(flags).deployment, rules=rules)
+def plan(flags, rules="sglang-0.5.21", model="glm-5.3-flash", gpu=None):
+    return make_plan(model, parse_flags(flags).deployment, rules=rules, gpu=gpu)
 
 
 def test_decode_forces_the_radix_cache_off_so_n_equals_k():
@@ -135,3 +135,18 @@ def test_role_in_json_and_header():
     assert doc["role_pools"]["allocated_state_slots"] == 97
     assert doc["role_pools"]["unbudgeted_bytes"] == 9_447_669_760
     assert plan(FP8).to_json()["role_pools"] is None
+
+
+def test_release_0_5_23_caps_the_graph_batch_at_the_request_limit():
+    # memory_hook.handle_gpu_memory_settings (0.5.23 only): max_bs = min(256, 64) on an H100
+    # (81,559 MiB, tp 1): reserved 512 + 8,192·1.5 + 128 + 64·2 = 13,056 (0.5.21: 13,440).
+    old = auto_mem_fraction_static(81_559, tp=1, max_running_requests=64)
+    new = auto_mem_fraction_static(81_559, tp=1, max_running_requests=64,
+                                   cap_max_bs_by_requests=True)
+    assert (old.cuda_graph_max_bs, new.cuda_graph_max_bs) == (256, 64)
+    assert (old.reserved_mib, new.reserved_mib) == (13_440, 13_056)
+    assert (old.fraction, new.fraction) == (0.835, 0.840)
+    flags = ["--max-running-requests", "64"]
+    assert plan(flags, model="llama-3.1-8b", gpu="H100").capacity.memory.mem_fraction_static == 0.835
+    assert plan(flags, rules="sglang-0.5.23", model="llama-3.1-8b",
+                gpu="H100").capacity.memory.mem_fraction_static == 0.840

@@ -3,9 +3,8 @@
 Followed: arg_groups' `handle_gpu_memory_settings` (the server-argument resolution for the
 GPU memory budget) and `reserve_for_graph_mb`, `adjust_mem_fraction_for_vlm`; the same
 arithmetic as `ServerArgs._handle_gpu_memory_settings` in the older single-file server_args.py.
-No difference between the sglang-0.5.21 and sglang-0.5.23 rule sets was found, so both use
-this one table. `gpu_mem` is the device total in MiB as nvidia-smi reports it
-(`get_device_memory_capacity`).
+The two rule sets share this table; they differ only in the max-bs cap (5). `gpu_mem` is the
+device total in MiB as nvidia-smi reports it (`get_device_memory_capacity`).
 
 1. By GPU memory: chunked_prefill_size and the decode CUDA-graph max batch size
    (MiB bounds; the batch size when tp < 4, else the second one):
@@ -22,6 +21,8 @@ this one table. `gpu_mem` is the device total in MiB as nvidia-smi reports it
    requests = --max-running-requests as given, else the decode CUDA-graph max bs; draft
    tokens as given, else 1) and it skips the ViT factor (`is_vlm` excludes decode); a prefill
    server reserves no decode CUDA graphs and no DP-attention padding.
+5. 0.5.23 caps the default decode CUDA-graph max bs at --max-running-requests (as given)
+   before reserving (`RuleSet.cuda_graph_max_bs_capped_by_requests`); 0.5.21 does not.
 
 Not counted:
 - DeepEP all-to-all buffers (`reserve_for_deepep_a2a_mb`, 2 GiB): only with
@@ -95,6 +96,7 @@ def auto_mem_fraction_static(
     gpu_mem_mib: float, *, tp: int, pp: int = 1, dp: int = 1, dp_attention: bool = False,
     vit: tuple[int, int] | None = None, role: DisaggMode = DisaggMode.NULL,
     max_running_requests: int | None = None, draft_tokens: int = 0,
+    cap_max_bs_by_requests: bool = False,
 ) -> MemFraction:
     """SGLang's fraction for a GPU of `gpu_mem_mib` MiB; `vit` = (layers, hidden) of a vision
     tower when the model is multimodal; `role` a prefill/decode server's (module doc, 4);
@@ -109,6 +111,8 @@ def auto_mem_fraction_static(
     chunked, small_bs, large_bs = next(
         ((c, s, big) for bound, c, s, big in _BUCKETS if gpu_mem_mib < bound), _LARGEST)
     max_bs = small_bs if tp < 4 else large_bs
+    if cap_max_bs_by_requests and max_running_requests is not None:
+        max_bs = min(max_bs, max_running_requests)  # the rule set's cap (module doc, 5)
     if role.is_decode:  # the activation working set is the running batch's draft tokens
         activation_tokens = max((max_running_requests or max_bs) * max(draft_tokens, 1), 2048)
     else:

@@ -232,7 +232,8 @@ def make_plan(
     layout = resolve(arch, dep, get_rules(rules), blackwell=blackwell)
     notes = list(layout.notes)
     memory, auto_fraction = plan_memory(arch, layout.deployment, gpu_spec, available_gib, weights_gib,
-                     gpu_memory_gib, notes, requests_given=dep.max_running_requests)
+                     gpu_memory_gib, notes, requests_given=dep.max_running_requests,
+                     cap_max_bs_by_requests=layout.rules.cuda_graph_max_bs_capped_by_requests)
     pipeline = None
     if layout.deployment.pp_size > 1:
         pipeline = plan_stages(layout, memory)

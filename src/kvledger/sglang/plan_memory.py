@@ -33,6 +33,7 @@ def device_memory(gpu: GPU | None, gpu_memory_gib: float | None) -> tuple[str, i
 def plan_memory(model: ModelArch, dep: Deployment, gpu: GPU | None, available_gib: float | None,
                 weights_gib: float | None, gpu_memory_gib: float | None,
                 notes: list[str], *, requests_given: int | None = None,
+                cap_max_bs_by_requests: bool = False,
                 ) -> tuple[MemoryInput, MemFraction | None]:
     """The rank's memory and SGLang's automatic mem_fraction_static when it chose one;
     `requests_given`: --max-running-requests as given, before the speculative default."""
@@ -66,7 +67,8 @@ def plan_memory(model: ModelArch, dep: Deployment, gpu: GPU | None, available_gi
             total / MiB, tp=dep.tp_size, dp=dep.dp_size, dp_attention=dep.enable_dp_attention,
             vit=model.vit_shape if model.is_multimodal else None, pp=dep.pp_size,
             role=dep.disaggregation_mode, max_running_requests=requests_given,
-            draft_tokens=dep.speculative_num_draft_tokens)
+            draft_tokens=dep.speculative_num_draft_tokens,
+            cap_max_bs_by_requests=cap_max_bs_by_requests)
         fraction = auto.fraction
         notes.append(f"--mem-fraction-static not given: SGLang's {auto.derivation()}")
     notes.append(f"free before load = {name} {total:,} B − CUDA context {CUDA_CONTEXT_BYTES:,} B")

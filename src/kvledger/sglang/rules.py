@@ -51,6 +51,10 @@ class RuleSet:
     # True: --disaggregation-decode-enable-radix-cache is refused with speculative decoding
     # other than DSPARK (0.5.21 handle_pd_disaggregation); 0.5.23 removed the check.
     decode_radix_refuses_speculative: bool = True
+    # True: the default decode CUDA-graph max batch size is capped at --max-running-requests
+    # (as given) before the fraction's graph reserve is sized (0.5.23 memory_hook
+    # `handle_gpu_memory_settings`); False: the GPU bucket's size stands (0.5.21).
+    cuda_graph_max_bs_capped_by_requests: bool = False
 
     def dsa_page_tokens(self, kpool: int) -> int:
         return DSA_PAGE_KEYS * kpool if self.page_scales_with_kpool else DSA_PAGE_KEYS
@@ -78,6 +82,7 @@ RULES: RuleRegistry[RuleSet] = RuleRegistry(
             requests_floor_one_per_worker=True,
             prefill_reserves_verify_scratch=False,
             decode_radix_refuses_speculative=False,
+            cuda_graph_max_bs_capped_by_requests=True,
         ),
     ),
     default="sglang-0.5.21",
