@@ -129,6 +129,7 @@ SAMPLES = {
     "hicache_ratio": (["--enable-hierarchical-cache"], "1.5", "hicache_ratio", 1.5),
     "hicache_size_gb": (["--enable-hierarchical-cache"], "64", "hicache_size_gb", 64),
     "pp_size": ([], "2", "pp_size", 2),
+    "dcp_size": (["--tp", "4"], "2", "dcp_size", 2),
     "disaggregation_mode": ([], "decode", "disaggregation_mode", DisaggMode.DECODE),
     "disaggregation_decode_extra_slots": (["--disaggregation-mode", "decode"], "0",
                                           "disaggregation_decode_extra_slots", 0),
@@ -178,8 +179,9 @@ def test_repeated_flags_must_agree():
 
 
 def test_neutral_values_of_unsupported_flags_are_ignored():
-    parsed = parse_flags(["--dcp-size", "1", "--hicache-host-memory-mode", "cache", "--tp", "2"])
-    assert parsed.ignored == ("--dcp-size", "--hicache-host-memory-mode")
+    parsed = parse_flags(["--json-model-override-args", "{}", "--hicache-host-memory-mode",
+                          "cache", "--tp", "2"])
+    assert parsed.ignored == ("--json-model-override-args", "--hicache-host-memory-mode")
     assert parsed.unrecognised == ()
 
 
@@ -242,8 +244,11 @@ ERRORS = [
      "expected a --flag"),
     (["8"], "'8': not an SGLang launch; expected flags (--tp 8 …), 'python -m "
      "sglang.launch_server …' or 'sglang serve …'"),
-    (["--dcp-size", "2"], "--dcp-size 2: decode context parallelism shards the KV rows; "
-     "kvledger models only --dcp-size 1"),
+    (["--hicache-host-memory-mode", "buffer_only"], "--hicache-host-memory-mode buffer_only: "
+     "buffer_only makes host memory a staging buffer; kvledger models only "
+     "--hicache-host-memory-mode cache"),
+    (["--dcp-size", "3", "--tp", "8"], "--dcp-size 3: SGLang needs it to divide --tp-size 8 "
+     "(\"tensor_model_parallel_size must be divisible by decode_context_parallel_size\")"),
     (["--disaggregation-mode", "both"], "--disaggregation-mode 'both': expected one of null, "
      "prefill, decode"),
     (["--disaggregation-decode-extra-slots", "4"], "--disaggregation-decode-extra-slots 4: has "

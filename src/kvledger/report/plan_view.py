@@ -60,6 +60,9 @@ def capacity_table(plan: SglangPlan) -> Table:
                       f"{cap.state_slots:,}", f"{cap.state_pool_bytes:,}")
     table.add_row(f"T tokens (+{lay.page_tokens} padding, page {lay.page_tokens})",
                   f"{cap.max_total_tokens:,}", f"{cap.token_pool_bytes:,}")
+    if lay.deployment.dcp_size > 1:
+        table.add_row(f"logical tokens per worker (T × dcp {lay.deployment.dcp_size})",
+                      f"{cap.logical_tokens:,}", "")
     table.add_row("unused after flooring", "", f"{cap.unused_bytes:,}")
     table.add_row("side buffers (unbudgeted, from slack)", "", f"{cap.side.total_bytes:,}")
     for limit, n in cap.limits.items():
@@ -175,6 +178,9 @@ def render_plan(plan: SglangPlan, console: Console, ignored: tuple[str, ...] = (
         head += (f", state {dep.mamba_ssm_dtype.value}, {dep.mamba_strategy.value}, overlap "
                  f"{'on' if lay.overlap else 'off'}")
     head += f"; {dep.disaggregation_mode.label}"
+    if dep.dcp_size > 1:
+        head += (f", dcp {dep.dcp_size}: T physical per rank, T × {dep.dcp_size} per worker, "
+                 f"allocation page {lay.allocation_page_tokens}")
     if (pipe := plan.pipeline) is not None:
         stage = pipe.stages[pipe.binding_stage]
         head += (f", pp {dep.pp_size}: per-rank tables are stage PP{stage.pp_rank} "

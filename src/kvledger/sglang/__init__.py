@@ -15,6 +15,7 @@ Files:
 - `deploy.py`: `Deployment`, the memory-relevant `ServerArgs`, validated.
 - `roles.py`: what a prefill or decode server (`--disaggregation-mode`) changes before sizing.
 - `stagelayers.py`: pipeline stages (`--pp-size`): each stage's layers, PP's forced settings.
+- `dcp.py`: decode context parallelism (`--dcp-size`): what is planned, what is refused.
 - `rules.py`: per-release rule sets (`sglang-0.5.21`, `sglang-0.5.23`).
 - `specs.py`: frozen row specs that own their byte formulas.
 - `resolve.py`: auto values resolved against a model and a rule set.

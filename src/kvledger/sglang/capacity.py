@@ -115,10 +115,14 @@ class CapacityPlan:
         return DeploymentTotals(
             ranks=ranks, workers=workers,
             running_requests=self.max_running_requests * workers,
-            tokens=self.max_total_tokens * workers,
+            tokens=self.logical_tokens * workers,
             token_pool_bytes=self.token_pool_bytes * ranks,
             state_pool_bytes=self.state_pool_bytes * ranks,
             verify_bytes=self.verify_bytes * ranks, side_bytes=self.side.total_bytes * ranks)
+
+    @property
+    def logical_tokens(self) -> int:  # T physical rows per rank × dcp (kvledger.sglang.dcp)
+        return self.max_total_tokens * self.layout.deployment.dcp_size
 
     @property
     def verify(self) -> Ledger | None:
@@ -157,10 +161,8 @@ class CapacityPlan:
 
 def plan_capacity(lay: CacheLayout, memory: MemoryInput, *,
                   charged_slot_bytes: int | None = None) -> CapacityPlan:
-    """K, T and N for one rank; raise CapacityError when nothing fits.
-
-    `charged_slot_bytes`: the state-slot bytes the budget charges when they differ from the
-    rank's own (a pipeline stage is charged the largest stage's share)."""
+    """K, T and N for one rank; raise CapacityError when nothing fits. `charged_slot_bytes`:
+    the slot bytes charged when not the rank's own (a pipeline stage's: the largest share)."""
     dep = lay.deployment
     attn_dp = dep.attn_dp_size
     slack = int(memory.pre_load_free_bytes * (1 - memory.mem_fraction_static))
@@ -282,9 +284,9 @@ def check_workload(plan: CapacityPlan, requests: int, context_tokens: int) -> Wo
     rows = [WorkloadRow(ledger="context length", need=context_tokens, capacity=lay.context_tokens,
                         need_bytes=0,
                         max_requests=per_rank if context_tokens <= lay.context_tokens else 0)]
-    rows.append(WorkloadRow(ledger="token KV", need=tokens, capacity=plan.max_total_tokens,
-                        need_bytes=tokens * plan.token_bytes,
-                        max_requests=plan.max_total_tokens // context_tokens))
+    rows.append(WorkloadRow(ledger="token KV", need=tokens, capacity=plan.logical_tokens,
+                        need_bytes=tokens * plan.token_bytes // lay.deployment.dcp_size,
+                        max_requests=plan.logical_tokens // context_tokens))
     if plan.slot_bytes:
         slots = per_rank * lay.slots_per_request
         rows.append(WorkloadRow(ledger="state slots", need=slots, capacity=plan.state_slots,

@@ -64,6 +64,7 @@ class Deployment:
     attn_cp_size: int = _flag(1, "--attn-cp-size")
     ep_size: int = _flag(1, "--ep-size")  # expert parallelism inside the tp group
     pp_size: int = _flag(1, "--pp-size")  # pipeline stages, each a tp group (kvledger.sglang.stages)
+    dcp_size: int = _flag(1, "--dcp-size")  # decode context parallelism (kvledger.sglang.dcp)
     # the server's role in a prefill/decode split (kvledger.sglang.roles)
     disaggregation_mode: DisaggMode = _flag(DisaggMode.NULL, "--disaggregation-mode")
     # extra req_to_token rows for requests in transfer; None: SGLang's default (roles.py)
@@ -129,7 +130,7 @@ _OPTIONAL_ENUM_FIELDS = {"mamba_ssm_dtype": StateDtype, "speculative_algorithm":
                          "quantization": QuantMethod}
 _BOOL_FIELDS = ("enable_dp_attention", "disable_overlap_schedule", "disable_radix_cache",
                 "enable_hierarchical_cache", "disaggregation_decode_enable_radix_cache")
-_POSITIVE_INT_FIELDS = ("tp_size", "dp_size", "attn_cp_size", "ep_size", "pp_size")
+_POSITIVE_INT_FIELDS = ("tp_size", "dp_size", "attn_cp_size", "ep_size", "pp_size", "dcp_size")
 _OPTIONAL_POSITIVE_INT_FIELDS = ("page_size", "max_mamba_cache_size", "max_total_tokens",
                                  "max_running_requests", "context_length")
 
@@ -212,6 +213,10 @@ def _check_parallelism(d: Deployment) -> None:
     if cp > 1 and tp % (dp * cp):
         raise _fail("attn_cp_size", cp, f"--tp-size {tp} must be a multiple of --dp-size × "
                     f"--attn-cp-size = {dp * cp}")
+    if tp % d.dcp_size:  # parallel_state.initialize_model_parallel
+        raise _fail("dcp_size", d.dcp_size, f"SGLang needs it to divide --tp-size {tp} "
+                    "(\"tensor_model_parallel_size must be divisible by "
+                    "decode_context_parallel_size\")")
     if cp > 1 and d.pp_size > 1:  # the same hook: "PP is not supported with context parallelism"
         raise _fail("pp_size", d.pp_size, "SGLang refuses it with --attn-cp-size > 1 (\"PP is "
                     "not supported with context parallelism\")")

@@ -5,7 +5,8 @@ kvledger_version, ignored_flags, notes — the plan's and the host plan's assump
 
     model{name, family, model_type, source, num_layers, full_layers, linear_layers,
     indexer_layers}, rules, gpu, deployment{every Deployment field, autos resolved, plus
-    attn_tp_size, attn_dp_size, page_tokens, context_tokens, slots_per_request,
+    attn_tp_size, attn_dp_size, page_tokens, allocation_page_tokens (page × dcp),
+    context_tokens, slots_per_request,
     held_slots_per_request},
     ledgers{per_token, draft_per_token|null, per_state_slot, per_request, side_buffers,
         verify_scratch|null, weights_per_rank|null}:
@@ -13,7 +14,8 @@ kvledger_version, ignored_flags, notes — the plan's and the host plan's assump
     capacity{available_bytes, pre_load_free_bytes, mem_fraction_static, slack_bytes,
         mm_reservation_bytes, rest_bytes, slot_bytes, token_bytes, state_slots,
         state_pool_bytes, max_total_tokens, token_pool_bytes, max_running_requests,
-        limits{code: requests}, binding, binding_label, unused_bytes, unbudgeted_bytes,
+        logical_tokens (T × dcp), limits{code: requests}, binding, binding_label, unused_bytes,
+        unbudgeted_bytes,
         state_source|null, verify_requests, verify_bytes}
     role ("null" | "prefill" | "decode"), pipeline|null{charged_slot_bytes, binding_stage,
     tokens, stages[{pp_rank, tag "PP0", start_layer, end_layer, full_layers, linear_layers,
@@ -125,6 +127,7 @@ def plan_body(plan: SglangPlan) -> dict[str, Any]:
         "attn_tp_size": dep.attn_tp_size, "attn_dp_size": dep.attn_dp_size,
         "page_tokens": lay.page_tokens, "context_tokens": lay.context_tokens,
         "slots_per_request": lay.slots_per_request,
+        "allocation_page_tokens": lay.allocation_page_tokens,
         "held_slots_per_request": lay.held_slots_per_request,
     }
     work = plan.workload
@@ -156,6 +159,7 @@ def plan_body(plan: SglangPlan) -> dict[str, Any]:
             "state_pool_bytes": cap.state_pool_bytes, "max_total_tokens": cap.max_total_tokens,
             "token_pool_bytes": cap.token_pool_bytes,
             "max_running_requests": cap.max_running_requests,
+            "logical_tokens": cap.logical_tokens,
             "limits": {limit.code: n for limit, n in cap.limits.items()},
             "binding": cap.binding.code, "binding_label": cap.binding.value,
             "unused_bytes": cap.unused_bytes,

@@ -55,6 +55,9 @@ class RuleSet:
     # (as given) before the fraction's graph reserve is sized (0.5.23 memory_hook
     # `handle_gpu_memory_settings`); False: the GPU bucket's size stands (0.5.21).
     cuda_graph_max_bs_capped_by_requests: bool = False
+    # True: --dcp-size > 1 is refused for DSA models whose index keys pool several tokens
+    # (0.5.23 arg_groups/model_overrides/deepseek_v2.py); 0.5.21 has no such check.
+    dcp_refuses_pooled_index: bool = False
 
     def dsa_page_tokens(self, kpool: int) -> int:
         return DSA_PAGE_KEYS * kpool if self.page_scales_with_kpool else DSA_PAGE_KEYS
@@ -83,6 +86,7 @@ RULES: RuleRegistry[RuleSet] = RuleRegistry(
             prefill_reserves_verify_scratch=False,
             decode_radix_refuses_speculative=False,
             cuda_graph_max_bs_capped_by_requests=True,
+            dcp_refuses_pooled_index=True,
         ),
     ),
     default="sglang-0.5.21",

@@ -101,7 +101,7 @@ class PipelinePlan:
         return DeploymentTotals(
             ranks=tp * len(self.stages), workers=workers,
             running_requests=first.max_running_requests * workers,
-            tokens=first.max_total_tokens * workers,
+            tokens=first.logical_tokens * workers,
             token_pool_bytes=sum(s.capacity.token_pool_bytes for s in self.stages) * tp,
             state_pool_bytes=sum(s.allocated_state_pool_bytes for s in self.stages) * tp,
             verify_bytes=sum(s.capacity.verify_bytes for s in self.stages) * tp,

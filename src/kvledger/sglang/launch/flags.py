@@ -98,6 +98,9 @@ FLAGS: tuple[Flag, ...] = (
          parse=integer, expects=POSITIVE, help="attention context-parallel ranks"),
     Flag(spellings=("--pp-size", "--pipeline-parallel-size"), key="pp_size", parse=integer,
          expects=POSITIVE, help="pipeline stages; each plans its own layers (overlap off)"),
+    Flag(spellings=("--dcp-size", "--decode-context-parallel-size"), key="dcp_size",
+         parse=integer, expects=POSITIVE,
+         help="decode context parallelism: tokens spread over dcp ranks of a tp group"),
     # prefill/decode disaggregation (arg_groups/fields/disagg.py)
     _choices(("--disaggregation-mode",), "disaggregation_mode", enum_choices(DisaggMode),
              "the server's role: decode turns the radix cache off and pre-allocates rows"),
@@ -177,8 +180,6 @@ FLAGS: tuple[Flag, ...] = (
 )
 
 UNSUPPORTED: tuple[Unsupported, ...] = (
-    Unsupported(spellings=("--dcp-size", "--decode-context-parallel-size"), neutral="1",
-                reason="decode context parallelism shards the KV rows"),
     Unsupported(spellings=("--hicache-host-memory-mode",), neutral="cache",
                 reason="buffer_only makes host memory a staging buffer"),
     Unsupported(spellings=("--json-model-override-args",), neutral="{}",
