@@ -150,3 +150,11 @@ def test_release_0_5_23_caps_the_graph_batch_at_the_request_limit():
     assert plan(flags, model="llama-3.1-8b", gpu="H100").capacity.memory.mem_fraction_static == 0.835
     assert plan(flags, rules="sglang-0.5.23", model="llama-3.1-8b",
                 gpu="H100").capacity.memory.mem_fraction_static == 0.840
+
+
+def test_device_pools_ledger_is_the_allocation():
+    dec = plan(FP8 + ["--disaggregation-mode", "decode", "--max-running-requests", "32"])
+    state = next(r for r in dec.pools.rows if r.component == "state pool")
+    assert (state.count, state.unit_bytes) == (97, SLOT)
+    pre = plan(FP8 + MTP + ["--disaggregation-mode", "prefill"])
+    assert [r.component for r in pre.pools.rows] == ["token pool", "state pool"]  # no verify

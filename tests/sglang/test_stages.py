@@ -108,3 +108,9 @@ def test_pp_with_mtp_on_a_prefill_node():
                     "--speculative-eagle-topk", "1"])
     assert p.capacity.role.allocated_verify_rows == 0  # charged under 0.5.21, never allocated
     assert p.capacity.role.unbudgeted_verify_bytes == -p.capacity.verify_bytes
+
+
+def test_device_pools_ledger_holds_the_stage_s_own_slots():
+    p = plan(FP8 + ["--pp-size", "4"])  # per-rank plan: PP1, 8 linear layers
+    state = next(r for r in p.pools.rows if r.component == "state pool")
+    assert (state.count, state.unit_bytes) == (1_300, 8 * 4_341_760)

@@ -153,16 +153,23 @@ class SglangPlan:
     @property
     def pools(self) -> Ledger:
         """The token pool (T + one padding page), the state pool (K + the padding slot) and
-        the verify scratch of one rank, as SGLang allocates them."""
-        cap = self.capacity
+        the verify scratch of one rank, as SGLang allocates them: a prefill/decode server's
+        as its role builds them (`capacity.role`), a pipeline stage's state slots of its own
+        layers."""
+        cap, role = self.capacity, self.capacity.role
         rows = [LedgerRow(component="token pool", count=cap.max_total_tokens + self.page_tokens,
                           unit_bytes=cap.token_bytes, detail="T + one padding page")]
-        if cap.slot_bytes:
-            rows.append(LedgerRow(component="state pool", count=cap.state_slots + 1,
-                                  unit_bytes=cap.slot_bytes, detail="K + the padding slot"))
-        if cap.verify_bytes:
-            rows.append(LedgerRow(component="verify scratch", count=1,
-                                  unit_bytes=cap.verify_bytes))
+        slot_bytes = state_ledger(self.layout).total_bytes  # a stage's own, not the charge
+        slots, detail = cap.state_slots + 1, "K + the padding slot"
+        if role is not None and role.allocated_state_slots != role.charged_state_slots:
+            slots, detail = role.allocated_state_slots, "as the decode request pool allocates"
+        if slot_bytes:
+            rows.append(LedgerRow(component="state pool", count=slots, unit_bytes=slot_bytes,
+                                  detail=detail))
+        verify = (cap.verify_bytes if role is None
+                  else role.allocated_verify_rows * role.verify_row_bytes)
+        if verify:
+            rows.append(LedgerRow(component="verify scratch", count=1, unit_bytes=verify))
         return Ledger(name="device pools", per="rank", rows=tuple(rows))
 
     def launch_command(self, model_ref: str | None = None, *, nodes: int = 1) -> str:
