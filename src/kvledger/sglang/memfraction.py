@@ -18,9 +18,12 @@ device total in MiB as nvidia-smi reports it (`get_device_memory_capacity`).
 4. Roles (`--disaggregation-mode`; memory_hook.py `handle_gpu_memory_settings` and
    `reserve_for_graph_mb`, both releases): a decode server's activations are
    max(running requests · draft tokens, 2048) tokens instead of the prefill chunk (running
-   requests = --max-running-requests as given, else the decode CUDA-graph max bs; draft
-   tokens as given, else 1) and it skips the ViT factor (`is_vlm` excludes decode); a prefill
-   server reserves no decode CUDA graphs and no DP-attention padding.
+   requests = --max-running-requests as given, else the decode CUDA-graph max bs) and it
+   skips the ViT factor (`is_vlm` excludes decode); a prefill server reserves no decode CUDA
+   graphs and no DP-attention padding. Assumption: the draft tokens are the deployment's,
+   which kvledger's launch parser may have derived from --speculative-num-steps; SGLang reads
+   the flag before its speculative hook derives it (None → 1). The two agree whenever
+   requests × draft tokens ≤ 2,048, the floor.
 5. 0.5.23 caps the default decode CUDA-graph max bs at --max-running-requests (as given)
    before reserving (`RuleSet.cuda_graph_max_bs_capped_by_requests`); 0.5.21 does not.
 
