@@ -75,6 +75,7 @@ def test_decode_state_pool_allocates_past_the_budget():
     assert role.corrected_tokens == (REST - 97 * SLOT) // 7260 // 64 * 64 == 12_803_008
     # DecodeReqToTokenPool: size + pre_alloc_size + 1 rows of req_to_token
     assert cap.side.rows[-1].count == role.allocated_request_rows == 97
+    assert dec.totals.state_pool_bytes == 97 * SLOT  # HBM as allocated, not as charged
 
 
 def test_decode_with_user_extra_slots_and_no_state():
@@ -121,7 +122,7 @@ def test_prefill_verify_scratch_is_a_rule_field():
     agg = plan(FP8 + MTP)
     assert (old.capacity.state_slots, old.capacity.verify_bytes) == (
         agg.capacity.state_slots, agg.capacity.verify_bytes) == (188, SLOT * 38 * 4)
-    assert old.capacity.role.allocated_verify_rows == 0
+    assert old.capacity.role.allocated_verify_rows == 0 and old.totals.verify_bytes == 0
     assert old.capacity.role.unbudgeted_verify_bytes == -SLOT * 38 * 4 == -22_438_215_680
     # K = floor(B / S) − 1 with B = REST · 0.9 / 1.9, as without speculative decoding
     assert new.capacity.state_slots == int(REST * 0.9 / 1.9 // SLOT) - 1 == 343

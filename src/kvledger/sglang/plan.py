@@ -95,10 +95,17 @@ class SglangPlan:
 
     @property
     def totals(self) -> DeploymentTotals:
+        """Deployment totals; HBM as allocated (a role's pools, every pipeline stage's)."""
         if self.pipeline is not None:
             dep = self.deployment
             return self.pipeline.totals(1 if dep.enable_dp_attention else dep.dp_size)
-        return self.capacity.totals
+        totals, role = self.capacity.totals, self.capacity.role
+        if role is None:
+            return totals
+        return replace(totals, state_pool_bytes=(role.allocated_state_slots * role.slot_bytes
+                                                 * totals.ranks),
+                       verify_bytes=(role.allocated_verify_rows * role.verify_row_bytes
+                                     * totals.ranks))
 
     @property
     def binding(self) -> Binding:
