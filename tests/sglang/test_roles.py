@@ -159,3 +159,13 @@ def test_device_pools_ledger_is_the_allocation():
     assert (state.count, state.unit_bytes) == (97, SLOT)
     pre = plan(FP8 + MTP + ["--disaggregation-mode", "prefill"])
     assert [r.component for r in pre.pools.rows] == ["token pool", "state pool"]  # no verify
+
+
+def test_the_local_role_s_dsa_backend_sets_the_row_layout():
+    # calculate_mla_kv_cache_dim: decode reads dsa_decode_backend, prefill dsa_prefill_backend,
+    # an aggregated server trtllm on either side. GLM-5.3-Flash: 11 full layers, index key 132 B.
+    pair = FP8 + ["--dsa-prefill-backend", "trtllm", "--dsa-decode-backend", "flashmla_sparse"]
+    rows = {mode: plan(pair + ["--disaggregation-mode", mode]).ledgers.token.total_bytes
+            for mode in ("null", "prefill", "decode")}
+    assert rows == {"null": 11 * (512 + 132), "prefill": 11 * (512 + 132),
+                    "decode": 11 * (528 + 132)}
