@@ -86,12 +86,16 @@ class MemFraction:
     cuda_graph_max_bs: int
     reserved_mib: float
     vit_factor: float  # 1.0 for text-only models
+    activation_tokens: int = 0  # the tokens the activation reserve scales with (module doc, 4)
+    role: DisaggMode = DisaggMode.NULL
 
     def derivation(self) -> str:
         vlm = f" × {self.vit_factor:.4f} (ViT)" if self.vit_factor != 1.0 else ""
         return (f"mem_fraction_static = round(({self.gpu_mem_mib:,.0f} − "
                 f"{self.reserved_mib:,.0f} reserved MiB) / {self.gpu_mem_mib:,.0f}, 3){vlm} = "
-                f"{self.fraction:g} (chunked prefill {self.chunked_prefill_size:,}, cuda graph "
+                f"{self.fraction:g} ({self.role.label}: activations of "
+                f"{self.activation_tokens:,} tokens, chunked prefill "
+                f"{self.chunked_prefill_size:,}, cuda graph "
                 f"max bs {self.cuda_graph_max_bs})")
 
 
@@ -143,4 +147,5 @@ def auto_mem_fraction_static(
         raise ValueError(f"GPU memory {gpu_mem_mib:,.0f} MiB: SGLang reserves {reserved:,.0f} "
                          "MiB of it, leaving no static memory; pass --mem-fraction-static")
     return MemFraction(fraction=fraction, gpu_mem_mib=gpu_mem_mib, chunked_prefill_size=chunked,
-                       cuda_graph_max_bs=max_bs, reserved_mib=reserved, vit_factor=factor)
+                       cuda_graph_max_bs=max_bs, reserved_mib=reserved, vit_factor=factor,
+                       activation_tokens=activation_tokens, role=role)
