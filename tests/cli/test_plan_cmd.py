@@ -219,3 +219,11 @@ def test_plan_tables_show_the_role_and_the_stages():
     lines = json.loads(invoke("explain", "--json", "--kv-cache-dtype", "fp8_e4m3",
                               "--pp-size", "4").stdout)["lines"]
     assert "T = min over stages = 28,520,512 (binding PP1)" in lines
+
+
+def test_simulate_says_why_a_decode_server_has_nothing_to_replay():
+    # handle_pd_disaggregation forces the radix cache off on a decode server
+    result = invoke("simulate", "--workload", "chat", "--num-requests", "5",
+                    "--disaggregation-mode", "decode")
+    assert result.exit_code == 2
+    assert "--disaggregation-mode decode turns the radix cache off" in result.output
