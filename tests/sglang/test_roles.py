@@ -54,6 +54,16 @@ def test_default_extra_slots(requests, dp, extra):
     assert default_extra_slots(requests, dp) == extra
 
 
+def test_decode_extra_slots_below_the_dp_size_are_a_rule_field():
+    # 4 requests over 8 replicas (no DP attention): 0.5.21 4 // 8 = 0 → no extra rows;
+    # 0.5.23 floors the per-worker limit at 1 → 2.
+    flags = ["--disaggregation-mode", "decode", "--max-running-requests", "4", "--dp", "8"]
+    old = plan(flags, model="llama-3.1-8b")
+    new = plan(flags, model="llama-3.1-8b", rules="sglang-0.5.23")
+    assert old.deployment.disaggregation_decode_extra_slots == 0
+    assert new.deployment.disaggregation_decode_extra_slots == 2
+
+
 def test_decode_extra_slots_use_the_limit_as_given_not_the_speculative_default():
     # handle_pd_disaggregation runs before handle_speculative_decoding sets 48.
     dec = plan(FP8 + MTP + ["--disaggregation-mode", "decode"])

@@ -13,8 +13,9 @@ the memory hook and before the speculative hook fills in --max-running-requests 
 2. Decode: extra request rows for requests still in transfer
    (`disaggregation_decode_extra_slots`): when unset, 2 × the per-worker limit if the
    --max-running-requests given (not the speculative default, set later) is at most 32 per
-   worker, else 0. Per worker is the limit // --dp-size (0.5.21; 0.5.23 floors it at 1 and
-   divides by the DP ranks, the same number whenever 0.5.21 accepts the limit).
+   worker, else 0. Per worker is the limit // --dp-size (0.5.21, 0 below the DP size; 0.5.23
+   floors it at 1 and divides by the DP ranks, replicas × attention-DP groups, one of them 1:
+   `RuleSet.decode_extra_slots_floor_one`).
 3. Prefill: nothing changes before sizing; the speculative verify scratch is a rule-set
    question at sizing time (`RuleSet.prefill_reserves_verify_scratch`).
 
@@ -38,15 +39,21 @@ DECODE_EXTRA_SLOTS_MAX_PER_WORKER = 32
 DECODE_EXTRA_SLOTS_FACTOR = 2
 
 
-def default_extra_slots(max_running_requests: int | None, dp_size: int) -> int:
-    """SGLang's default `disaggregation_decode_extra_slots` for a decode server.
+def default_extra_slots(max_running_requests: int | None, dp_size: int, *,
+                        floor_one: bool = False) -> int:
+    """SGLang's default `disaggregation_decode_extra_slots` for a decode server;
+    `floor_one`: the rule set floors the per-worker limit at 1.
 
     >>> default_extra_slots(64, 2), default_extra_slots(256, 1), default_extra_slots(None, 1)
     (64, 0, 0)
+    >>> default_extra_slots(4, 8), default_extra_slots(4, 8, floor_one=True)
+    (0, 2)
     """
     if max_running_requests is None:
         return 0
-    per_worker = max(1, max_running_requests // max(1, dp_size))
+    per_worker = max_running_requests // max(1, dp_size)
+    if floor_one:
+        per_worker = max(1, per_worker)
     return per_worker * DECODE_EXTRA_SLOTS_FACTOR if (
         per_worker <= DECODE_EXTRA_SLOTS_MAX_PER_WORKER) else 0
 
@@ -77,7 +84,8 @@ def resolve_role(dep: Deployment, rules: RuleSet) -> tuple[Deployment, list[str]
                      "so one state slot per request")
         dep = replace(dep, disable_radix_cache=True)
     if dep.disaggregation_decode_extra_slots is None:
-        extra = default_extra_slots(dep.max_running_requests, dep.dp_size)
+        extra = default_extra_slots(dep.max_running_requests, dep.dp_size,
+                                    floor_one=rules.decode_extra_slots_floor_one)
         dep = replace(dep, disaggregation_decode_extra_slots=extra)
         if extra:
             notes.append(f"decode role: {extra} extra request rows pre-allocated for requests "

@@ -58,6 +58,10 @@ class RuleSet:
     # True: --dcp-size > 1 is refused for DSA models whose index keys pool several tokens
     # (0.5.23 arg_groups/model_overrides/deepseek_v2.py); 0.5.21 has no such check.
     dcp_refuses_pooled_index: bool = False
+    # True: a decode server's per-worker limit for the extra-rows default is floored at 1
+    # (0.5.23 handle_pd_disaggregation: max(1, limit // DP ranks)); False: limit // dp_size,
+    # which is 0 below the DP size and then reserves nothing (0.5.21).
+    decode_extra_slots_floor_one: bool = False
 
     def dsa_page_tokens(self, kpool: int) -> int:
         return DSA_PAGE_KEYS * kpool if self.page_scales_with_kpool else DSA_PAGE_KEYS
@@ -87,6 +91,7 @@ RULES: RuleRegistry[RuleSet] = RuleRegistry(
             decode_radix_refuses_speculative=False,
             cuda_graph_max_bs_capped_by_requests=True,
             dcp_refuses_pooled_index=True,
+            decode_extra_slots_floor_one=True,
         ),
     ),
     default="sglang-0.5.21",
