@@ -19,6 +19,12 @@ Examples:
     >>> p = kvledger.plan("glm-5.3-flash", "--kv-cache-dtype fp8_e4m3")
     >>> p.ledgers.token.total_bytes, p.capacity.state_slots, p.capacity.binding.code
     (7260, 343, 'state_slots')
+    >>> d = kvledger.plan("glm-5.3-flash", "--kv-cache-dtype fp8_e4m3 --disaggregation-mode decode "
+    ...                   "--max-running-requests 32")
+    >>> d.capacity.role.charged_state_slots, d.capacity.role.allocated_state_slots
+    (33, 97)
+    >>> kvledger.plan("glm-5.3-flash", "--pp-size 4 --kv-cache-dtype fp8_e4m3").pipeline.tokens
+    28520512
     >>> v = kvledger.plan(flags="vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 2", gpu="H200")
     >>> v.engine.value, v.fit_at(32_768).requests, v.to_json()["schema"]
     ('vllm', 132, 'kvledger.vllm-plan/1')

@@ -204,3 +204,26 @@ def test_table_shows_verify_scratch_weights_and_totals():
     assert "Verify scratch per rank (speculative decoding)" in hybrid.stdout
     # 34 KDA layers × (22 + 1) rows × 4 draft tokens × 4,194,304 B fp32 temporal state
     assert "intermediate SSM" in hybrid.stdout and "13,119,782,912" in hybrid.stdout
+
+
+def test_plan_tables_show_the_role_and_the_stages():
+    # kvledger.sglang.rolepools / stages; numbers in tests/sglang/test_roles.py, test_stages.py
+    decode = invoke("plan", "--kv-cache-dtype", "fp8_e4m3", "--disaggregation-mode", "decode",
+                    "--max-running-requests", "32")
+    assert decode.exit_code == 0, decode.output
+    assert "; decode role" in decode.stdout and "Decode role pools per rank" in decode.stdout
+    assert "9,447,669,760" in decode.stdout
+    staged = invoke("plan", "--kv-cache-dtype", "fp8_e4m3", "--pp-size", "4")
+    assert staged.exit_code == 0, staged.output
+    assert "PP1 ← binds" in staged.stdout and "per-rank tables are stage PP1" in staged.stdout
+    lines = json.loads(invoke("explain", "--json", "--kv-cache-dtype", "fp8_e4m3",
+                              "--pp-size", "4").stdout)["lines"]
+    assert "T = min over stages = 28,520,512 (binding PP1)" in lines
+
+
+def test_simulate_says_why_a_decode_server_has_nothing_to_replay():
+    # handle_pd_disaggregation forces the radix cache off on a decode server
+    result = invoke("simulate", "--workload", "chat", "--num-requests", "5",
+                    "--disaggregation-mode", "decode")
+    assert result.exit_code == 2
+    assert "--disaggregation-mode decode turns the radix cache off" in result.output

@@ -11,6 +11,7 @@ from kvledger.sglang.deploy import (
     FIELD_FLAGS,
     Deployment,
     DeploymentError,
+    DisaggMode,
     DsaBackend,
     KVDtype,
     LinearBackend,
@@ -127,6 +128,14 @@ SAMPLES = {
     "enable_hierarchical_cache": ([], None, "enable_hierarchical_cache", True),
     "hicache_ratio": (["--enable-hierarchical-cache"], "1.5", "hicache_ratio", 1.5),
     "hicache_size_gb": (["--enable-hierarchical-cache"], "64", "hicache_size_gb", 64),
+    "pp_size": ([], "2", "pp_size", 2),
+    "dcp_size": (["--tp", "4"], "2", "dcp_size", 2),
+    "disaggregation_mode": ([], "decode", "disaggregation_mode", DisaggMode.DECODE),
+    "disaggregation_decode_extra_slots": (["--disaggregation-mode", "decode"], "0",
+                                          "disaggregation_decode_extra_slots", 0),
+    "disaggregation_decode_enable_radix_cache": (["--disaggregation-mode", "decode"], None,
+                                                 "disaggregation_decode_enable_radix_cache",
+                                                 True),
 }
 
 
@@ -170,8 +179,9 @@ def test_repeated_flags_must_agree():
 
 
 def test_neutral_values_of_unsupported_flags_are_ignored():
-    parsed = parse_flags(["--pp-size", "1", "--disaggregation-mode", "null", "--tp", "2"])
-    assert parsed.ignored == ("--pp-size", "--disaggregation-mode")
+    parsed = parse_flags(["--json-model-override-args", "{}", "--hicache-host-memory-mode",
+                          "cache", "--tp", "2"])
+    assert parsed.ignored == ("--json-model-override-args", "--hicache-host-memory-mode")
     assert parsed.unrecognised == ()
 
 
@@ -234,8 +244,15 @@ ERRORS = [
      "expected a --flag"),
     (["8"], "'8': not an SGLang launch; expected flags (--tp 8 …), 'python -m "
      "sglang.launch_server …' or 'sglang serve …'"),
-    (["--pp-size", "2"], "--pp-size 2: pipeline parallelism splits the layers over ranks; "
-     "kvledger models only --pp-size 1"),
+    (["--hicache-host-memory-mode", "buffer_only"], "--hicache-host-memory-mode buffer_only: "
+     "buffer_only makes host memory a staging buffer; kvledger models only "
+     "--hicache-host-memory-mode cache"),
+    (["--dcp-size", "3", "--tp", "8"], "--dcp-size 3: SGLang needs it to divide --tp-size 8 "
+     "(\"tensor_model_parallel_size must be divisible by decode_context_parallel_size\")"),
+    (["--disaggregation-mode", "both"], "--disaggregation-mode 'both': expected one of null, "
+     "prefill, decode"),
+    (["--disaggregation-decode-extra-slots", "4"], "--disaggregation-decode-extra-slots 4: has "
+     "no effect without --disaggregation-mode decode"),
     (["--enable-unified-memory"], "--enable-unified-memory: one shared byte buffer replaces the "
      "static pools; kvledger does not model it"),
     (["--config", "serve.yaml"], "--config: kvledger does not read SGLang config files; pass "

@@ -4,7 +4,8 @@ The `--json` documents are written by what they describe (`SglangPlan.to_json()`
 `VllmPlan.to_json()`, the sizing results, `core.envelope`); only the simulation's is here.
 
 Files:
-- `plan_view.py`, `explain.py`: an SGLang plan as tables and as derivations;
+- `plan_view.py`, `explain.py`: an SGLang plan as tables and as derivations; `stage_view.py`:
+  its pipeline-stage table;
 - `vllm_view.py`: a vLLM plan's tables; `side_by_side.py`: both engines; `plan_views.py`: any
   `EnginePlan` to its view;
 - `l3_view.py`: the store tier's sizing;

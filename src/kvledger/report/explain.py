@@ -98,13 +98,45 @@ def explain(plan: SglangPlan) -> list[str]:
     candidates = ", ".join(f"{limit.value} {n:,}" for limit, n in cap.limits.items())
     lines.append(f"N = min({candidates}) = {cap.max_running_requests:,} "
                  f"(binding: {cap.binding.value})")
-    tot = cap.totals
+    lines += _role_lines(plan)
+    tot = plan.totals
     lines.append(f"deployment: {tot.ranks} GPUs, {tot.workers} attention-DP workers; "
                  f"N × {tot.workers} = {tot.running_requests:,} requests, T × {tot.workers} = "
                  f"{tot.tokens:,} tokens; HBM × {tot.ranks}: token pools "
                  f"{tot.token_pool_bytes:,} B, state pools {tot.state_pool_bytes:,} B, verify "
                  f"scratch {tot.verify_bytes:,} B")
     return lines + _workload_lines(plan)
+
+
+def _role_lines(plan: SglangPlan) -> list[str]:
+    """The role, and a prefill/decode server's pools as allocated against the charge."""
+    dep, role = plan.deployment, plan.capacity.role
+    lines = [f"role: {dep.disaggregation_mode.label}"
+             + (f", pipeline stage plan of {dep.pp_size} stages" if dep.pp_size > 1 else "")]
+    if (pipe := plan.pipeline) is not None:
+        linear = max(st.num_linear_layers for st in pipe.stages)
+        lines.append(f"pp: state charged at the largest stage's share, {linear} linear layers: "
+                     f"{pipe.charged_slot_bytes:,} B/slot on every stage")
+        lines += [f"PP{st.pp_rank}: layers {st.start_layer}..{st.end_layer - 1}, "
+                  f"{st.num_full_layers} full → {st.capacity.token_bytes:,} B/token, T alone "
+                  f"{st.alone_tokens:,}; {st.num_linear_layers} linear → "
+                  f"{st.own_slot_bytes:,} B/slot allocated, over-reserves "
+                  f"{st.over_reserved_state_bytes:,} B" for st in pipe.stages]
+        lines.append(f"T = min over stages = {pipe.tokens:,} (binding PP{pipe.binding_stage})")
+    if role is None or not role.differs:
+        return lines
+    extra = dep.disaggregation_decode_extra_slots or 0
+    if dep.disaggregation_mode.is_decode:
+        lines.append(f"decode state slots allocated = max(K {role.charged_state_slots - 1:,}, "
+                     f"(N + extra {extra:,}) × slots/request) + 1 = {role.allocated_state_slots:,}"
+                     f" against K + 1 = {role.charged_state_slots:,} charged: "
+                     f"{role.unbudgeted_state_bytes:,} B unbudgeted")
+    if role.unbudgeted_verify_bytes:
+        lines.append(f"verify rows allocated {role.allocated_verify_rows:,} against "
+                     f"{role.charged_verify_rows:,} charged × {role.verify_row_bytes:,} B = "
+                     f"{role.unbudgeted_verify_bytes:,} B")
+    lines.append(f"corrected T (pools charged as allocated) = {role.corrected_tokens:,} tokens")
+    return lines
 
 
 def _verdict(need: int, capacity: int, name: str) -> str:

@@ -67,7 +67,7 @@ _pct = show_share
 
 def totals_table(plan: SglangPlan) -> str:
     """The whole deployment, as `kvledger plan` prints it: every worker, every GPU."""
-    tot = plan.capacity.totals
+    tot = plan.totals
     rows = [("running requests (N × workers)", f"{tot.running_requests:,}"),
             ("tokens (T × workers)", f"{tot.tokens:,}"),
             ("token pools HBM (× GPUs)", show_bytes(tot.token_pool_bytes))]

@@ -9,6 +9,7 @@ from rich.text import Text
 from kvledger.core.plan import EnginePlan
 from kvledger.core.units import GB
 from kvledger.report.show import UNITS_LEGEND, show_bytes, show_ratio, show_size
+from kvledger.report.stage_view import stage_table
 from kvledger.sglang.ledger import Ledger
 from kvledger.sglang.plan import SglangPlan
 
@@ -59,6 +60,9 @@ def capacity_table(plan: SglangPlan) -> Table:
                       f"{cap.state_slots:,}", f"{cap.state_pool_bytes:,}")
     table.add_row(f"T tokens (+{lay.page_tokens} padding, page {lay.page_tokens})",
                   f"{cap.max_total_tokens:,}", f"{cap.token_pool_bytes:,}")
+    if lay.deployment.dcp_size > 1:
+        table.add_row(f"logical tokens per worker (T × dcp {lay.deployment.dcp_size})",
+                      f"{cap.logical_tokens:,}", "")
     table.add_row("unused after flooring", "", f"{cap.unused_bytes:,}")
     table.add_row("side buffers (unbudgeted, from slack)", "", f"{cap.side.total_bytes:,}")
     for limit, n in cap.limits.items():
@@ -70,8 +74,35 @@ def capacity_table(plan: SglangPlan) -> Table:
     return table
 
 
+def role_table(plan: SglangPlan) -> Table | None:
+    """A prefill/decode server's pools as SGLang allocates them, beside what was charged."""
+    role = plan.capacity.role
+    if role is None or not role.differs:
+        return None
+    dep = plan.deployment
+    table = Table(title=f"{dep.disaggregation_mode.label.capitalize()} pools per rank: "
+                  "allocated vs charged to the budget", title_justify="left")
+    for name, justify in (("pool", "left"), ("charged", "right"), ("allocated", "right"),
+                          ("unbudgeted bytes", "right")):
+        table.add_column(name, justify=justify)
+    for name, charged, allocated, extra in (
+            ("state slots (incl. padding)", role.charged_state_slots, role.allocated_state_slots,
+             role.unbudgeted_state_bytes),
+            ("verify rows (incl. padding)", role.charged_verify_rows, role.allocated_verify_rows,
+             role.unbudgeted_verify_bytes),
+            ("req_to_token rows (side buffer, never budgeted)", role.charged_request_rows, role.allocated_request_rows,
+             role.unbudgeted_request_bytes)):
+        if charged or allocated:
+            table.add_row(name, f"{charged:,}", f"{allocated:,}", f"{extra:,}")
+    table.add_row(Text("total unbudgeted (negative: charged, never allocated)", style="bold"),
+                  "", "", Text(f"{role.unbudgeted_bytes:,}", style="bold"))
+    table.add_row("T had the budget charged the pools as allocated",
+                  f"{plan.capacity.max_total_tokens:,}", f"{role.corrected_tokens:,}", "")
+    return table
+
+
 def totals_table(plan: SglangPlan) -> Table:
-    tot = plan.capacity.totals
+    tot = plan.totals
     table = Table(title=f"Deployment — {tot.ranks} GPUs, {tot.workers} attention-DP "
                         f"worker{'s' if tot.workers > 1 else ''}", title_justify="left")
     table.add_column("quantity")
@@ -146,6 +177,14 @@ def render_plan(plan: SglangPlan, console: Console, ignored: tuple[str, ...] = (
     if dep.mamba_ssm_dtype is not None:
         head += (f", state {dep.mamba_ssm_dtype.value}, {dep.mamba_strategy.value}, overlap "
                  f"{'on' if lay.overlap else 'off'}")
+    head += f"; {dep.disaggregation_mode.label}"
+    if dep.dcp_size > 1:
+        head += (f", dcp {dep.dcp_size}: T physical per rank, T × {dep.dcp_size} per worker, "
+                 f"allocation page {lay.allocation_page_tokens}")
+    if (pipe := plan.pipeline) is not None:
+        stage = pipe.stages[pipe.binding_stage]
+        head += (f", pp {dep.pp_size}: per-rank tables are stage PP{stage.pp_rank} "
+                 f"(layers {stage.start_layer}..{stage.end_layer - 1})")
     parts: list = [head]
     parts.append(ledger_table(plan.ledgers.token, "Ledger 1 — per token (B/token, all full layers)"))
     if plan.ledgers.draft_token:
@@ -163,6 +202,10 @@ def render_plan(plan: SglangPlan, console: Console, ignored: tuple[str, ...] = (
     if verify := plan.capacity.verify:
         parts.append(ledger_table(verify, "Verify scratch per rank (speculative decoding)"))
     parts.append(capacity_table(plan))
+    if table := role_table(plan):
+        parts.append(table)
+    if table := stage_table(plan):
+        parts.append(table)
     parts.append(totals_table(plan))
     if table := workload_table(plan):
         parts.append(table)

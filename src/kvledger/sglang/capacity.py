@@ -45,6 +45,8 @@ from kvledger.sglang.ledger import (
 )
 from kvledger.sglang.requestlimits import Limit, request_limits
 from kvledger.sglang.resolve import CacheLayout
+from kvledger.sglang.rolepools import RolePools, role_pools
+from kvledger.sglang.roles import charged_draft_tokens
 from kvledger.sglang.statebudget import StateBudget, solve_state_budget
 
 
@@ -99,6 +101,7 @@ class CapacityPlan:
     limits: dict[Limit, int]  # every candidate for N
     side: Ledger
     state_budget: StateBudget | None = None  # how K and the verify scratch were sized
+    role: RolePools | None = None  # a prefill/decode server's pools as allocated
 
     @property
     def totals(self) -> DeploymentTotals:
@@ -112,10 +115,14 @@ class CapacityPlan:
         return DeploymentTotals(
             ranks=ranks, workers=workers,
             running_requests=self.max_running_requests * workers,
-            tokens=self.max_total_tokens * workers,
+            tokens=self.logical_tokens * workers,
             token_pool_bytes=self.token_pool_bytes * ranks,
             state_pool_bytes=self.state_pool_bytes * ranks,
             verify_bytes=self.verify_bytes * ranks, side_bytes=self.side.total_bytes * ranks)
+
+    @property
+    def logical_tokens(self) -> int:  # T physical rows per rank × dcp (kvledger.sglang.dcp)
+        return self.max_total_tokens * self.layout.deployment.dcp_size
 
     @property
     def verify(self) -> Ledger | None:
@@ -152,8 +159,10 @@ class CapacityPlan:
                 - self.max_total_tokens * self.token_bytes)
 
 
-def plan_capacity(lay: CacheLayout, memory: MemoryInput) -> CapacityPlan:
-    """K, T and N for one rank; raise CapacityError when nothing fits."""
+def plan_capacity(lay: CacheLayout, memory: MemoryInput, *,
+                  charged_slot_bytes: int | None = None) -> CapacityPlan:
+    """K, T and N for one rank; raise CapacityError when nothing fits. `charged_slot_bytes`:
+    the slot bytes charged when not the rank's own (a pipeline stage's: the largest share)."""
     dep = lay.deployment
     attn_dp = dep.attn_dp_size
     slack = int(memory.pre_load_free_bytes * (1 - memory.mem_fraction_static))
@@ -165,13 +174,13 @@ def plan_capacity(lay: CacheLayout, memory: MemoryInput) -> CapacityPlan:
             f"{fmt_gib(slack)} slack (--mem-fraction-static {memory.mem_fraction_static:.6g}) − "
             f"{fmt_gib(mm)} multimodal reservation ≤ 0"
         )
-    slot_bytes = state_ledger(lay).total_bytes
+    slot_bytes = state_ledger(lay).total_bytes if charged_slot_bytes is None else charged_slot_bytes
     budget = None
     rest_tokens = rest
     if slot_bytes:
         budget = solve_state_budget(
             rest_bytes=rest, slot_bytes=slot_bytes, ratio=dep.mamba_full_memory_ratio,
-            draft_tokens=dep.speculative_num_draft_tokens,
+            draft_tokens=charged_draft_tokens(dep, lay.rules),
             slots_per_request=lay.slots_per_request,
             max_running_requests=dep.max_running_requests, attn_dp=attn_dp,
             max_mamba_cache_size=dep.max_mamba_cache_size, radix_off=dep.disable_radix_cache)
@@ -209,11 +218,14 @@ def plan_capacity(lay: CacheLayout, memory: MemoryInput) -> CapacityPlan:
             f"cache is too small to serve any requests. max_mamba_cache_size={state_slots}, "
             f"mamba_ratio={lay.slots_per_request}, resulting max_num_reqs={running}\")"
         )
+    role = role_pools(lay, rest_bytes=rest, token_bytes=token_bytes, slot_bytes=slot_bytes,
+                      state_slots=state_slots, running=running,
+                      verify_requests=budget.verify_requests if budget else 0)
     return CapacityPlan(
         layout=lay, memory=memory, slack_bytes=slack, mm_reservation_bytes=mm, rest_bytes=rest,
         slot_bytes=slot_bytes, token_bytes=token_bytes, state_slots=state_slots,
         max_total_tokens=tokens, max_running_requests=running, limits=limits,
-        side=side_ledger(lay, running), state_budget=budget,
+        side=side_ledger(lay, running), state_budget=budget, role=role,
     )
 
 
@@ -272,9 +284,9 @@ def check_workload(plan: CapacityPlan, requests: int, context_tokens: int) -> Wo
     rows = [WorkloadRow(ledger="context length", need=context_tokens, capacity=lay.context_tokens,
                         need_bytes=0,
                         max_requests=per_rank if context_tokens <= lay.context_tokens else 0)]
-    rows.append(WorkloadRow(ledger="token KV", need=tokens, capacity=plan.max_total_tokens,
-                        need_bytes=tokens * plan.token_bytes,
-                        max_requests=plan.max_total_tokens // context_tokens))
+    rows.append(WorkloadRow(ledger="token KV", need=tokens, capacity=plan.logical_tokens,
+                        need_bytes=tokens * plan.token_bytes // lay.deployment.dcp_size,
+                        max_requests=plan.logical_tokens // context_tokens))
     if plan.slot_bytes:
         slots = per_rank * lay.slots_per_request
         rows.append(WorkloadRow(ledger="state slots", need=slots, capacity=plan.state_slots,

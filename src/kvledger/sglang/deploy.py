@@ -29,86 +29,27 @@ from enum import Enum
 from kvledger.core.errors import DeploymentError
 from kvledger.core.limits import MAX_COUNT, MAX_GIB, MAX_HICACHE_RATIO, show_value
 from kvledger.model.quant import QuantMethod
-
-
-class KVDtype(Enum):
-    AUTO = "auto"
-    BF16 = "bf16"
-    FP8_E4M3 = "fp8_e4m3"
-
-    @property
-    def itemsize(self) -> int:
-        assert self is not KVDtype.AUTO, "resolve kv_cache_dtype before sizing"
-        return 2 if self is KVDtype.BF16 else 1
-
-
-class DsaBackend(Enum):
-    """SGLang's DSA (formerly NSA) attention backend; decides the fp8 latent row layout.
-
-    Members are server_args.py `DSA_CHOICES`. SGLang takes one backend for prefill and one for
-    decode; `kvledger.sglang.launch` folds the pair into this one field the way
-    `calculate_mla_kv_cache_dim` (mem_cache/kv_cache_configurator.py) reads it: trtllm on
-    either side means raw rows.
-    """
-
-    FLASHMLA_SPARSE = "flashmla_sparse"
-    FLASHMLA_SPARSE_Q8 = "flashmla_sparse_q8"
-    FLASHMLA_KV = "flashmla_kv"
-    FLASHMLA_AUTO = "flashmla_auto"
-    FLASHINFER_SPARSE_MLA = "flashinfer_sparse_mla"
-    FA3 = "fa3"
-    TILELANG = "tilelang"
-    AITER = "aiter"
-    TRTLLM = "trtllm"
-
-    @property
-    def scaled_fp8(self) -> bool:
-        # TRT-LLM's DSA kernels read a raw fp8 latent with no per-128 scales (512 B rows for
-        # GLM-5.3); every other backend reads the scaled 528-byte layout on CUDA. (On ROCm,
-        # calculate_mla_kv_cache_dim also keeps raw rows for tilelang and aiter.)
-        return self is not DsaBackend.TRTLLM
-
-
-class StateDtype(Enum):
-    FLOAT32 = "float32"
-    BFLOAT16 = "bfloat16"
-    FLOAT16 = "float16"
-
-    @property
-    def itemsize(self) -> int:
-        return 4 if self is StateDtype.FLOAT32 else 2
-
-
-class MambaStrategy(Enum):
-    AUTO = "auto"
-    EXTRA_BUFFER = "extra_buffer"
-    NO_BUFFER = "no_buffer"
-
-
-class LinearBackend(Enum):
-    """server_args.py `LINEAR_ATTN_KERNEL_BACKEND_CHOICES`; only triton supports extra_buffer
-    (`supports_mamba_cache_extra_buffer` in arg_groups/overrides.py)."""
-
-    TRITON = "triton"
-    CUTEDSL = "cutedsl"
-    FLASHINFER = "flashinfer"
-    FLASHKDA = "flashkda"
-    NVIDIA_KDA = "nvidia_kda"
-    PTX_KDA = "ptx_kda"
-    HELION = "helion"
-    INTEL_XPU = "intel_xpu"
-
-
-class SpecAlgorithm(Enum):
-    """--speculative-algorithm. NEXTN is SGLang's alias of EAGLE
-    (`_resolve_speculative_algorithm_alias` in arg_groups/speculative_hook.py)."""
-
-    EAGLE = "EAGLE"
-    EAGLE3 = "EAGLE3"
-    STANDALONE = "STANDALONE"
-    NGRAM = "NGRAM"
-    DFLASH = "DFLASH"
-    DSPARK = "DSPARK"
+from kvledger.sglang.choices import (  # re-exported: the enums belong with the Deployment
+    DisaggMode as DisaggMode,
+)
+from kvledger.sglang.choices import (
+    DsaBackend as DsaBackend,
+)
+from kvledger.sglang.choices import (
+    KVDtype as KVDtype,
+)
+from kvledger.sglang.choices import (
+    LinearBackend as LinearBackend,
+)
+from kvledger.sglang.choices import (
+    MambaStrategy as MambaStrategy,
+)
+from kvledger.sglang.choices import (
+    SpecAlgorithm as SpecAlgorithm,
+)
+from kvledger.sglang.choices import (
+    StateDtype as StateDtype,
+)
 
 
 def _flag(default: object, flag: str):
@@ -122,6 +63,16 @@ class Deployment:
     enable_dp_attention: bool = _flag(False, "--enable-dp-attention")
     attn_cp_size: int = _flag(1, "--attn-cp-size")
     ep_size: int = _flag(1, "--ep-size")  # expert parallelism inside the tp group
+    pp_size: int = _flag(1, "--pp-size")  # pipeline stages, each a tp group (kvledger.sglang.stages)
+    dcp_size: int = _flag(1, "--dcp-size")  # decode context parallelism (kvledger.sglang.dcp)
+    # the server's role in a prefill/decode split (kvledger.sglang.roles)
+    disaggregation_mode: DisaggMode = _flag(DisaggMode.NULL, "--disaggregation-mode")
+    # extra req_to_token rows for requests in transfer; None: SGLang's default (roles.py)
+    disaggregation_decode_extra_slots: int | None = _flag(
+        None, "--disaggregation-decode-extra-slots")
+    # keep the radix cache on a decode server (SGLang forces it off otherwise)
+    disaggregation_decode_enable_radix_cache: bool = _flag(
+        False, "--disaggregation-decode-enable-radix-cache")
     # None: the checkpoint's quantization_config (or bf16)
     quantization: QuantMethod | None = _flag(None, "--quantization")
     kv_cache_dtype: KVDtype = _flag(KVDtype.AUTO, "--kv-cache-dtype")
@@ -173,12 +124,13 @@ FIELD_FLAGS: dict[str, str] = {f.name: f.metadata["flag"] for f in fields(Deploy
 """Deployment field → the flag named in its errors."""
 
 _ENUM_FIELDS = {"kv_cache_dtype": KVDtype, "dsa_backend": DsaBackend,
+                "disaggregation_mode": DisaggMode,
                 "mamba_strategy": MambaStrategy, "linear_attn_backend": LinearBackend}
 _OPTIONAL_ENUM_FIELDS = {"mamba_ssm_dtype": StateDtype, "speculative_algorithm": SpecAlgorithm,
                          "quantization": QuantMethod}
 _BOOL_FIELDS = ("enable_dp_attention", "disable_overlap_schedule", "disable_radix_cache",
-                "enable_hierarchical_cache")
-_POSITIVE_INT_FIELDS = ("tp_size", "dp_size", "attn_cp_size", "ep_size")
+                "enable_hierarchical_cache", "disaggregation_decode_enable_radix_cache")
+_POSITIVE_INT_FIELDS = ("tp_size", "dp_size", "attn_cp_size", "ep_size", "pp_size", "dcp_size")
 _OPTIONAL_POSITIVE_INT_FIELDS = ("page_size", "max_mamba_cache_size", "max_total_tokens",
                                  "max_running_requests", "context_length")
 
@@ -219,6 +171,9 @@ def _check_types(d: Deployment) -> None:
         value = getattr(d, name)
         if value is not None and not (_is_int(value) and value >= 1):
             raise _fail(name, value, "expected a positive integer")
+    extra = d.disaggregation_decode_extra_slots
+    if extra is not None and not (_is_int(extra) and extra >= 0):
+        raise _fail("disaggregation_decode_extra_slots", extra, "expected a non-negative integer")
     if not (_is_int(d.speculative_num_draft_tokens) and d.speculative_num_draft_tokens >= 0):
         raise _fail("speculative_num_draft_tokens", d.speculative_num_draft_tokens,
                     "expected a non-negative integer (0 = speculative decoding off)")
@@ -234,7 +189,8 @@ def _check_types(d: Deployment) -> None:
 # Upper limits against absurd values (kvledger.core.limits): beyond them a number would overflow a
 # float downstream or describe no machine; SGLang itself has no limit to follow here.
 _MAXIMA = {**dict.fromkeys(_POSITIVE_INT_FIELDS + _OPTIONAL_POSITIVE_INT_FIELDS
-                           + ("speculative_num_draft_tokens",), MAX_COUNT),
+                           + ("speculative_num_draft_tokens",
+                              "disaggregation_decode_extra_slots"), MAX_COUNT),
            "mamba_full_memory_ratio": 1e6, "hicache_ratio": MAX_HICACHE_RATIO,
            "hicache_size_gb": MAX_GIB}
 
@@ -257,6 +213,13 @@ def _check_parallelism(d: Deployment) -> None:
     if cp > 1 and tp % (dp * cp):
         raise _fail("attn_cp_size", cp, f"--tp-size {tp} must be a multiple of --dp-size × "
                     f"--attn-cp-size = {dp * cp}")
+    if tp % d.dcp_size:  # parallel_state.initialize_model_parallel
+        raise _fail("dcp_size", d.dcp_size, f"SGLang needs it to divide --tp-size {tp} "
+                    "(\"tensor_model_parallel_size must be divisible by "
+                    "decode_context_parallel_size\")")
+    if cp > 1 and d.pp_size > 1:  # the same hook: "PP is not supported with context parallelism"
+        raise _fail("pp_size", d.pp_size, "SGLang refuses it with --attn-cp-size > 1 (\"PP is "
+                    "not supported with context parallelism\")")
     # MoE layers run ep_size expert groups of tp / ep_size ranks (moe_tp_size = tp // ep)
     if tp % d.ep_size:
         raise _fail("ep_size", d.ep_size, f"--tp-size {tp} must be a multiple of it "
@@ -273,6 +236,11 @@ def _check_parallelism(d: Deployment) -> None:
 
 
 def _check_cache(d: Deployment) -> None:
+    # Both decode-only flags act in handle_pd_disaggregation's decode branch and nowhere else.
+    for name in ("disaggregation_decode_extra_slots", "disaggregation_decode_enable_radix_cache"):
+        value = getattr(d, name)
+        if value not in (None, False) and not d.disaggregation_mode.is_decode:
+            raise _fail(name, value, "has no effect without --disaggregation-mode decode")
     for name in ("hicache_ratio", "hicache_size_gb"):
         value = getattr(d, name)
         if value is not None and not d.enable_hierarchical_cache:

@@ -141,10 +141,15 @@ def side_ledger(lay: CacheLayout, max_running_requests: int) -> Ledger:
             detail=f"2 × ({tail.rows}, {tail.width_tokens}, {tail.head_dim}) bfloat16",
         ))
     extra = REQ_TO_TOKEN_EXTRA_TOKENS + lay.deployment.speculative_num_draft_tokens
+    # A decode server's DecodeReqToTokenPool adds the rows for requests in transfer
+    # (disaggregation/decode.py: _alloc_size = size + pre_alloc_size + 1).
+    dep = lay.deployment
+    count = max_running_requests + 1 + (
+        (dep.disaggregation_decode_extra_slots or 0) if dep.disaggregation_mode.is_decode else 0)
     rows.append(LedgerRow(
-        component="req_to_token", count=max_running_requests + 1,
+        component="req_to_token", count=count,
         unit_bytes=(lay.context_tokens + extra) * REQ_TO_TOKEN_ITEMSIZE,
-        detail=f"({max_running_requests + 1}, {lay.context_tokens + extra:,}) int32",
+        detail=f"({count}, {lay.context_tokens + extra:,}) int32",
     ))
     return Ledger(name="side buffers", per="rank", rows=tuple(rows))
 

@@ -3,9 +3,8 @@
 Followed: arg_groups' `handle_gpu_memory_settings` (the server-argument resolution for the
 GPU memory budget) and `reserve_for_graph_mb`, `adjust_mem_fraction_for_vlm`; the same
 arithmetic as `ServerArgs._handle_gpu_memory_settings` in the older single-file server_args.py.
-No difference between the sglang-0.5.21 and sglang-0.5.23 rule sets was found, so both use
-this one table. `gpu_mem` is the device total in MiB as nvidia-smi reports it
-(`get_device_memory_capacity`).
+The two rule sets share this table; they differ only in the max-bs cap (5). `gpu_mem` is the
+device total in MiB as nvidia-smi reports it (`get_device_memory_capacity`).
 
 1. By GPU memory: chunked_prefill_size and the decode CUDA-graph max batch size
    (MiB bounds; the batch size when tp < 4, else the second one):
@@ -16,6 +15,17 @@ this one table. `gpu_mem` is the device total in MiB as nvidia-smi reports it
    at least 10,240 on GPUs above 60 GiB.
 3. mem_fraction_static = round((gpu_mem − reserved) / gpu_mem, 3), then × 0.95 × a ViT
    factor for multimodal models (clamp(1 − 0.1·(layers·hidden² / (24·1024²) − 1), 0.8, 1.05)).
+4. Roles (`--disaggregation-mode`; memory_hook.py `handle_gpu_memory_settings` and
+   `reserve_for_graph_mb`, both releases): a decode server's activations are
+   max(running requests · draft tokens, 2048) tokens instead of the prefill chunk (running
+   requests = --max-running-requests as given, else the decode CUDA-graph max bs) and it
+   skips the ViT factor (`is_vlm` excludes decode); a prefill server reserves no decode CUDA
+   graphs and no DP-attention padding. Assumption: the draft tokens are the deployment's,
+   which kvledger's launch parser may have derived from --speculative-num-steps; SGLang reads
+   the flag before its speculative hook derives it (None → 1). The two agree whenever
+   requests × draft tokens ≤ 2,048, the floor.
+5. 0.5.23 caps the default decode CUDA-graph max bs at --max-running-requests (as given)
+   before reserving (`RuleSet.cuda_graph_max_bs_capped_by_requests`); 0.5.21 does not.
 
 Not counted:
 - DeepEP all-to-all buffers (`reserve_for_deepep_a2a_mb`, 2 GiB): only with
@@ -46,6 +56,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvledger.core.units import MiB
+from kvledger.sglang.choices import DisaggMode
 
 # Memory the process holds before weights load (CUDA context, NCCL, the allocator), which
 # SGLang's pre-load reading (`get_available_gpu_memory` at init) does not see as free. From a
@@ -75,31 +86,51 @@ class MemFraction:
     cuda_graph_max_bs: int
     reserved_mib: float
     vit_factor: float  # 1.0 for text-only models
+    activation_tokens: int = 0  # the tokens the activation reserve scales with (module doc, 4)
+    role: DisaggMode = DisaggMode.NULL
 
     def derivation(self) -> str:
         vlm = f" × {self.vit_factor:.4f} (ViT)" if self.vit_factor != 1.0 else ""
         return (f"mem_fraction_static = round(({self.gpu_mem_mib:,.0f} − "
                 f"{self.reserved_mib:,.0f} reserved MiB) / {self.gpu_mem_mib:,.0f}, 3){vlm} = "
-                f"{self.fraction:g} (chunked prefill {self.chunked_prefill_size:,}, cuda graph "
+                f"{self.fraction:g} ({self.role.label}: activations of "
+                f"{self.activation_tokens:,} tokens, chunked prefill "
+                f"{self.chunked_prefill_size:,}, cuda graph "
                 f"max bs {self.cuda_graph_max_bs})")
 
 
 def auto_mem_fraction_static(
     gpu_mem_mib: float, *, tp: int, pp: int = 1, dp: int = 1, dp_attention: bool = False,
-    vit: tuple[int, int] | None = None,
+    vit: tuple[int, int] | None = None, role: DisaggMode = DisaggMode.NULL,
+    max_running_requests: int | None = None, draft_tokens: int = 0,
+    cap_max_bs_by_requests: bool = False,
 ) -> MemFraction:
     """SGLang's fraction for a GPU of `gpu_mem_mib` MiB; `vit` = (layers, hidden) of a vision
-    tower when the model is multimodal."""
+    tower when the model is multimodal; `role` a prefill/decode server's (module doc, 4);
+    `max_running_requests` as given (the speculative default of 48 is set after this hook).
+
+    >>> auto_mem_fraction_static(143_771, tp=8, role=DisaggMode.DECODE,
+    ...                          max_running_requests=64).reserved_mib  # 512 + 2048·1.5 + 1024 + 1024
+    10240
+    """
     if not gpu_mem_mib > 0:
         raise ValueError(f"GPU memory {gpu_mem_mib} MiB: expected a positive size")
     chunked, small_bs, large_bs = next(
         ((c, s, big) for bound, c, s, big in _BUCKETS if gpu_mem_mib < bound), _LARGEST)
     max_bs = small_bs if tp < 4 else large_bs
+    if cap_max_bs_by_requests and max_running_requests is not None:
+        max_bs = min(max_bs, max_running_requests)  # the rule set's cap (module doc, 5)
+    if role.is_decode:  # the activation working set is the running batch's draft tokens
+        activation_tokens = max((max_running_requests or max_bs) * max(draft_tokens, 1), 2048)
+    else:
+        activation_tokens = max(chunked, 2048)  # the largest prefill chunk
     reserved = (512  # constant metadata (attention backends)
-                + max(chunked, 2048) * 1.5  # activations of the largest prefill chunk
-                + tp * pp / 8 * 1024  # large parallel sizes
-                + max_bs * 2)  # decode CUDA graphs
-    if dp_attention:
+                + activation_tokens * 1.5  # activations
+                + tp * pp / 8 * 1024)  # large parallel sizes
+    decode_graphs = not role.is_prefill  # a prefill server captures no decode graphs
+    if decode_graphs:
+        reserved += max_bs * 2  # decode CUDA graphs
+    if dp_attention and decode_graphs:
         reserved += max_bs * dp * 3  # DP attention padding
         if max_bs > 300:
             reserved += max_bs * dp * 1.5
@@ -107,7 +138,7 @@ def auto_mem_fraction_static(
         reserved = max(reserved, 10 * _MIB_PER_GIB)
     fraction = round((gpu_mem_mib - reserved) / gpu_mem_mib, 3)
     factor = 1.0
-    if vit is not None:
+    if vit is not None and not role.is_decode:  # a decode server loads no vision tower
         layers, hidden = vit
         ratio = layers * hidden**2 / VIT_BASELINE
         factor = 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
@@ -116,4 +147,5 @@ def auto_mem_fraction_static(
         raise ValueError(f"GPU memory {gpu_mem_mib:,.0f} MiB: SGLang reserves {reserved:,.0f} "
                          "MiB of it, leaving no static memory; pass --mem-fraction-static")
     return MemFraction(fraction=fraction, gpu_mem_mib=gpu_mem_mib, chunked_prefill_size=chunked,
-                       cuda_graph_max_bs=max_bs, reserved_mib=reserved, vit_factor=factor)
+                       cuda_graph_max_bs=max_bs, reserved_mib=reserved, vit_factor=factor,
+                       activation_tokens=activation_tokens, role=role)

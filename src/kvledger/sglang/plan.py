@@ -50,6 +50,7 @@ from kvledger.sglang.plan_memory import device_memory, plan_memory
 from kvledger.sglang.rankweights import weights_ledger
 from kvledger.sglang.resolve import CacheLayout, resolve
 from kvledger.sglang.rules import DEFAULT_RULES, RuleSet, get_rules
+from kvledger.sglang.stages import PipelinePlan, plan_stages
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,6 +76,7 @@ class SglangPlan:
     weights_estimated: bool = False  # the weights ledger's total was subtracted from the GPU
     auto_mem_fraction: MemFraction | None = None  # SGLang's choice, when the flag was unset
     given: Deployment | None = None  # the flags as given, before the rule set's autos
+    pipeline: PipelinePlan | None = None  # with --pp-size > 1: every stage's plan
 
     engine: ClassVar[Engine] = Engine.SGLANG
     simulatable: ClassVar[bool] = True  # the memory system builds SGLang's pools
@@ -93,7 +95,17 @@ class SglangPlan:
 
     @property
     def totals(self) -> DeploymentTotals:
-        return self.capacity.totals
+        """Deployment totals; HBM as allocated (a role's pools, every pipeline stage's)."""
+        if self.pipeline is not None:
+            dep = self.deployment
+            return self.pipeline.totals(1 if dep.enable_dp_attention else dep.dp_size)
+        totals, role = self.capacity.totals, self.capacity.role
+        if role is None:
+            return totals
+        return replace(totals, state_pool_bytes=(role.allocated_state_slots * role.slot_bytes
+                                                 * totals.ranks),
+                       verify_bytes=(role.allocated_verify_rows * role.verify_row_bytes
+                                     * totals.ranks))
 
     @property
     def binding(self) -> Binding:
@@ -148,16 +160,23 @@ class SglangPlan:
     @property
     def pools(self) -> Ledger:
         """The token pool (T + one padding page), the state pool (K + the padding slot) and
-        the verify scratch of one rank, as SGLang allocates them."""
-        cap = self.capacity
+        the verify scratch of one rank, as SGLang allocates them: a prefill/decode server's
+        as its role builds them (`capacity.role`), a pipeline stage's state slots of its own
+        layers."""
+        cap, role = self.capacity, self.capacity.role
         rows = [LedgerRow(component="token pool", count=cap.max_total_tokens + self.page_tokens,
                           unit_bytes=cap.token_bytes, detail="T + one padding page")]
-        if cap.slot_bytes:
-            rows.append(LedgerRow(component="state pool", count=cap.state_slots + 1,
-                                  unit_bytes=cap.slot_bytes, detail="K + the padding slot"))
-        if cap.verify_bytes:
-            rows.append(LedgerRow(component="verify scratch", count=1,
-                                  unit_bytes=cap.verify_bytes))
+        slot_bytes = state_ledger(self.layout).total_bytes  # a stage's own, not the charge
+        slots, detail = cap.state_slots + 1, "K + the padding slot"
+        if role is not None and role.allocated_state_slots != role.charged_state_slots:
+            slots, detail = role.allocated_state_slots, "as the decode request pool allocates"
+        if slot_bytes:
+            rows.append(LedgerRow(component="state pool", count=slots, unit_bytes=slot_bytes,
+                                  detail=detail))
+        verify = (cap.verify_bytes if role is None
+                  else role.allocated_verify_rows * role.verify_row_bytes)
+        if verify:
+            rows.append(LedgerRow(component="verify scratch", count=1, unit_bytes=verify))
         return Ledger(name="device pools", per="rank", rows=tuple(rows))
 
     def launch_command(self, model_ref: str | None = None, *, nodes: int = 1) -> str:
@@ -227,8 +246,18 @@ def make_plan(
     layout = resolve(arch, dep, get_rules(rules), blackwell=blackwell)
     notes = list(layout.notes)
     memory, auto_fraction = plan_memory(arch, layout.deployment, gpu_spec, available_gib, weights_gib,
-                     gpu_memory_gib, notes)
-    capacity = plan_capacity(layout, memory)
+                     gpu_memory_gib, notes, requests_given=dep.max_running_requests,
+                     cap_max_bs_by_requests=layout.rules.cuda_graph_max_bs_capped_by_requests)
+    pipeline = None
+    if layout.deployment.pp_size > 1:
+        pipeline = plan_stages(layout, memory)
+        stage = pipeline.stages[pipeline.binding_stage]
+        layout, capacity = stage.layout, stage.capacity
+        notes.append(f"pp {len(pipeline.stages)}: ledgers and capacity per rank are stage "
+                     f"{stage.pp_rank}'s (layers {stage.start_layer}..{stage.end_layer - 1}), "
+                     "whose own tokens are the fewest; every stage shares its T, K and N")
+    else:
+        capacity = plan_capacity(layout, memory)
     workload = None
     for flag, value in (("--requests", requests), ("--context", context_tokens)):
         if isinstance(value, int) and value > MAX_COUNT:
@@ -256,4 +285,4 @@ def make_plan(
                  and device_memory(gpu_spec, gpu_memory_gib) is not None)
     return SglangPlan(layout=layout, ledgers=ledgers, capacity=capacity, workload=workload,
                       gpu=gpu_spec, notes=tuple(notes), host=host, weights_estimated=estimated,
-                      auto_mem_fraction=auto_fraction, given=dep)
+                      auto_mem_fraction=auto_fraction, given=dep, pipeline=pipeline)

@@ -5,7 +5,8 @@ kvledger_version, ignored_flags, notes — the plan's and the host plan's assump
 
     model{name, family, model_type, source, num_layers, full_layers, linear_layers,
     indexer_layers}, rules, gpu, deployment{every Deployment field, autos resolved, plus
-    attn_tp_size, attn_dp_size, page_tokens, context_tokens, slots_per_request,
+    attn_tp_size, attn_dp_size, page_tokens, allocation_page_tokens (page × dcp),
+    context_tokens, slots_per_request,
     held_slots_per_request},
     ledgers{per_token, draft_per_token|null, per_state_slot, per_request, side_buffers,
         verify_scratch|null, weights_per_rank|null}:
@@ -13,8 +14,15 @@ kvledger_version, ignored_flags, notes — the plan's and the host plan's assump
     capacity{available_bytes, pre_load_free_bytes, mem_fraction_static, slack_bytes,
         mm_reservation_bytes, rest_bytes, slot_bytes, token_bytes, state_slots,
         state_pool_bytes, max_total_tokens, token_pool_bytes, max_running_requests,
-        limits{code: requests}, binding, binding_label, unused_bytes, unbudgeted_bytes,
+        logical_tokens (T × dcp), limits{code: requests}, binding, binding_label, unused_bytes,
+        unbudgeted_bytes,
         state_source|null, verify_requests, verify_bytes}
+    role ("null" | "prefill" | "decode"), pipeline|null{charged_slot_bytes, binding_stage,
+    tokens, stages[{pp_rank, tag "PP0", start_layer, end_layer, full_layers, linear_layers,
+    token_bytes, own_slot_bytes, alone_tokens, max_total_tokens, state_slots,
+    max_running_requests, token_pool_bytes, state_pool_bytes_charged,
+    state_pool_bytes_allocated, over_reserved_state_bytes}]}, role_pools|null{charged_/allocated_ state slots, verify
+    rows and request rows, their byte sizes, corrected_tokens, unbudgeted_*_bytes},
     totals{ranks, workers, running_requests, tokens, token_pool_bytes, state_pool_bytes,
         verify_bytes, side_bytes}
     workload|null{requests, requests_per_rank, context_tokens, fits, first_overflow,
@@ -42,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 from kvledger.core.envelope import envelope, schema_name
 from kvledger.core.ledger import ledger_json
 from kvledger.sglang.capacity import WORKLOAD_CODES
+from kvledger.sglang.rolepools import RolePools
 
 if TYPE_CHECKING:
     from kvledger.sglang.plan import SglangPlan
@@ -77,6 +86,38 @@ def plan_notes(plan: SglangPlan) -> list[str]:
     return [*plan.notes, *(plan.host.notes if plan.host else ())]
 
 
+def role_pools_json(role: RolePools | None) -> dict[str, Any] | None:
+    """A prefill/decode server's pools: charged and allocated counts, unbudgeted bytes."""
+    if role is None:
+        return None
+    return {f.name: getattr(role, f.name) for f in fields(role)} | {
+        "unbudgeted_state_bytes": role.unbudgeted_state_bytes,
+        "unbudgeted_verify_bytes": role.unbudgeted_verify_bytes,
+        "unbudgeted_request_bytes": role.unbudgeted_request_bytes,
+        "unbudgeted_bytes": role.unbudgeted_bytes}
+
+
+def pipeline_json(plan: SglangPlan) -> dict[str, Any] | None:
+    """Every pipeline stage (--pp-size > 1): layers, bytes, T alone and shared, K, N, pools."""
+    pipe = plan.pipeline
+    if pipe is None:
+        return None
+    return {"charged_slot_bytes": pipe.charged_slot_bytes, "binding_stage": pipe.binding_stage,
+            "tokens": pipe.tokens, "stages": [{
+                "pp_rank": s.pp_rank, "tag": f"PP{s.pp_rank}", "start_layer": s.start_layer,
+                "end_layer": s.end_layer, "full_layers": s.num_full_layers,
+                "linear_layers": s.num_linear_layers, "token_bytes": s.capacity.token_bytes,
+                "own_slot_bytes": s.own_slot_bytes, "alone_tokens": s.alone_tokens,
+                "max_total_tokens": s.capacity.max_total_tokens,
+                "state_slots": s.capacity.state_slots,
+                "max_running_requests": s.capacity.max_running_requests,
+                "token_pool_bytes": s.capacity.token_pool_bytes,
+                "state_pool_bytes_charged": s.capacity.state_pool_bytes,
+                "state_pool_bytes_allocated": s.allocated_state_pool_bytes,
+                "over_reserved_state_bytes": s.over_reserved_state_bytes}
+                for s in pipe.stages]}
+
+
 def plan_body(plan: SglangPlan) -> dict[str, Any]:
     """The plan's keys, without the envelope (sweep and compare embed them)."""
     lay, cap, model = plan.layout, plan.capacity, plan.model
@@ -86,6 +127,7 @@ def plan_body(plan: SglangPlan) -> dict[str, Any]:
         "attn_tp_size": dep.attn_tp_size, "attn_dp_size": dep.attn_dp_size,
         "page_tokens": lay.page_tokens, "context_tokens": lay.context_tokens,
         "slots_per_request": lay.slots_per_request,
+        "allocation_page_tokens": lay.allocation_page_tokens,
         "held_slots_per_request": lay.held_slots_per_request,
     }
     work = plan.workload
@@ -117,6 +159,7 @@ def plan_body(plan: SglangPlan) -> dict[str, Any]:
             "state_pool_bytes": cap.state_pool_bytes, "max_total_tokens": cap.max_total_tokens,
             "token_pool_bytes": cap.token_pool_bytes,
             "max_running_requests": cap.max_running_requests,
+            "logical_tokens": cap.logical_tokens,
             "limits": {limit.code: n for limit, n in cap.limits.items()},
             "binding": cap.binding.code, "binding_label": cap.binding.value,
             "unused_bytes": cap.unused_bytes,
@@ -125,7 +168,10 @@ def plan_body(plan: SglangPlan) -> dict[str, Any]:
             "verify_requests": cap.state_budget.verify_requests if cap.state_budget else 0,
             "verify_bytes": cap.verify_bytes,
         },
-        "totals": {f.name: getattr(cap.totals, f.name) for f in fields(cap.totals)},
+        "role": dep.disaggregation_mode.value,
+        "pipeline": pipeline_json(plan),
+        "role_pools": role_pools_json(cap.role),
+        "totals": {f.name: getattr(plan.totals, f.name) for f in fields(plan.totals)},
         "workload": None if work is None else {
             "requests": work.requests, "requests_per_rank": work.requests_per_rank,
             "context_tokens": work.context_tokens, "fits": work.fits,

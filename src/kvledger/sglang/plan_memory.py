@@ -32,8 +32,11 @@ def device_memory(gpu: GPU | None, gpu_memory_gib: float | None) -> tuple[str, i
 
 def plan_memory(model: ModelArch, dep: Deployment, gpu: GPU | None, available_gib: float | None,
                 weights_gib: float | None, gpu_memory_gib: float | None,
-                notes: list[str]) -> tuple[MemoryInput, MemFraction | None]:
-    """The rank's memory and SGLang's automatic mem_fraction_static when it chose one."""
+                notes: list[str], *, requests_given: int | None = None,
+                cap_max_bs_by_requests: bool = False,
+                ) -> tuple[MemoryInput, MemFraction | None]:
+    """The rank's memory and SGLang's automatic mem_fraction_static when it chose one;
+    `requests_given`: --max-running-requests as given, before the speculative default."""
     fraction = dep.mem_fraction_static
     device = device_memory(gpu, gpu_memory_gib)
     if device is not None and available_gib is not None:
@@ -53,14 +56,19 @@ def plan_memory(model: ModelArch, dep: Deployment, gpu: GPU | None, available_gi
         ledger = weights_ledger(model, dep)
         if ledger is None:
             raise ValueError(f"{model.name}: weight size unknown; pass --weights-gib")
-        weights = ledger.total_bytes
+        weights = ledger.total_bytes // dep.pp_size
         notes.append(f"weights per rank estimated from the config: {weights / GiB:,.2f} GiB "
-                     "(itemised in the weights ledger); override with --weights-gib")
+                     "(itemised in the weights ledger"
+                     + (f", split evenly over {dep.pp_size} pipeline stages" if dep.pp_size > 1
+                        else "") + "); override with --weights-gib")
     auto = None
     if fraction is None:
         auto = auto_mem_fraction_static(
             total / MiB, tp=dep.tp_size, dp=dep.dp_size, dp_attention=dep.enable_dp_attention,
-            vit=model.vit_shape if model.is_multimodal else None)
+            vit=model.vit_shape if model.is_multimodal else None, pp=dep.pp_size,
+            role=dep.disaggregation_mode, max_running_requests=requests_given,
+            draft_tokens=dep.speculative_num_draft_tokens,
+            cap_max_bs_by_requests=cap_max_bs_by_requests)
         fraction = auto.fraction
         notes.append(f"--mem-fraction-static not given: SGLang's {auto.derivation()}")
     notes.append(f"free before load = {name} {total:,} B − CUDA context {CUDA_CONTEXT_BYTES:,} B")

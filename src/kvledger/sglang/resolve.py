@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from kvledger.model.arch import AttnKind, Family, ModelArch, ModelError, ShardingError
+from kvledger.sglang.dcp import check_dcp, kv_shard_groups
 from kvledger.sglang.deploy import (
     Deployment,
     DeploymentError,
@@ -33,6 +34,7 @@ from kvledger.sglang.deploy import (
     MambaStrategy,
     StateDtype,
 )
+from kvledger.sglang.roles import resolve_role
 from kvledger.sglang.rules import RuleSet
 from kvledger.sglang.specs import (
     BF16_BYTES,
@@ -44,6 +46,7 @@ from kvledger.sglang.specs import (
     StateSpec,
     TailSpec,
 )
+from kvledger.sglang.stagelayers import resolve_stages
 
 SPECULATIVE_MAX_RUNNING_REQUESTS = 48
 CONV_ITEMSIZE = BF16_BYTES  # conv state follows the model dtype (bf16) in SGLang
@@ -69,6 +72,11 @@ class CacheLayout:
     slots_per_request: int  # planning ratio (SGLang's reservation per running request)
     held_slots_per_request: int  # what a running request physically holds
     notes: tuple[str, ...] = ()
+
+    @property
+    def allocation_page_tokens(self) -> int:
+        """The paged allocator's page: page · dcp logical slots (`kvledger.sglang.dcp`)."""
+        return self.page_tokens * self.deployment.dcp_size
 
     @property
     def overlap(self) -> bool:
@@ -212,7 +220,9 @@ def resolve(
             f"Transformers fallback: \"{arch} has no SGlang implementation and the Transformers "
             "implementation is not compatible with SGLang.\" (model_loader/utils.py, "
             "resolve_transformers_arch); use --engine vllm, which serves it natively")
-    notes: list[str] = []
+    dep, notes = resolve_role(dep, rules)
+    dep, stage_notes = resolve_stages(dep)
+    notes += stage_notes + check_dcp(model, dep, rules)
     attn_tp = dep.attn_tp_size
     dep = replace(dep, kv_cache_dtype=_kv_dtype(model, dep, blackwell, notes))
     dep = _strategy(model, dep, notes)
@@ -235,7 +245,7 @@ def resolve(
     if model.attn is AttnKind.GQA:
         assert model.gqa is not None
         try:
-            heads = model.gqa.kv_heads_per_rank(attn_tp)
+            heads = model.gqa.kv_heads_per_rank(kv_shard_groups(dep))  # attn_tp // dcp
         except ShardingError as exc:
             raise DeploymentError(f"--tp-size {dep.tp_size}: {exc}") from None
         kv_row: LatentRowSpec | GqaRowSpec = GqaRowSpec(

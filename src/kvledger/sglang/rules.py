@@ -44,6 +44,24 @@ class RuleSet:
     # releases' UnifiedTreeCore._iteratively_delete_tombstone_ancestors stop at device KV
     # (read in 0.5.21 and 0.5.23); 0.5.20's MambaRadixCache pruned it (see kvledger.tree.rules).
     tree_keeps_stateless_kv: bool = True
+    # True: a prefill server charges the speculative verify scratch to the state budget
+    # although `_build_hybrid_req_pool` never allocates it there (0.5.21); False: the budget
+    # skips it too (0.5.23 `_pd_prefill_skips_mamba_spec_state`, both places).
+    prefill_reserves_verify_scratch: bool = True
+    # True: --disaggregation-decode-enable-radix-cache is refused with speculative decoding
+    # other than DSPARK (0.5.21 handle_pd_disaggregation); 0.5.23 removed the check.
+    decode_radix_refuses_speculative: bool = True
+    # True: the default decode CUDA-graph max batch size is capped at --max-running-requests
+    # (as given) before the fraction's graph reserve is sized (0.5.23 memory_hook
+    # `handle_gpu_memory_settings`); False: the GPU bucket's size stands (0.5.21).
+    cuda_graph_max_bs_capped_by_requests: bool = False
+    # True: --dcp-size > 1 is refused for DSA models whose index keys pool several tokens
+    # (0.5.23 arg_groups/model_overrides/deepseek_v2.py); 0.5.21 has no such check.
+    dcp_refuses_pooled_index: bool = False
+    # True: a decode server's per-worker limit for the extra-rows default is floored at 1
+    # (0.5.23 handle_pd_disaggregation: max(1, limit // DP ranks)); False: limit // dp_size,
+    # which is 0 below the DP size and then reserves nothing (0.5.21).
+    decode_extra_slots_floor_one: bool = False
 
     def dsa_page_tokens(self, kpool: int) -> int:
         return DSA_PAGE_KEYS * kpool if self.page_scales_with_kpool else DSA_PAGE_KEYS
@@ -69,6 +87,11 @@ RULES: RuleRegistry[RuleSet] = RuleRegistry(
             host_row_matches_device=True,
             host_indexer_pool=True,
             requests_floor_one_per_worker=True,
+            prefill_reserves_verify_scratch=False,
+            decode_radix_refuses_speculative=False,
+            cuda_graph_max_bs_capped_by_requests=True,
+            dcp_refuses_pooled_index=True,
+            decode_extra_slots_floor_one=True,
         ),
     ),
     default="sglang-0.5.21",

@@ -35,7 +35,10 @@ def check_plan(plan: SglangPlan, config: SimConfig) -> list[str]:
     replays differently from the deployment."""
     lay = plan.layout
     if lay.deployment.disable_radix_cache:
-        raise WorkloadError("simulate: --disable-radix-cache leaves nothing to simulate")
+        why = ("--disaggregation-mode decode turns the radix cache off (add "
+               "--disaggregation-decode-enable-radix-cache to keep it)"
+               if lay.deployment.disaggregation_mode.is_decode else "--disable-radix-cache")
+        raise WorkloadError(f"simulate: {why}: no prefix cache, so nothing to simulate")
     config.validate(lay.page_tokens)
     grid = lcm(config.mamba_chunk_tokens, lay.page_tokens)
     if config.mamba_track_interval_tokens % grid:

@@ -32,6 +32,7 @@ from kvledger.core.values import Parser, choice, enum_choices, human_int, intege
 from kvledger.model.quant import QuantMethod
 from kvledger.sglang.deploy import (
     Deployment,
+    DisaggMode,
     DsaBackend,
     KVDtype,
     LinearBackend,
@@ -67,6 +68,13 @@ def _choices(spellings: tuple[str, ...], key: str, table: dict[str, object], hel
                 expects=" | ".join(table), help=help)
 
 
+def _non_negative(text: str) -> int:
+    value = integer(text)
+    if value < 0:
+        raise ValueError("expected a non-negative integer")
+    return value
+
+
 def _gb_or_ratio(text: str) -> int | None:
     # ServerArgs.hicache_size is an int; 0 (its default) means "size by --hicache-ratio".
     return integer(text) or None
@@ -88,6 +96,21 @@ FLAGS: tuple[Flag, ...] = (
          help="attention runs data-parallel: attn_tp = tp / dp / attn_cp"),
     Flag(spellings=("--attn-cp-size", "--attention-context-parallel-size"), key="attn_cp_size",
          parse=integer, expects=POSITIVE, help="attention context-parallel ranks"),
+    Flag(spellings=("--pp-size", "--pipeline-parallel-size"), key="pp_size", parse=integer,
+         expects=POSITIVE, help="pipeline stages; each plans its own layers (overlap off)"),
+    Flag(spellings=("--dcp-size", "--decode-context-parallel-size"), key="dcp_size",
+         parse=integer, expects=POSITIVE,
+         help="decode context parallelism: tokens spread over dcp ranks of a tp group"),
+    # prefill/decode disaggregation (arg_groups/fields/disagg.py)
+    _choices(("--disaggregation-mode",), "disaggregation_mode", enum_choices(DisaggMode),
+             "the server's role: decode turns the radix cache off and pre-allocates rows"),
+    Flag(spellings=("--disaggregation-decode-extra-slots",),
+         key="disaggregation_decode_extra_slots", parse=_non_negative,
+         expects="a non-negative integer",
+         help="decode: extra request rows for requests in transfer"),
+    Flag(spellings=("--disaggregation-decode-enable-radix-cache",),
+         key="disaggregation_decode_enable_radix_cache",
+         help="decode: keep the radix cache on"),
     # KV rows. kv_cache_dtype choices: auto, fp8_e5m2, fp8_e4m3, mxfp8, bf16, bfloat16, nvfp4,
     # fp4_mx_block16, fp4_e2m1; "bf16" and "bfloat16" are one dtype.
     _choices(("--kv-cache-dtype",), "kv_cache_dtype",
@@ -157,12 +180,6 @@ FLAGS: tuple[Flag, ...] = (
 )
 
 UNSUPPORTED: tuple[Unsupported, ...] = (
-    Unsupported(spellings=("--pp-size", "--pipeline-parallel-size"), neutral="1",
-                reason="pipeline parallelism splits the layers over ranks"),
-    Unsupported(spellings=("--dcp-size", "--decode-context-parallel-size"), neutral="1",
-                reason="decode context parallelism shards the KV rows"),
-    Unsupported(spellings=("--disaggregation-mode",), neutral="null",
-                reason="prefill/decode disaggregation sizes pools per role"),
     Unsupported(spellings=("--hicache-host-memory-mode",), neutral="cache",
                 reason="buffer_only makes host memory a staging buffer"),
     Unsupported(spellings=("--json-model-override-args",), neutral="{}",
@@ -228,7 +245,8 @@ _DEFAULT_TEXT = {"model_path": "the kvledger default model",
                  "speculative_eagle_topk": "auto", "speculative_num_draft_tokens": "auto",
                  "speculative_dflash_block_size": "from the draft model",
                  "speculative_dspark_block_size": "from the draft model",
-                 "hicache_ratio": "2.0", "hicache_size_gb": "0"}
+                 "hicache_ratio": "2.0", "hicache_size_gb": "0",
+                 "disaggregation_decode_extra_slots": "2 × requests per worker when ≤ 32, else 0"}
 
 
 def _default(key: str) -> str:

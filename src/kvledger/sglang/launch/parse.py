@@ -29,7 +29,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from kvledger.sglang.deploy import FIELD_FLAGS, Deployment, DeploymentError, DsaBackend
+from kvledger.sglang.deploy import (
+    FIELD_FLAGS,
+    Deployment,
+    DeploymentError,
+    DisaggMode,
+    DsaBackend,
+)
 from kvledger.sglang.launch.command import Launch, split_launch
 from kvledger.sglang.launch.flags import (
     BY_SPELLING,
@@ -107,8 +113,16 @@ def _check_unsupported(rule: Unsupported, name: str, args: list[str]) -> None:
 
 def _dsa_backend(values: dict, notes: list[str]) -> tuple[DsaBackend | None, bool]:
     """The one backend that decides the fp8 row layout, and whether the flags settle it:
-    calculate_mla_kv_cache_dim keeps raw rows when either side is trtllm."""
+    calculate_mla_kv_cache_dim keeps raw rows when either side is trtllm; on a prefill or
+    decode server only the local role's backend counts (both releases)."""
     prefill, decode = values.get("dsa_prefill_backend"), values.get("dsa_decode_backend")
+    mode = values.get("disaggregation_mode", DisaggMode.NULL)
+    if mode is not DisaggMode.NULL:
+        local = decode if mode.is_decode else prefill
+        if local is None and (prefill or decode) is not None:
+            notes.append(f"{mode.label}: only the {mode.value} DSA backend sets the row layout, "
+                         "and SGLang picks it for the GPU and KV dtype")
+        return local, local is not None
     if prefill is None and decode is None:
         return None, False
     if DsaBackend.TRTLLM in (prefill, decode):
