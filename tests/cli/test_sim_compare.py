@@ -27,6 +27,13 @@ def test_compare_json_has_every_pair_then_the_ceiling(tmp_path):
     assert labels[-1].startswith("FULL-only ceiling")
     ceiling = doc["rows"][-1]["usable_hit"]
     assert all(row["usable_hit"] <= ceiling + 1e-12 for row in doc["rows"])
+    bound = doc["bound"]
+    assert bound["method"] == "relaxation" and bound["exact"] is False
+    assert bound["usable_hit"] == min(bound["kv_relaxation_hit"], bound["state_relaxation_hit"])
+    for row in doc["rows"]:
+        assert row["fraction_of_bound"] == row["usable_hit"] / bound["usable_hit"]
+        if row["policy"] != doc["rows"][-1]["policy"]:
+            assert row["fraction_of_bound"] <= 1
     assert sorted(p.rsplit("/", 1)[-1] for p in doc["figures"]) == ["policies.png",
                                                                      "policies.svg"]
 
@@ -35,6 +42,7 @@ def test_compare_table_renders():
     result = invoke(*SMALL, "--compare")
     assert result.exit_code == 0, result.output
     assert "FULL-only ceiling" in result.output and "ghost-branch" in result.output
+    assert "offline bound (relaxation)" in result.output and "of" in result.output
 
 
 def test_figure_dir_needs_compare(tmp_path):
