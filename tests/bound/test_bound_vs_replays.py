@@ -10,6 +10,7 @@ import pytest
 from kvledger.bound import BoundTrace
 from kvledger.bound.kv import kv_bound_pages
 from kvledger.report.policy_compare import COMPARE_PAIRS, compare_policies
+from kvledger.sglang.deploy import Deployment
 from kvledger.sglang.plan import make_plan
 from kvledger.sim.config import SimConfig
 from kvledger.sim.generators import GENERATORS, GeneratorParams
@@ -64,3 +65,16 @@ def test_every_pair_is_below_the_bound_on_the_shared_trace():
     work = load_workload(trace=TRACE, generator=None, num_requests=600, seed=0,
                          rate_per_s=None, time_scale=1.0)
     _check(compare_policies(plan, work, SimConfig()), work, plan)
+
+
+def test_with_attention_dp_the_ceiling_and_the_bound_see_the_replayed_share():
+    # DP 8 with DP attention: rank 0 replays every 8th request; the ceiling and the bound
+    # must judge those, not the whole workload (the pools are one rank's).
+    plan = make_plan("glm-5.3-flash", Deployment(tp_size=8, dp_size=8, enable_dp_attention=True),
+                     available_gib=10, kv_cache_dtype="fp8_e4m3")
+    work = GENERATORS["chat"].generate(GeneratorParams(num_requests=80, seed=0))
+    comparison = compare_policies(plan, work, SimConfig(), COMPARE_PAIRS[:1])
+    share = work.share(0, 8)
+    assert comparison.bound.prompt_tokens == share.prompt_tokens
+    assert comparison.rows[0].summary.counters.prompt_tokens == share.prompt_tokens
+    _check(comparison, share, plan)

@@ -33,7 +33,7 @@ from kvledger.sim.ceiling import ceiling_pool_tokens, full_only_hits
 from kvledger.sim.config import SimConfig
 from kvledger.sim.metrics import SimSummary
 from kvledger.sim.replay import simulate
-from kvledger.sim.workload import Workload
+from kvledger.sim.workload import Request, Workload
 
 Pair = tuple[StateAdmission, StateEviction]
 DEFAULT_PAIR: Pair = (StateAdmission.ENGINE, StateEviction.LRU)
@@ -99,13 +99,20 @@ def _row(label: str, s: SimSummary) -> PolicyRow:
                      ttft_p95_ms=s.latency.ttft_ms.p95 if s.latency else None, summary=s)
 
 
+def replayed_requests(plan: SglangPlan, workload: Workload) -> tuple[Request, ...]:
+    """The requests one rank replays: rank 0's round-robin share with attention DP, as
+    `kvledger.sim.replay` takes it; the ceiling and the bound use the same ones."""
+    attn_dp = plan.layout.deployment.attn_dp_size
+    return (workload.share(0, attn_dp) if attn_dp > 1 else workload).requests
+
+
 def full_only_ceiling(plan: SglangPlan, workload: Workload) -> tuple[PolicyRow, int]:
     cap = plan.capacity
     pool = ceiling_pool_tokens(token_bytes=cap.token_bytes, slot_bytes=cap.slot_bytes,
                                state_slots=cap.state_slots,
                                max_total_tokens=cap.max_total_tokens,
                                page_tokens=plan.layout.page_tokens)
-    requests = workload.requests
+    requests = replayed_requests(plan, workload)
     hits = full_only_hits(requests, page_tokens=plan.layout.page_tokens, pool_tokens=pool)
     prompt = sum(r.prompt_tokens for r in requests)
     hit = int(hits.sum()) / prompt if prompt else 0.0
@@ -120,8 +127,7 @@ def bound_row(plan: SglangPlan, workload: Workload, summary: SimSummary) -> Boun
     it replayed (rank 0's share with attention DP)."""
     if summary.store is not None:
         return None
-    attn_dp = plan.layout.deployment.attn_dp_size
-    requests = (workload.share(0, attn_dp) if attn_dp > 1 else workload).requests
+    requests = replayed_requests(plan, workload)
     host = summary.host
     pages = summary.token_pages + (host.capacity_pages if host else 0)
     # the request running in the offline model holds its slots; the rest can cache states
