@@ -99,20 +99,28 @@ def _row(label: str, s: SimSummary) -> PolicyRow:
                      ttft_p95_ms=s.latency.ttft_ms.p95 if s.latency else None, summary=s)
 
 
-def replayed_requests(plan: SglangPlan, workload: Workload) -> tuple[Request, ...]:
+def replayed_requests(plan: SglangPlan, workload: Workload,
+                      unfinished: SimSummary | None = None) -> tuple[Request, ...]:
     """The requests one rank replays: rank 0's round-robin share with attention DP, as
-    `kvledger.sim.replay` takes it; the ceiling and the bound use the same ones."""
+    `kvledger.sim.replay` takes it, less those a replay (`unfinished`'s) left unfinished
+    because they never fit the pools (the same for every policy); the ceiling and the bound
+    judge exactly these, so their rates share the policy rows' denominator."""
     attn_dp = plan.layout.deployment.attn_dp_size
-    return (workload.share(0, attn_dp) if attn_dp > 1 else workload).requests
+    requests = (workload.share(0, attn_dp) if attn_dp > 1 else workload).requests
+    if unfinished is None or not unfinished.unfinished:
+        return requests
+    skip = {u.rid for u in unfinished.unfinished}
+    return tuple(r for r in requests if r.rid not in skip)
 
 
-def full_only_ceiling(plan: SglangPlan, workload: Workload) -> tuple[PolicyRow, int]:
+def full_only_ceiling(plan: SglangPlan, workload: Workload,
+                      replayed: SimSummary | None = None) -> tuple[PolicyRow, int]:
     cap = plan.capacity
     pool = ceiling_pool_tokens(token_bytes=cap.token_bytes, slot_bytes=cap.slot_bytes,
                                state_slots=cap.state_slots,
                                max_total_tokens=cap.max_total_tokens,
                                page_tokens=plan.layout.page_tokens)
-    requests = replayed_requests(plan, workload)
+    requests = replayed_requests(plan, workload, replayed)
     hits = full_only_hits(requests, page_tokens=plan.layout.page_tokens, pool_tokens=pool)
     prompt = sum(r.prompt_tokens for r in requests)
     hit = int(hits.sum()) / prompt if prompt else 0.0
@@ -127,7 +135,7 @@ def bound_row(plan: SglangPlan, workload: Workload, summary: SimSummary) -> Boun
     it replayed (rank 0's share with attention DP)."""
     if summary.store is not None:
         return None
-    requests = replayed_requests(plan, workload)
+    requests = replayed_requests(plan, workload, summary)
     host = summary.host
     pages = summary.token_pages + (host.capacity_pages if host else 0)
     # the request running in the offline model holds its slots; the rest can cache states
@@ -164,7 +172,7 @@ def compare_policies(plan: SglangPlan, workload: Workload, config: SimConfig,
         summary = simulate(plan, workload, run, progress=report(label, i * n)).summary
         rows.append(_row(summary.policies, summary))
     report("FULL-only ceiling", len(pairs) * n)
-    ceiling, pool = full_only_ceiling(plan, workload)
+    ceiling, pool = full_only_ceiling(plan, workload, rows[0].summary if rows else None)
     if on_progress is not None:
         on_progress("FULL-only ceiling", total, total)
     rows.append(ceiling)
