@@ -177,3 +177,13 @@ def test_every_hit_rate_output_says_what_it_measures(tmp_path):
                                  "--state-slots", "8", "--no-progress", "--json"])
     assert replay.exit_code == 0, replay.output
     assert hit_rates.REPLAY in json.loads(replay.stdout)["notes"]
+
+
+@pytest.mark.parametrize("name", ["tool-use", "long-doc-qa"])
+def test_the_new_workloads_run_through_compare_with_a_bound(name):
+    result = invoke("--workload", name, "--num-requests", "30", "--no-progress", "--compare",
+                    "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["bound"]["prompt_tokens"] > 0
+    assert all(r["fraction_of_bound"] <= 1 for r in doc["rows"][:-1])
