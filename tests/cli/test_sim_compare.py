@@ -187,3 +187,12 @@ def test_the_new_workloads_run_through_compare_with_a_bound(name):
     doc = json.loads(result.output)
     assert doc["bound"]["prompt_tokens"] > 0
     assert all(r["fraction_of_bound"] <= 1 for r in doc["rows"][:-1])
+
+
+def test_with_a_store_tier_no_bound_is_claimed():
+    result = invoke(*SMALL, "--l3-size", "5", "--compare", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["bound"] is None
+    assert all(r["fraction_of_bound"] is None for r in doc["rows"])
+    assert "No offline bound" in invoke(*SMALL, "--l3-size", "5", "--compare").output
