@@ -17,11 +17,11 @@ Parameters (`LongDocShape`, lengths in tokens, log-normal with the given mean an
 |---|---|---|
 | instruction_tokens | 300 | the instructions every prompt starts with |
 | num_documents | 200 | the library |
-| document_tokens, document_sigma | 20,000, 0.5 (cap 100,000) | one document |
+| document_tokens, document_sigma, document_cap_tokens | 20,000, 0.5, 100,000 | one document |
 | zipf_exponent | 0.8 | popularity of document k ∝ 1 / k^0.8 |
 | mean_questions | 4 | questions per session: geometric (at least 1) with this mean |
 | question_tokens | 60 | one question |
-| answer_tokens | 180 (cap 2,000) | one answer (the output) |
+| answer_tokens, answer_cap_tokens | 180, 2,000 | one answer (the output) |
 | reading_s | 25 | mean pause between a session's questions (exponential) |
 
 >>> from kvledger.sim.draws import GeneratorParams

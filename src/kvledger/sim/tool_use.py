@@ -20,12 +20,12 @@ Parameters (`ToolUseShape`, lengths in tokens, log-normal with the given mean an
 | tool_prompt_tokens, tool_prompt_sigma | 8,000, 0.2 | one schema prompt |
 | task_tokens | 400 | the user's task |
 | mean_steps | 8 | steps per task: geometric (at least 1) with this mean |
-| call_tokens | 80 (cap 1,000) | the model's tool call (the output, fed back) |
-| result_tokens, result_sigma | 1,500, 1.0 (cap 16,000) | the tool's result |
+| call_tokens, call_cap_tokens | 80, 1,000 | the model's tool call (the output, fed back) |
+| result_tokens, result_sigma, result_cap_tokens | 1,500, 1.0, 16,000 | the tool's result |
 | tool_latency_s | 1.5 | mean gap from a step to the next (exponential) |
 | fork_probability | 0.25 | a step fans out to sub-agents |
-| fan_out | 2 … 4 | sub-agents per fan-out (uniform) |
-| subtask_tokens, subagent_answer_tokens | 200, 300 | a sub-agent's prompt suffix and answer |
+| min_fan_out, max_fan_out | 2, 4 | sub-agents per fan-out (uniform between them) |
+| subtask_tokens, subagent_answer_tokens, subagent_answer_cap_tokens | 200, 300, 4,000 | a sub-agent's prompt suffix and answer |
 
 >>> from kvledger.sim.draws import GeneratorParams
 >>> turns = tool_use_turns(GeneratorParams(num_requests=40, seed=1))
@@ -58,6 +58,7 @@ class ToolUseShape:
     max_fan_out: int = 4
     subtask_tokens: int = 200
     subagent_answer_tokens: int = 300
+    subagent_answer_cap_tokens: int = 4_000
 
 
 def tool_use_turns(params: GeneratorParams, shape: ToolUseShape = ToolUseShape()) -> list[Turn]:
@@ -75,7 +76,8 @@ def tool_use_turns(params: GeneratorParams, shape: ToolUseShape = ToolUseShape()
             if rng.random() < shape.fork_probability:
                 answers = []
                 for _ in range(int(rng.integers(shape.min_fan_out, shape.max_fan_out + 1))):
-                    answer = draw.segment(draw.length(shape.subagent_answer_tokens, cap=4_000))
+                    answer = draw.segment(draw.length(shape.subagent_answer_tokens,
+                                                     cap=shape.subagent_answer_cap_tokens))
                     turns.append(Turn(arrival_ms=at, segments=(
                         *history, draw.segment(draw.length(shape.subtask_tokens))),
                         output_tokens=answer[1], output_segment_id=answer[0]))
