@@ -23,7 +23,7 @@ LAYERS = (
     {"host"},
     {"cache"},  # the one facade
     {"engine", "sim"},  # both drive the facade
-    {"sequential"},
+    {"sequential", "bound"},  # bound: the offline optimum over a simulated workload
     {"report"},
     {"api"},
     {"cli"},

@@ -139,8 +139,9 @@ def plan(model: str = DEFAULT_MODEL, flags: Flags = (), *, engine: str | None = 
 def simulate(plan: EnginePlan, workload: str | None = "chat", *,
              trace: str | Path | None = None, num_requests: int | None = None, seed: int = 0,
              rate_per_s: float | None = None) -> SimResult:
-    """Replay a generated workload (`chat`, `agent`, `shared-prompt`, `zipf`) or a Mooncake
-    trace (`trace=`, then `workload` is ignored) on one rank of `plan`, in accounting mode.
+    """Replay a generated workload (`chat`, `agent`, `shared-prompt`, `zipf`, `tool-use`,
+    `long-doc-qa`) or a Mooncake trace (`trace=`, then `workload` is ignored) on one rank of
+    `plan`, in accounting mode.
 
     Returns the `SimResult`: `summary` (hit rates, each ledger's peaks and blocking, host
     tier traffic), `series` (the per-step time series) and the finished `requests`. A plan

@@ -27,6 +27,13 @@ def test_compare_json_has_every_pair_then_the_ceiling(tmp_path):
     assert labels[-1].startswith("FULL-only ceiling")
     ceiling = doc["rows"][-1]["usable_hit"]
     assert all(row["usable_hit"] <= ceiling + 1e-12 for row in doc["rows"])
+    bound = doc["bound"]
+    assert bound["method"] == "relaxation" and bound["exact"] is False
+    assert bound["usable_hit"] == min(bound["kv_relaxation_hit"], bound["state_relaxation_hit"])
+    for row in doc["rows"]:
+        assert row["fraction_of_bound"] == row["usable_hit"] / bound["usable_hit"]
+        if row["policy"] != doc["rows"][-1]["policy"]:
+            assert row["fraction_of_bound"] <= 1
     assert sorted(p.rsplit("/", 1)[-1] for p in doc["figures"]) == ["policies.png",
                                                                      "policies.svg"]
 
@@ -35,6 +42,7 @@ def test_compare_table_renders():
     result = invoke(*SMALL, "--compare")
     assert result.exit_code == 0, result.output
     assert "FULL-only ceiling" in result.output and "ghost-branch" in result.output
+    assert "offline bound (relaxation)" in result.output and "of" in result.output
 
 
 def test_figure_dir_needs_compare(tmp_path):
@@ -169,3 +177,22 @@ def test_every_hit_rate_output_says_what_it_measures(tmp_path):
                                  "--state-slots", "8", "--no-progress", "--json"])
     assert replay.exit_code == 0, replay.output
     assert hit_rates.REPLAY in json.loads(replay.stdout)["notes"]
+
+
+@pytest.mark.parametrize("name", ["tool-use", "long-doc-qa"])
+def test_the_new_workloads_run_through_compare_with_a_bound(name):
+    result = invoke("--workload", name, "--num-requests", "30", "--no-progress", "--compare",
+                    "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["bound"]["prompt_tokens"] > 0
+    assert all(r["fraction_of_bound"] <= 1 for r in doc["rows"][:-1])
+
+
+def test_with_a_store_tier_no_bound_is_claimed():
+    result = invoke(*SMALL, "--l3-size", "5", "--compare", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["bound"] is None
+    assert all(r["fraction_of_bound"] is None for r in doc["rows"])
+    assert "No offline bound" in invoke(*SMALL, "--l3-size", "5", "--compare").output

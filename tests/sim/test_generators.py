@@ -61,3 +61,33 @@ def test_bad_parameters_are_named():
         GENERATORS["chat"].generate(GeneratorParams(num_requests=0))
     with pytest.raises(WorkloadError, match="--rate 0"):
         GENERATORS["zipf"].generate(GeneratorParams(rate_per_s=0))
+
+
+def test_tool_use_fans_out_to_sub_agents_that_share_the_history():
+    w = GENERATORS["tool-use"].generate(GeneratorParams(num_requests=300, seed=2))
+    by_arrival: dict[float, list] = {}
+    for r in w.requests:
+        by_arrival.setdefault(r.arrival_ms, []).append(r)
+    fans = [g for g in by_arrival.values() if len(g) > 1]
+    assert fans  # sub-agents arrive together
+    for group in fans:
+        # each sub-agent is the same history plus its own sub-task
+        assert len({r.segment_ids[:-1] for r in group}) == 1
+        assert len({r.segment_ids[-1] for r in group}) == len(group)
+        assert 2 <= len(group) <= 4
+    assert len({r.segment_ids[0] for r in w.requests}) == 2  # two tool-schema prompts
+    by_call = {r.output_segment_id: r for r in w.requests}
+    assert sum(1 for r in w.requests if len(r.segment_ids) > 2
+               and r.segment_ids[-2] in by_call) > 100  # steps extend the loop's context
+
+
+def test_long_doc_qa_questions_share_the_document_and_diverge_after_it():
+    w = GENERATORS["long-doc-qa"].generate(GeneratorParams(num_requests=400, seed=1))
+    assert all(len(r.segment_ids) == 3 for r in w.requests)
+    assert len({r.segment_ids[0] for r in w.requests}) == 1  # the shared instructions
+    docs = [r.segment_ids[1] for r in w.requests]
+    assert len(set(docs)) < len(docs) / 2  # documents are asked about again and again
+    assert len({r.segment_ids[2] for r in w.requests}) == len(w.requests)  # fresh questions
+    mean_doc = sum(r.segment_tokens[1] for r in w.requests) / len(w.requests)
+    assert 10_000 < mean_doc < 40_000  # long: several 8,192-token prefill chunks
+    assert all(r.output_segment_id is None for r in w.requests)  # answers are not fed back

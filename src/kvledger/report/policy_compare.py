@@ -8,6 +8,13 @@ The FULL-only ceiling is what prefix caching could reuse if the model had no sta
 the same bytes (KV pool plus state pool) given to KV alone (`kvledger.sim.ceiling`). It is
 sequential (one request at a time, prompts only), so it bounds the hit rate for that memory,
 not the TTFT; its TTFT column is empty.
+
+The offline bound (`kvledger.bound`) is the most usable hit any admission and eviction of
+states and KV could reach on the same pools (the replay's T token pages and K state slots,
+plus the host tier's when one is enabled), knowing the whole trace: exact on tiny traces, a
+proven upper bound (the smaller of two relaxations, each solved exactly) otherwise. Every row
+reports its usable hit as a fraction of it (`fraction_of_bound`). With a store tier
+(--l3-size) the bound does not cover the store's capacity and is not reported.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from dataclasses import dataclass, replace
 from rich import box
 from rich.table import Table
 
+from kvledger.bound import BoundTrace, OfflineBound, offline_bound
 from kvledger.cache.policies import StateAdmission, StateEviction
 from kvledger.report.show import show_fraction, show_ms, show_ratio
 from kvledger.sglang.plan import SglangPlan
@@ -25,7 +33,7 @@ from kvledger.sim.ceiling import ceiling_pool_tokens, full_only_hits
 from kvledger.sim.config import SimConfig
 from kvledger.sim.metrics import SimSummary
 from kvledger.sim.replay import simulate
-from kvledger.sim.workload import Workload
+from kvledger.sim.workload import Request, Workload
 
 Pair = tuple[StateAdmission, StateEviction]
 DEFAULT_PAIR: Pair = (StateAdmission.ENGINE, StateEviction.LRU)
@@ -51,12 +59,33 @@ class PolicyRow:
     checkpoints_saved: int | None
     ttft_p95_ms: float | None  # None: not timed (the sequential ceiling)
     summary: SimSummary | None = None
+    fraction_of_bound: float | None = None  # usable hit / the bound's; None: no bound
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BoundRow:
+    """The offline bound on one comparison's trace and pools."""
+
+    bound: OfflineBound
+    prompt_tokens: int
+
+    @property
+    def usable_hit(self) -> float:
+        return self.bound.usable_hit_rate(self.prompt_tokens)
+
+    @property
+    def label(self) -> str:
+        return f"offline bound ({self.bound.method.value})"
+
+    def fraction(self, usable_hit: float) -> float | None:
+        return usable_hit / self.usable_hit if self.usable_hit else None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Comparison:
     rows: tuple[PolicyRow, ...]  # policies in the order run, then the ceiling
     ceiling_pool_tokens: int
+    bound: BoundRow | None = None  # None: not computed (a store tier in the runs)
 
     @property
     def baseline(self) -> PolicyRow:
@@ -70,19 +99,52 @@ def _row(label: str, s: SimSummary) -> PolicyRow:
                      ttft_p95_ms=s.latency.ttft_ms.p95 if s.latency else None, summary=s)
 
 
-def full_only_ceiling(plan: SglangPlan, workload: Workload) -> tuple[PolicyRow, int]:
+def replayed_requests(plan: SglangPlan, workload: Workload,
+                      unfinished: SimSummary | None = None) -> tuple[Request, ...]:
+    """The requests one rank replays: rank 0's round-robin share with attention DP, as
+    `kvledger.sim.replay` takes it, less those a replay (`unfinished`'s) left unfinished
+    because they never fit the pools (the same for every policy); the ceiling and the bound
+    judge exactly these, so their rates share the policy rows' denominator."""
+    attn_dp = plan.layout.deployment.attn_dp_size
+    requests = (workload.share(0, attn_dp) if attn_dp > 1 else workload).requests
+    if unfinished is None or not unfinished.unfinished:
+        return requests
+    skip = {u.rid for u in unfinished.unfinished}
+    return tuple(r for r in requests if r.rid not in skip)
+
+
+def full_only_ceiling(plan: SglangPlan, workload: Workload,
+                      replayed: SimSummary | None = None) -> tuple[PolicyRow, int]:
     cap = plan.capacity
     pool = ceiling_pool_tokens(token_bytes=cap.token_bytes, slot_bytes=cap.slot_bytes,
                                state_slots=cap.state_slots,
                                max_total_tokens=cap.max_total_tokens,
                                page_tokens=plan.layout.page_tokens)
-    requests = workload.requests
+    requests = replayed_requests(plan, workload, replayed)
     hits = full_only_hits(requests, page_tokens=plan.layout.page_tokens, pool_tokens=pool)
     prompt = sum(r.prompt_tokens for r in requests)
     hit = int(hits.sum()) / prompt if prompt else 0.0
     return PolicyRow(label="FULL-only ceiling", token_hit=hit,
                      usable_hit=hit, state_evictions=None, checkpoints_saved=None,
                      ttft_p95_ms=None), pool
+
+
+def bound_row(plan: SglangPlan, workload: Workload, summary: SimSummary) -> BoundRow | None:
+    """The offline bound on the pools `summary`'s replay had (device, plus host when a host
+    tier ran; the state pool less the slots one running request holds), over the requests
+    it replayed (rank 0's share with attention DP)."""
+    if summary.store is not None:
+        return None
+    requests = replayed_requests(plan, workload, summary)
+    host = summary.host
+    pages = summary.token_pages + (host.capacity_pages if host else 0)
+    # the request running in the offline model holds its slots; the rest can cache states
+    slots = max(summary.state_slots - plan.layout.held_slots_per_request, 0) + (
+        host.capacity_slots if host else 0)
+    trace = BoundTrace.of(requests, page_tokens=summary.page_tokens)
+    bound = offline_bound(trace, token_pages=pages,
+                          state_slots=slots if plan.layout.state is not None else None)
+    return BoundRow(bound=bound, prompt_tokens=sum(r.prompt_tokens for r in requests))
 
 
 # (what runs now, requests done, requests total): the replays and then the ceiling, each
@@ -110,11 +172,14 @@ def compare_policies(plan: SglangPlan, workload: Workload, config: SimConfig,
         summary = simulate(plan, workload, run, progress=report(label, i * n)).summary
         rows.append(_row(summary.policies, summary))
     report("FULL-only ceiling", len(pairs) * n)
-    ceiling, pool = full_only_ceiling(plan, workload)
+    ceiling, pool = full_only_ceiling(plan, workload, rows[0].summary if rows else None)
     if on_progress is not None:
         on_progress("FULL-only ceiling", total, total)
     rows.append(ceiling)
-    return Comparison(rows=tuple(rows), ceiling_pool_tokens=pool)
+    bound = bound_row(plan, workload, rows[0].summary) if rows[0].summary else None
+    if bound is not None:
+        rows = [replace(r, fraction_of_bound=bound.fraction(r.usable_hit)) for r in rows]
+    return Comparison(rows=tuple(rows), ceiling_pool_tokens=pool, bound=bound)
 
 
 def compare_table(comparison: Comparison) -> Table:
@@ -122,33 +187,70 @@ def compare_table(comparison: Comparison) -> Table:
     table = Table(title=f"State policies on one trace and memory (×: over {base.label})",
                   title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
     table.add_column("admission + eviction", no_wrap=True)
-    for name in ("token\nhit", "usable\nhit", "×", "states\nevicted", "TTFT\np95", "×"):
+    for name in ("token\nhit", "usable\nhit", "×", "of\nbound", "states\nevicted",
+                 "TTFT\np95", "×"):
         table.add_column(name, justify="right")
     for row in comparison.rows:
         ratio = show_ratio(row.usable_hit / base.usable_hit) if base.usable_hit else "—"
         ttft = "—" if row.ttft_p95_ms is None else show_ms(row.ttft_p95_ms)
         ttft_ratio = ("—" if row.ttft_p95_ms is None or not base.ttft_p95_ms
                       else show_ratio(row.ttft_p95_ms / base.ttft_p95_ms))
+        of_bound = "—" if row.fraction_of_bound is None else show_fraction(row.fraction_of_bound)
         table.add_row(row.label, show_fraction(row.token_hit), show_fraction(row.usable_hit),
-                      ratio,
+                      ratio, of_bound,
                       "—" if row.state_evictions is None else f"{row.state_evictions:,}",
                       ttft, ttft_ratio)
+    bound = comparison.bound
+    if bound is not None:
+        table.add_row(bound.label, "—", show_fraction(bound.usable_hit), "—",
+                      show_fraction(1.0), "—", "—", "—")
     table.caption = ("states evicted: from device. FULL-only ceiling: no states, the "
                      f"same bytes as a KV pool of {comparison.ceiling_pool_tokens:,} tokens, "
                      "sequential (prompts only): a bound, not a policy; the policy rows are "
                      "serving replays (token hit = KV matched, usable = KV ending at a state; "
-                     "docs: Three hit rates). Every policy is lossless.")
+                     "docs: Three hit rates). Every policy is lossless. "
+                     + _bound_caption(comparison.bound))
     return table
+
+
+def _bound_caption(bound: BoundRow | None) -> str:
+    if bound is None:
+        return "No offline bound: the store tier's capacity is outside it."
+    b = bound.bound
+    kind = ("exact (every schedule tried)" if b.exact else
+            "a proven upper bound, min(KV relaxation, state relaxation)")
+    slots = "no states" if b.state_slots is None else f"{b.state_slots:,} cache state slots"
+    return (f"Offline bound: {b.token_pages:,} token pages and {slots}, requests one at a "
+            f"time, {kind}; of bound = usable hit / the bound's (docs: Offline bound).")
+
+
+def bound_json(bound: BoundRow | None) -> dict | None:
+    if bound is None:
+        return None
+    b = bound.bound
+    rate = bound.prompt_tokens or 1
+    return {"method": b.method.value, "exact": b.exact, "usable_hit": bound.usable_hit,
+            "usable_hit_tokens": b.usable_hit_tokens, "prompt_tokens": bound.prompt_tokens,
+            "kv_relaxation_hit": b.kv_hit_pages * b.page_tokens / rate,
+            "state_relaxation_hit": None if b.state_hit_pages is None
+            else b.state_hit_pages * b.page_tokens / rate,
+            "token_pages": b.token_pages, "state_slots": b.state_slots}
 
 
 def comparison_json(comparison: Comparison) -> dict:
     """The body of `simulate --compare --json` (`kvledger.simulate-compare/1` in the common
     envelope): baseline, ceiling_pool_tokens, rows[{policy, token_hit, usable_hit,
-    state_evictions, checkpoints_saved, ttft_p95_ms}] (null where the ceiling has none)."""
+    fraction_of_bound, state_evictions, checkpoints_saved, ttft_p95_ms}] (null where the
+    ceiling has none; fraction_of_bound null without a bound), bound{method (exhaustive |
+    relaxation), exact, usable_hit, usable_hit_tokens, prompt_tokens, kv_relaxation_hit,
+    state_relaxation_hit (null without states), token_pages, state_slots (null without
+    states)} (null with a store tier)."""
     return {
         "baseline": comparison.baseline.label,
         "ceiling_pool_tokens": comparison.ceiling_pool_tokens,
         "rows": [{"policy": r.label, "token_hit": r.token_hit, "usable_hit": r.usable_hit,
+                  "fraction_of_bound": r.fraction_of_bound,
                   "state_evictions": r.state_evictions, "checkpoints_saved": r.checkpoints_saved,
                   "ttft_p95_ms": r.ttft_p95_ms} for r in comparison.rows],
+        "bound": bound_json(comparison.bound),
     }

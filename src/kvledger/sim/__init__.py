@@ -5,5 +5,6 @@ Files: replay (the clock and the scheduler), setup (what the plan gives the repl
 checks, step-time model and state policies), running (a request's schedule), config (step
 costs, budgets, cadence), metrics (counters and the summary), series (per-step rows),
 pages (page keys), l3 (the store tier's
-write-through and restores, --l3-size), workload / trace / generators / sources (what is replayed).
+write-through and restores, --l3-size), workload / trace / generators / sources (what is replayed;
+draws: what generators draw from; tool_use, long_doc: two generators and their parameters).
 """

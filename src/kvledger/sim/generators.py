@@ -1,4 +1,5 @@
-"""Seeded workload generators: multi-turn chat, agentic tool loops, shared prompts, Zipf.
+"""Seeded workload generators: multi-turn chat, agentic tool loops, shared prompts, Zipf,
+tool use with sub-agents, long-document QA.
 
 Every generator is a pure function of `GeneratorParams` (same params → same requests) and
 returns exactly `num_requests` requests ordered by arrival. Sessions (a chat, an agent task)
@@ -12,6 +13,10 @@ Sharing structure, which is what the cache sees:
   call and the tool's result, so the prefix is long and reused within seconds.
 - shared-prompt: single-turn requests over a handful of long system prompts.
 - zipf: single-turn questions about documents drawn with Zipf popularity (few hot, long tail).
+- tool-use (`kvledger.sim.tool_use`, parameters there): tool loops on long shared schema
+  prompts whose steps sometimes fan out to parallel sub-agents (junctions).
+- long-doc-qa (`kvledger.sim.long_doc`, parameters there): sessions of independent questions
+  on documents of tens of thousands of tokens (several prefill chunks, one branch point).
 
 >>> w = GENERATORS["chat"].generate(GeneratorParams(num_requests=50, seed=1))
 >>> len(w.requests), w == GENERATORS["chat"].generate(GeneratorParams(num_requests=50, seed=1))
@@ -26,52 +31,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kvledger.sim.draws import Draw, GeneratorParams, Turn
+from kvledger.sim.long_doc import long_doc_turns
+from kvledger.sim.tool_use import tool_use_turns
 from kvledger.sim.workload import Request, Workload, WorkloadError
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GeneratorParams:
-    num_requests: int = 1_000
-    seed: int = 0
-    rate_per_s: float = 1.0  # sessions (chat, task) or single requests started per second
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Turn:
-    arrival_ms: float
-    segments: tuple[tuple[int, int], ...]  # (segment id, tokens)
-    output_tokens: int
-    output_segment_id: int | None = None  # set when the answer reappears in a later prompt
-
-
-class _Draw:
-    """Random lengths and fresh segment ids from one seeded stream."""
-
-    def __init__(self, seed: int) -> None:
-        self.rng = np.random.default_rng(seed)
-        self._next_segment = 0
-
-    def segment(self, tokens: int) -> tuple[int, int]:
-        self._next_segment += 1
-        return self._next_segment, tokens
-
-    def length(self, mean_tokens: float, sigma: float = 0.6, cap: int = 32_000) -> int:
-        # log-normal with the given mean: mu = ln(mean) − sigma²/2
-        value = self.rng.lognormal(np.log(mean_tokens) - sigma * sigma / 2, sigma)
-        return int(min(max(round(value), 1), cap))
-
-    def gap_ms(self, mean_s: float) -> float:
-        return float(self.rng.exponential(mean_s * 1_000))
-
-
-def _session_starts(draw: _Draw, params: GeneratorParams) -> float:
+def _session_starts(draw: Draw, params: GeneratorParams) -> float:
     return draw.gap_ms(1 / params.rate_per_s)
 
 
-def _chat(params: GeneratorParams) -> list[_Turn]:
-    draw = _Draw(params.seed)
+def _chat(params: GeneratorParams) -> list[Turn]:
+    draw = Draw(params.seed)
     systems = [draw.segment(draw.length(1_200)) for _ in range(4)]
-    turns: list[_Turn] = []
+    turns: list[Turn] = []
     start = 0.0
     while len(turns) < params.num_requests:
         start += _session_starts(draw, params)
@@ -80,17 +53,17 @@ def _chat(params: GeneratorParams) -> list[_Turn]:
         for _ in range(1 + int(draw.rng.geometric(1 / 6))):
             history.append(draw.segment(draw.length(250)))
             answer = draw.segment(draw.length(350, cap=4_000))
-            turns.append(_Turn(arrival_ms=at, segments=tuple(history), output_tokens=answer[1],
+            turns.append(Turn(arrival_ms=at, segments=tuple(history), output_tokens=answer[1],
                                output_segment_id=answer[0]))
             history.append(answer)  # the answer is part of the next prompt
             at += draw.gap_ms(20)
     return turns
 
 
-def _agent(params: GeneratorParams) -> list[_Turn]:
-    draw = _Draw(params.seed)
+def _agent(params: GeneratorParams) -> list[Turn]:
+    draw = Draw(params.seed)
     tools = [draw.segment(draw.length(6_000, sigma=0.3)) for _ in range(3)]
-    turns: list[_Turn] = []
+    turns: list[Turn] = []
     start = 0.0
     while len(turns) < params.num_requests:
         start += _session_starts(draw, params)
@@ -98,27 +71,27 @@ def _agent(params: GeneratorParams) -> list[_Turn]:
         at = start
         for _ in range(2 + int(draw.rng.geometric(1 / 8))):
             call = draw.segment(draw.length(120, cap=1_000))
-            turns.append(_Turn(arrival_ms=at, segments=tuple(history), output_tokens=call[1],
+            turns.append(Turn(arrival_ms=at, segments=tuple(history), output_tokens=call[1],
                                output_segment_id=call[0]))
             history += [call, draw.segment(draw.length(1_000, sigma=0.9))]
             at += draw.gap_ms(2)
     return turns
 
 
-def _shared_prompt(params: GeneratorParams) -> list[_Turn]:
-    draw = _Draw(params.seed)
+def _shared_prompt(params: GeneratorParams) -> list[Turn]:
+    draw = Draw(params.seed)
     systems = [draw.segment(draw.length(3_000, sigma=0.4)) for _ in range(8)]
     turns, at = [], 0.0
     for _ in range(params.num_requests):
         at += _session_starts(draw, params)
         system = systems[int(draw.rng.integers(len(systems)))]
-        turns.append(_Turn(arrival_ms=at, segments=(system, draw.segment(draw.length(300))),
+        turns.append(Turn(arrival_ms=at, segments=(system, draw.segment(draw.length(300))),
                            output_tokens=draw.length(250, cap=4_000)))
     return turns
 
 
-def _zipf(params: GeneratorParams) -> list[_Turn]:
-    draw = _Draw(params.seed)
+def _zipf(params: GeneratorParams) -> list[Turn]:
+    draw = Draw(params.seed)
     system = draw.segment(800)
     documents = [draw.segment(draw.length(4_000, sigma=0.5)) for _ in range(1_000)]
     weights = 1.0 / np.arange(1, len(documents) + 1) ** 1.1  # Zipf, exponent 1.1
@@ -126,7 +99,7 @@ def _zipf(params: GeneratorParams) -> list[_Turn]:
     turns, at = [], 0.0
     for pick in picks.tolist():
         at += _session_starts(draw, params)
-        turns.append(_Turn(arrival_ms=at,
+        turns.append(Turn(arrival_ms=at,
                            segments=(system, documents[pick], draw.segment(draw.length(100))),
                            output_tokens=draw.length(200, cap=4_000)))
     return turns
@@ -136,7 +109,7 @@ def _zipf(params: GeneratorParams) -> list[_Turn]:
 class Generator:
     name: str
     help: str
-    turns: Callable[[GeneratorParams], list[_Turn]]
+    turns: Callable[[GeneratorParams], list[Turn]]
 
     def generate(self, params: GeneratorParams) -> Workload:
         if params.num_requests < 1:
@@ -166,6 +139,10 @@ GENERATORS: dict[str, Generator] = {
         Generator(name="shared-prompt", help="single turns over shared system prompts",
                   turns=_shared_prompt),
         Generator(name="zipf", help="questions on documents with Zipf popularity", turns=_zipf),
+        Generator(name="tool-use", help="agentic tool loops that fan out to sub-agents",
+                  turns=tool_use_turns),
+        Generator(name="long-doc-qa", help="independent questions on long documents",
+                  turns=long_doc_turns),
     )
 }
 

@@ -35,7 +35,8 @@ TraceOpt = Annotated[Path | None, typer.Option(
     "--trace", help="Mooncake FAST'25 JSONL trace (timestamp, input_length, output_length, "
     "hash_ids).", exists=True, dir_okay=False)]
 WorkloadOpt = Annotated[str | None, typer.Option(
-    "--workload", help="Generated workload: chat, agent, shared-prompt or zipf.")]
+    "--workload", help="Generated workload: chat, agent, shared-prompt, zipf, tool-use or "
+    "long-doc-qa.")]
 NumOpt = Annotated[int | None, typer.Option(
     "--num-requests", help="Generated requests (default 1,000), or the first N of a trace.")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Generator seed.")]

@@ -1,5 +1,5 @@
 """The `simulate --compare` figure: per policy, token and usable hit, state evictions and
-TTFT p95, with the FULL-only ceiling drawn as a line on the hit panel."""
+TTFT p95, with the FULL-only ceiling and the offline bound drawn as lines on the hit panel."""
 
 from __future__ import annotations
 
@@ -24,10 +24,13 @@ def policy_bars(comparison: Comparison, title: str = "") -> Figure:
             label="usable hit (KV with a state)")
     hit.axhline(ceiling.usable_hit, color=PALETTE["muted"], ls="--", lw=1,
                 label=f"FULL-only ceiling {show_fraction(ceiling.usable_hit)}")
+    if comparison.bound is not None:
+        hit.axhline(comparison.bound.usable_hit, color=PALETTE["muted"], ls=":", lw=1.2,
+                    label=f"{comparison.bound.label} {show_fraction(comparison.bound.usable_hit)}")
     hit.set_ylim(0, 1)
     hit.set_ylabel("share of prompt tokens")
     # below the panels, not over the bars (a hit near the ceiling reaches the top)
-    fig.legend(*hit.get_legend_handles_labels(), loc="outside lower center", ncol=3, fontsize=7)
+    fig.legend(*hit.get_legend_handles_labels(), loc="outside lower center", ncol=4, fontsize=7)
     evict.bar(x, [r.state_evictions or 0 for r in rows], color=PALETTE["bad"])
     evict.set_ylabel("states evicted from device")
     # a count: from 0, and at least to 1 (no negative or fractional axis when none evicted)
