@@ -98,7 +98,7 @@ def vllm_replay(requests: Sequence[Request] | Iterable[Request], spec: VllmRepla
                 coord.cache_blocks(request.rid, hashes, end, boundaries)
                 ends.append(end)
         except PoolError as exc:
-            raise VllmReplayError(f"request {request.rid} ({length:,} tokens): {exc} (the "
+            raise VllmReplayError(f"{exc} for a {length:,}-token prompt (the "
                                   "pool is too small for this prompt)") from None
         coord.free(request.rid)
         junctions += junction > 0
