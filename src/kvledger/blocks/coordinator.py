@@ -110,7 +110,7 @@ class Coordinator:
             have = start if start is not None else len(manager.req_to_blocks.get(rid, ()))
             need += self._count(manager, rid, have, end_tokens, boundaries)
         if need > pool.num_free_blocks:
-            raise PoolError(f"request {rid}: needs {need:,} blocks, {pool.num_free_blocks:,} "
+            raise PoolError(f"request {rid} needs {need:,} blocks, {pool.num_free_blocks:,} "
                             "are free or evictable")
         if hit is not None:
             j = hit.hit_tokens // size

@@ -98,8 +98,9 @@ def vllm_replay(requests: Sequence[Request] | Iterable[Request], spec: VllmRepla
                 coord.cache_blocks(request.rid, hashes, end, boundaries)
                 ends.append(end)
         except PoolError as exc:
-            raise VllmReplayError(f"{exc} for a {length:,}-token prompt (the "
-                                  "pool is too small for this prompt)") from None
+            raise VllmReplayError(
+                f"--pool-tokens {spec.pool_tokens:,} ({spec.num_blocks - 1:,} usable "
+                f"{size}-token blocks): {exc} for its {length:,}-token prompt") from None
         coord.free(request.rid)
         junctions += junction > 0
         prompt[i], hits[i], attention[i], steps[i] = length, h, reach, len(ends) - 1
