@@ -31,7 +31,7 @@ def _run(coord: Coordinator, rid: int, hashes: list[int], length: int,
     boundaries = {(length - 1) // B * B, junction}
     for k, end in enumerate(ends or [length]):
         coord.allocate_slots(rid, hit if k == 0 else None, end_tokens=end,
-                             boundaries=boundaries, block_hashes=hashes)
+                             boundaries=boundaries)
         coord.cache_blocks(rid, hashes, end, boundaries)
     coord.free(rid)
     coord.check_integrity()
@@ -77,7 +77,7 @@ def test_state_positions_hold_nulls_between_the_hit_and_the_new_states():
     coord = _hybrid()
     _run(coord, 0, [1, 2, 3], 14)
     hit = coord.find_longest_cache_hit([1, 2, 3, 4, 5], 22)
-    coord.allocate_slots(9, hit, end_tokens=22, boundaries={20}, block_hashes=[1, 2, 3, 4, 5])
+    coord.allocate_slots(9, hit, end_tokens=22, boundaries={20})
     table = coord.mamba.req_to_blocks[9]
     # hit state at position 2 (12 tokens), checkpoint at 4 (20), running state at 5 (22)
     assert [b != NULL_BLOCK for b in table] == [False, False, True, False, True, True]
@@ -91,7 +91,7 @@ def test_an_allocation_that_does_not_fit_is_refused_before_touching_anything():
     before = list(coord.pool.free_queue)
     with pytest.raises(PoolError, match="needs 7 blocks, 5 are free or evictable"):
         coord.allocate_slots(1, coord.find_longest_cache_hit([1, 2, 3], 14), end_tokens=14,
-                             boundaries={12}, block_hashes=[1, 2, 3])
+                             boundaries={12})
     # 2 hit blocks to touch (attention block 0, the state at 4), 3 attention and 2 state
     # blocks to allocate; nothing changed
     assert list(coord.pool.free_queue) == before and not coord.mamba.req_to_blocks
@@ -148,3 +148,12 @@ class CoordinatorMachine(RuleBasedStateMachine):
 CoordinatorMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=20,
                                                 deadline=None, derandomize=True, database=None)
 TestCoordinatorMachine = CoordinatorMachine.TestCase
+
+
+def test_integrity_names_a_reference_no_table_holds():
+    coord = _hybrid()
+    _run(coord, 0, [1, 2, 3], 14)
+    block = coord.find_longest_cache_hit([1, 2, 3], 14).state_block
+    coord.pool.touch([block])  # a reference outside every table
+    with pytest.raises(RuntimeError, match=f"block {block} has ref_cnt 1 but 0 table"):
+        coord.check_integrity()

@@ -22,17 +22,18 @@ in order too, which is what fixes the LRU order of the freed blocks.
 >>> c.allocate_slots(0, hit, end_tokens=13, boundaries={12})
 >>> c.cache_blocks(0, [1, 2, 3], 13, boundaries={12}); c.free(0)
 >>> c.find_longest_cache_hit([1, 2, 3], prompt_tokens=13)  # the checkpoint at c = 12
-CacheHit(hit_tokens=12, attention_hit_tokens=12, attention_blocks=(3, 4, 5))
+CacheHit(hit_tokens=12, attention_hit_tokens=12, attention_blocks=(3, 4, 5), state_block=1)
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Protocol
 
 from kvledger.blocks.full_manager import FullAttentionManager
 from kvledger.blocks.mamba_manager import MambaManager
-from kvledger.blocks.pool import BlockPool, PoolError
+from kvledger.blocks.pool import NULL_BLOCK, BlockPool, PoolError
 from kvledger.blocks.specs import FullAttentionSpec, GroupSpec, MambaAlignSpec
 
 
@@ -41,18 +42,21 @@ class CacheHit:
     hit_tokens: int  # usable hit h: every group holds it
     attention_hit_tokens: int  # F: what the attention group alone holds (>= h)
     attention_blocks: tuple[int, ...]  # the attention group's hit blocks, cut back to h
+    state_block: int = NULL_BLOCK  # the Mamba group's block holding the state at h
 
 
 class _Manager(Protocol):
     block_size_tokens: int
 
-    def num_new_blocks(self, rid: int, end_tokens: int, boundaries: set[int]) -> int: ...
+    def num_new_blocks(self, num_held_blocks: int, end_tokens: int,
+                       boundaries: set[int]) -> int: ...
     def allocate(self, rid: int, *, end_tokens: int, boundaries: set[int]) -> None: ...
     def cache(self, rid: int, block_hashes: list[int], num_tokens: int,
               boundaries: set[int]) -> int: ...
     def remove_skipped_blocks(self, rid: int, computed_tokens: int) -> None: ...
     def free(self, rid: int) -> None: ...
-    def num_references(self) -> int: ...
+    def references(self) -> Counter[int]: ...
+    def check_integrity(self) -> None: ...
 
 
 class Coordinator:
@@ -85,52 +89,34 @@ class Coordinator:
         size = self.block_size_tokens
         max_blocks = min(len(block_hashes), (prompt_tokens - 1) // size)
         blocks = self.attention.find_longest_cache_hit(block_hashes, max_blocks)
-        j = len(blocks)
+        j, state = len(blocks), NULL_BLOCK
         if self.mamba is not None and j:
-            j = self.mamba.find_longest_cache_hit(block_hashes, j)
+            j, state = self.mamba.find_longest_cache_hit(block_hashes, j)
         return CacheHit(hit_tokens=j * size, attention_hit_tokens=len(blocks) * size,
-                        attention_blocks=tuple(blocks[:j]))
+                        attention_blocks=tuple(blocks[:j]), state_block=state)
 
     def allocate_slots(self, rid: int, hit: CacheHit | None, *, end_tokens: int,
-                       boundaries: set[int], block_hashes: list[int] | None = None) -> None:
-        """First chunk: ``hit`` (and ``block_hashes`` for a Mamba hit); later chunks: None.
-        Raises PoolError, changing nothing, when the blocks do not fit."""
-        pool, size = self.pool, self.block_size_tokens
+                       boundaries: set[int]) -> None:
+        """First chunk: ``hit``; later chunks: None. ``boundaries``: the token counts whose
+        state may be cached. Raises PoolError, changing nothing, when the blocks do not fit."""
+        pool = self.pool
         need = 0
         if hit is not None:
-            j = hit.hit_tokens // size
-            need += sum(pool.ref_cnt[b] == 0 for b in hit.attention_blocks)
-            if self.mamba is not None and j:
-                state = pool.get_cached(block_hashes[j - 1], self.mamba.group)
-                need += pool.ref_cnt[state] == 0
-            start = j
-        else:
-            start = None
+            held = hit.hit_tokens // self.block_size_tokens
+            touched = (*hit.attention_blocks, hit.state_block)
+            need += sum(pool.ref_cnt[b] == 0 for b in touched if b != NULL_BLOCK)
         for manager in self.managers:
-            have = start if start is not None else len(manager.req_to_blocks.get(rid, ()))
-            need += self._count(manager, rid, have, end_tokens, boundaries)
+            have = held if hit is not None else len(manager.req_to_blocks.get(rid, ()))
+            need += manager.num_new_blocks(have, end_tokens, boundaries)
         if need > pool.num_free_blocks:
             raise PoolError(f"request {rid} needs {need:,} blocks, {pool.num_free_blocks:,} "
                             "are free or evictable")
         if hit is not None:
-            j = hit.hit_tokens // size
             if self.mamba is not None:
-                self.mamba.add_hit(rid, j, block_hashes)
+                self.mamba.add_hit(rid, held, hit.state_block)
             self.attention.add_hit(rid, list(hit.attention_blocks))
         for manager in self.managers:
             manager.allocate(rid, end_tokens=end_tokens, boundaries=boundaries)
-
-    @staticmethod
-    def _count(manager: _Manager, rid: int, have_blocks: int, end_tokens: int,
-               boundaries: set[int]) -> int:
-        table = manager.req_to_blocks.get(rid)
-        if table is not None:
-            return manager.num_new_blocks(rid, end_tokens, boundaries)
-        manager.req_to_blocks[rid] = [0] * have_blocks  # a dry table of the hit's length
-        try:
-            return manager.num_new_blocks(rid, end_tokens, boundaries)
-        finally:
-            del manager.req_to_blocks[rid]
 
     def cache_blocks(self, rid: int, block_hashes: list[int], num_tokens: int,
                      boundaries: set[int]) -> None:
@@ -146,11 +132,15 @@ class Coordinator:
             manager.free(rid)
 
     def check_integrity(self) -> None:
-        """The pool's conservation law, and every reference a ref count records is held by
-        some request's block table (and no more)."""
+        """The pool's conservation law, each manager's tables, and every block's ref count
+        equal to the table positions naming it (no leaked or phantom reference)."""
         self.pool.check_integrity()
-        held = sum(m.num_references() for m in self.managers)
-        total = sum(self.pool.ref_cnt)
-        if held != total:
-            raise RuntimeError(f"coordinator: block tables hold {held} references, ref "
-                               f"counts say {total}")
+        named: Counter[int] = Counter()
+        for manager in self.managers:
+            manager.check_integrity()
+            named += manager.references()
+        ref = self.pool.ref_cnt
+        for block in range(1, self.pool.num_blocks):
+            if ref[block] != named[block]:
+                raise RuntimeError(f"coordinator: block {block} has ref_cnt {ref[block]} but "
+                                   f"{named[block]} table position(s) name it")

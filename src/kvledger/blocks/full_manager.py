@@ -34,13 +34,15 @@ class FullAttentionManager(GroupManager):
         self.req_to_blocks[rid] = list(hit_blocks)
         self.num_cached_block[rid] = len(hit_blocks)
 
-    def num_new_blocks(self, rid: int, end_tokens: int, boundaries: set[int]) -> int:
-        return max(0, -(-end_tokens // self.block_size_tokens) - len(self.blocks(rid)))
+    def num_new_blocks(self, num_held_blocks: int, end_tokens: int,
+                       boundaries: set[int]) -> int:
+        return max(0, -(-end_tokens // self.block_size_tokens) - num_held_blocks)
 
     def allocate(self, rid: int, *, end_tokens: int, boundaries: set[int]) -> None:
-        num = self.num_new_blocks(rid, end_tokens, boundaries)
+        table = self.blocks(rid)
+        num = self.num_new_blocks(len(table), end_tokens, boundaries)
         if num:
-            self.blocks(rid).extend(self.pool.get_new_blocks(num))
+            table.extend(self.pool.get_new_blocks(num))
 
     def cache(self, rid: int, block_hashes: list[int], num_tokens: int,
               boundaries: set[int]) -> int:

@@ -53,6 +53,16 @@ class HashToBlocks:
             raise RuntimeError(f"hash map: block {block_id} is not cached under key {key}")
         self._num_blocks -= 1
 
+    def check_integrity(self) -> None:
+        """The block count matches the entries, and no key holds an empty set."""
+        count = 0
+        for blocks in self._key_to_blocks.values():
+            if isinstance(blocks, dict) and not blocks:
+                raise RuntimeError("hash map: a key with no blocks")
+            count += 1 if isinstance(blocks, int) else len(blocks)
+        if count != self._num_blocks:
+            raise RuntimeError(f"hash map: {count} entries, counted {self._num_blocks}")
+
     def items(self):
         """(key, block id) pairs, for integrity checks."""
         for key, blocks in self._key_to_blocks.items():

@@ -29,6 +29,15 @@ class BlockHashChain:
     def num_hashes(self) -> int:
         return len(self._pair_to_hash)
 
+    def check_integrity(self) -> None:
+        """Hashes are 1..n, each naming one (parent, content) pair whose parent came first."""
+        seen = sorted(self._pair_to_hash.values())
+        if seen != list(range(1, len(seen) + 1)):
+            raise RuntimeError("block hashes: not the numbers 1..n, each once")
+        for (parent, _), block_hash in self._pair_to_hash.items():
+            if parent >= block_hash:
+                raise RuntimeError(f"block hashes: {block_hash} chains onto a later {parent}")
+
     def hashes(self, block_contents: Iterable[int]) -> list[int]:
         """One hash per full block, each naming the whole prefix up to that block's end."""
         table = self._pair_to_hash

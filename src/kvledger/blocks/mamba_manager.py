@@ -45,24 +45,27 @@ class MambaManager(GroupManager):
         self.spec = spec
         self.checkpoint_blocks = 0  # chunks that allocated a prefill checkpoint block
 
-    def find_longest_cache_hit(self, block_hashes: list[int], max_blocks: int) -> int:
-        """Blocks ``j`` of the deepest prefix (at most ``max_blocks``) with a cached state."""
+    def find_longest_cache_hit(self, block_hashes: list[int],
+                               max_blocks: int) -> tuple[int, int]:
+        """(``j``, its state block): the deepest prefix of at most ``max_blocks`` blocks
+        whose state is cached, scanning down; ``(0, NULL_BLOCK)`` when there is none."""
         pool, group = self.pool, self.group
         for j in range(max_blocks, 0, -1):
-            if pool.get_cached(block_hashes[j - 1], group) is not None:
-                return j
-        return 0
+            block = pool.get_cached(block_hashes[j - 1], group)
+            if block is not None:
+                return j, block
+        return 0, NULL_BLOCK
 
-    def add_hit(self, rid: int, num_blocks: int, block_hashes: list[int]) -> None:
+    def add_hit(self, rid: int, num_blocks: int, state_block: int) -> None:
+        """Only the state block is touched: the positions before it are skipped (a Mamba
+        layer needs the state at ``h`` alone, `get_num_skipped_tokens`)."""
         table = self.req_to_blocks[rid] = [NULL_BLOCK] * num_blocks
         if num_blocks:
-            block = self.pool.get_cached(block_hashes[num_blocks - 1], self.group)
-            self.pool.touch([block])
-            table[-1] = block
+            self.pool.touch([state_block])
+            table[-1] = state_block
         self.num_cached_block[rid] = num_blocks
 
-    def _positions(self, rid: int, end_tokens: int, boundaries: set[int]) -> list[int]:
-        start = len(self.blocks(rid))
+    def _positions(self, start: int, end_tokens: int, boundaries: set[int]) -> list[int]:
         running = -(-end_tokens // self.block_size_tokens) - 1
         if running < start:
             return []
@@ -72,14 +75,17 @@ class MambaManager(GroupManager):
             return [checkpoint, running]
         return [running]
 
-    def num_new_blocks(self, rid: int, end_tokens: int, boundaries: set[int]) -> int:
-        return len(self._positions(rid, end_tokens, boundaries))
+    def num_new_blocks(self, num_held_blocks: int, end_tokens: int,
+                       boundaries: set[int]) -> int:
+        """Blocks to allocate for a table of ``num_held_blocks`` positions to reach
+        ``end_tokens`` (`MambaManager.get_num_blocks_to_allocate`)."""
+        return len(self._positions(num_held_blocks, end_tokens, boundaries))
 
     def allocate(self, rid: int, *, end_tokens: int, boundaries: set[int]) -> None:
-        positions = self._positions(rid, end_tokens, boundaries)
+        table = self.blocks(rid)
+        positions = self._positions(len(table), end_tokens, boundaries)
         if not positions:
             return
-        table = self.blocks(rid)
         fresh = self.pool.get_new_blocks(len(positions))
         table.extend([NULL_BLOCK] * (positions[-1] + 1 - len(table)))
         for position, block in zip(positions, fresh, strict=True):

@@ -10,6 +10,8 @@ tail blocks (the least shared) enter the free queue first and are evicted first
 
 from __future__ import annotations
 
+from collections import Counter
+
 from kvledger.blocks.pool import NULL_BLOCK, BlockPool
 
 
@@ -31,8 +33,23 @@ class GroupManager:
         self.pool.free_blocks(reversed(table))
         self.num_cached_block.pop(rid, None)
 
-    def num_references(self) -> int:
-        return sum(b != NULL_BLOCK for table in self.req_to_blocks.values() for b in table)
+    def references(self) -> Counter[int]:
+        """How many table positions name each real block (a hit block shared by two running
+        requests is named twice)."""
+        return Counter(b for table in self.req_to_blocks.values() for b in table
+                       if b != NULL_BLOCK)
+
+    def check_integrity(self) -> None:
+        """Every block a table names is held, and the cached prefix lies inside the table."""
+        for rid, table in self.req_to_blocks.items():
+            cached = self.num_cached_block.get(rid, 0)
+            if cached > len(table):
+                raise RuntimeError(f"group {self.group}: request {rid} has {cached} cached "
+                                   f"positions in a table of {len(table)}")
+            for block in table:
+                if block != NULL_BLOCK and self.pool.ref_cnt[block] < 1:
+                    raise RuntimeError(f"group {self.group}: request {rid} names block {block}, "
+                                       "which is free")
 
     def _cache(self, rid: int, block_hashes: list[int], num_tokens: int, keep) -> int:
         """Hash the table's blocks from the last cached position to ``num_tokens // B``

@@ -145,6 +145,7 @@ class BlockPool:
                 held != use.held_blocks:
             raise RuntimeError(f"block pool: {use} does not add up to {self.num_blocks - 1} "
                                "blocks (a block leaked or is in two states)")
+        self.hash_map.check_integrity()
         mapped = 0
         for key, block in self.hash_map.items():
             mapped += 1

@@ -94,7 +94,7 @@ def vllm_replay(requests: Sequence[Request] | Iterable[Request], spec: VllmRepla
                 if len(ends) > 1:  # a later chunk: drop what the processed outputs passed
                     coord.remove_skipped_blocks(request.rid, ends[max(0, len(ends) - in_flight)])
                 coord.allocate_slots(request.rid, hit if len(ends) == 1 else None,
-                                     end_tokens=end, boundaries=boundaries, block_hashes=hashes)
+                                     end_tokens=end, boundaries=boundaries)
                 coord.cache_blocks(request.rid, hashes, end, boundaries)
                 ends.append(end)
         except PoolError as exc:
