@@ -153,7 +153,21 @@ TestCoordinatorMachine = CoordinatorMachine.TestCase
 def test_integrity_names_a_reference_no_table_holds():
     coord = _hybrid()
     _run(coord, 0, [1, 2, 3], 14)
-    block = coord.find_longest_cache_hit([1, 2, 3], 14).state_block
+    (block,) = coord.find_longest_cache_hit([1, 2, 3], 14).state_blocks
     coord.pool.touch([block])  # a reference outside every table
     with pytest.raises(RuntimeError, match=f"block {block} has ref_cnt 1 but 0 table"):
         coord.check_integrity()
+
+
+def test_with_two_mamba_groups_a_state_costs_two_blocks_and_is_lost_with_either():
+    spec = MambaAlignSpec(block_size_tokens=B)
+    coord = Coordinator((spec, spec, FullAttentionSpec(block_size_tokens=B)), num_blocks=64)
+    _run(coord, 0, [1, 2, 3], 14)  # the checkpoint at 12, in both Mamba groups
+    hit = coord.find_longest_cache_hit([1, 2, 3], 14)
+    assert hit.hit_tokens == 12 and len(set(hit.state_blocks)) == 2
+    second = coord.mambas[1]
+    pool = coord.pool
+    pool.free_queue.move_to_end(hit.state_blocks[1], last=False)  # next in line for eviction
+    pool.get_new_blocks(1)
+    assert pool.evicted_blocks[second.group] == 1  # group 0 still holds its half
+    assert coord.find_longest_cache_hit([1, 2, 3], 14).hit_tokens == 0

@@ -81,6 +81,8 @@ def test_each_variant_flag_gives_its_cell(args, run):
     (("--pool-tokens", S2_POOL, "--checkpoint-blocks", "2"), "--checkpoint-blocks"),
     (("--pool-tokens", S2_POOL, "--scheduler", "fast"), "--scheduler"),
     (("--pool-tokens", S2_POOL, "--components", "full", "--scheduler", "sync"), "--scheduler"),
+    (("--pool-tokens", S2_POOL, "--mamba-groups", "0"), "--mamba-groups"),
+    (("--pool-tokens", S2_POOL, "--components", "full", "--mamba-groups", "2"), "--mamba-groups"),
 ])
 def test_bad_vllm_options_exit_2_naming_the_flag(args, flag):
     result = invoke(*args)
@@ -90,7 +92,8 @@ def test_bad_vllm_options_exit_2_naming_the_flag(args, flag):
 
 
 @pytest.mark.parametrize("flag", [("--block-size", "64"), ("--retention", "dense"),
-                                  ("--checkpoint-blocks", "0"), ("--scheduler", "sync")])
+                                  ("--checkpoint-blocks", "0"), ("--scheduler", "sync"),
+                                  ("--mamba-groups", "4")])
 def test_vllm_options_need_engine_vllm(flag):
     result = runner.invoke(app, ["replay", "--trace", TRACE, "--no-progress", "--pool-tokens",
                                  "100000", "--state-slots", "8", *flag])

@@ -205,7 +205,7 @@ def test_replay(args, pool):
 
 VLLM_REPLAY_OPTIONS = st.one_of(
     st.tuples(st.sampled_from(["--pool-tokens", "--block-size", "--checkpoint-blocks",
-                               "--retention"]),
+                               "--retention", "--mamba-groups"]),
               st.one_of(PLAUSIBLE, VALUES, st.just("dense"))).map(list),
     st.tuples(st.just("--components"), st.sampled_from(["full", "full+mamba", "", "x"])).map(list),
     st.tuples(st.just("--scheduler"), st.sampled_from(["async", "sync", "", "x"])).map(list),

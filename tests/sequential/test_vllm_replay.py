@@ -85,3 +85,12 @@ def test_a_prompt_larger_than_the_pool_is_an_error_naming_the_pool():
 def test_bad_specs_name_the_flag(kw, message):
     with pytest.raises(ValueError, match=message):
         _spec(**kw)
+
+
+def test_each_mamba_group_pays_a_block_per_state():
+    reqs = [_req(0, 1, 2, last=300), _req(1, 1, 3, last=100), _req(2, 1, 4, last=100)]
+    one = vllm_replay(reqs, _spec(), check_every=1)
+    four = vllm_replay(reqs, _spec(mamba_groups=4), check_every=1)
+    assert four.hits.tolist() == one.hits.tolist() == [0, 0, 512]  # the pool never binds
+    assert (one.final_cached_states, four.final_cached_states) == (4, 16)
+    assert four.spec.run_name == "hybrid-align@64+4groups"

@@ -22,7 +22,7 @@ in order too, which is what fixes the LRU order of the freed blocks.
 >>> c.allocate_slots(0, hit, end_tokens=13, boundaries={12})
 >>> c.cache_blocks(0, [1, 2, 3], 13, boundaries={12}); c.free(0)
 >>> c.find_longest_cache_hit([1, 2, 3], prompt_tokens=13)  # the checkpoint at c = 12
-CacheHit(hit_tokens=12, attention_hit_tokens=12, attention_blocks=(3, 4, 5), state_block=1)
+CacheHit(hit_tokens=12, attention_hit_tokens=12, attention_blocks=(3, 4, 5), state_blocks=(1,))
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from kvledger.blocks.full_manager import FullAttentionManager
-from kvledger.blocks.mamba_manager import MambaManager
+from kvledger.blocks.mamba_manager import MambaManager, find_deepest_state
 from kvledger.blocks.pool import NULL_BLOCK, BlockPool, PoolError
 from kvledger.blocks.specs import FullAttentionSpec, GroupSpec, MambaAlignSpec
 
@@ -42,7 +42,7 @@ class CacheHit:
     hit_tokens: int  # usable hit h: every group holds it
     attention_hit_tokens: int  # F: what the attention group alone holds (>= h)
     attention_blocks: tuple[int, ...]  # the attention group's hit blocks, cut back to h
-    state_block: int = NULL_BLOCK  # the Mamba group's block holding the state at h
+    state_blocks: tuple[int, ...] = ()  # per Mamba group, the block holding the state at h
 
 
 class _Manager(Protocol):
@@ -60,7 +60,8 @@ class _Manager(Protocol):
 
 
 class Coordinator:
-    """One pool, one manager per group spec (exactly one attention group)."""
+    """One pool, one manager per group spec: exactly one attention group, any number of
+    identical Mamba groups (each cached state costs one block in every one of them)."""
 
     def __init__(self, specs: tuple[GroupSpec, ...], num_blocks: int) -> None:
         sizes = {s.block_size_tokens for s in specs}
@@ -70,30 +71,34 @@ class Coordinator:
         self.pool = BlockPool(num_blocks=num_blocks, num_groups=len(specs))
         self.managers: list[_Manager] = []
         self.attention: FullAttentionManager | None = None
-        self.mamba: MambaManager | None = None
+        self.mambas: list[MambaManager] = []
         for group, spec in enumerate(specs):
             match spec:
                 case FullAttentionSpec():
                     self.attention = FullAttentionManager(self.pool, group, spec.block_size_tokens)
                     self.managers.append(self.attention)
                 case MambaAlignSpec():
-                    self.mamba = MambaManager(self.pool, group, spec)
-                    self.managers.append(self.mamba)
+                    self.mambas.append(MambaManager(self.pool, group, spec))
+                    self.managers.append(self.mambas[-1])
         if self.attention is None or sum(isinstance(s, FullAttentionSpec) for s in specs) != 1:
             raise ValueError("coordinator: exactly one full-attention group is supported")
-        if sum(isinstance(s, MambaAlignSpec) for s in specs) > 1:
-            raise ValueError("coordinator: at most one Mamba group is supported")
-        self._pending: dict[int, tuple[CacheHit, list[int]]] = {}
+        if len({m.spec for m in self.mambas}) > 1:
+            raise ValueError("coordinator: the Mamba groups must share one spec")
+
+    @property
+    def mamba(self) -> MambaManager | None:
+        """The first Mamba group (all of them allocate and cache alike)."""
+        return self.mambas[0] if self.mambas else None
 
     def find_longest_cache_hit(self, block_hashes: list[int], prompt_tokens: int) -> CacheHit:
         size = self.block_size_tokens
         max_blocks = min(len(block_hashes), (prompt_tokens - 1) // size)
         blocks = self.attention.find_longest_cache_hit(block_hashes, max_blocks)
-        j, state = len(blocks), NULL_BLOCK
-        if self.mamba is not None and j:
-            j, state = self.mamba.find_longest_cache_hit(block_hashes, j)
+        j, states = len(blocks), ()
+        if self.mambas and j:
+            j, states = find_deepest_state(self.mambas, block_hashes, j)
         return CacheHit(hit_tokens=j * size, attention_hit_tokens=len(blocks) * size,
-                        attention_blocks=tuple(blocks[:j]), state_block=state)
+                        attention_blocks=tuple(blocks[:j]), state_blocks=states)
 
     def allocate_slots(self, rid: int, hit: CacheHit | None, *, end_tokens: int,
                        boundaries: set[int]) -> None:
@@ -103,8 +108,8 @@ class Coordinator:
         need = 0
         if hit is not None:
             held = hit.hit_tokens // self.block_size_tokens
-            touched = (*hit.attention_blocks, hit.state_block)
-            need += sum(pool.ref_cnt[b] == 0 for b in touched if b != NULL_BLOCK)
+            touched = (*hit.attention_blocks, *hit.state_blocks)
+            need += sum(pool.ref_cnt[b] == 0 for b in touched)
         for manager in self.managers:
             have = held if hit is not None else len(manager.req_to_blocks.get(rid, ()))
             need += manager.num_new_blocks(have, end_tokens, boundaries)
@@ -112,8 +117,8 @@ class Coordinator:
             raise PoolError(f"request {rid} needs {need:,} blocks, {pool.num_free_blocks:,} "
                             "are free or evictable")
         if hit is not None:
-            if self.mamba is not None:
-                self.mamba.add_hit(rid, held, hit.state_block)
+            for k, mamba in enumerate(self.mambas):
+                mamba.add_hit(rid, held, hit.state_blocks[k] if held else NULL_BLOCK)
             self.attention.add_hit(rid, list(hit.attention_blocks))
         for manager in self.managers:
             manager.allocate(rid, end_tokens=end_tokens, boundaries=boundaries)

@@ -33,6 +33,8 @@ the state at ``computed − 1`` (`MambaManager.get_num_skipped_tokens`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kvledger.blocks.manager import GroupManager
 from kvledger.blocks.pool import NULL_BLOCK, BlockPool
 from kvledger.blocks.specs import MambaAlignSpec
@@ -44,17 +46,6 @@ class MambaManager(GroupManager):
         super().__init__(pool, group, spec.block_size_tokens)
         self.spec = spec
         self.checkpoint_blocks = 0  # chunks that allocated a prefill checkpoint block
-
-    def find_longest_cache_hit(self, block_hashes: list[int],
-                               max_blocks: int) -> tuple[int, int]:
-        """(``j``, its state block): the deepest prefix of at most ``max_blocks`` blocks
-        whose state is cached, scanning down; ``(0, NULL_BLOCK)`` when there is none."""
-        pool, group = self.pool, self.group
-        for j in range(max_blocks, 0, -1):
-            block = pool.get_cached(block_hashes[j - 1], group)
-            if block is not None:
-                return j, block
-        return 0, NULL_BLOCK
 
     def add_hit(self, rid: int, num_blocks: int, state_block: int) -> None:
         """Only the state block is touched: the positions before it are skipped (a Mamba
@@ -108,3 +99,22 @@ class MambaManager(GroupManager):
         for p in range(skipped):
             table[p] = NULL_BLOCK
         self.pool.free_blocks(gone)
+
+
+def find_deepest_state(managers: Sequence[MambaManager], block_hashes: list[int],
+                       max_blocks: int) -> tuple[int, tuple[int, ...]]:
+    """(``j``, one state block per group): the deepest prefix of at most ``max_blocks``
+    blocks whose state every Mamba group holds, scanning down from ``max_blocks``
+    (`MambaManager.find_longest_cache_hit` over the type's group ids: `BlockPool.
+    get_cached_block` answers only when every group has the hash); ``(0, ())`` if none.
+
+    A state is usable only whole: with four Mamba groups (GLM-5.3-Flash's layout) a state
+    costs four blocks, and losing any one of them to eviction loses the state.
+    """
+    pool = managers[0].pool
+    for j in range(max_blocks, 0, -1):
+        block_hash = block_hashes[j - 1]
+        blocks = tuple(pool.get_cached(block_hash, m.group) for m in managers)
+        if None not in blocks:
+            return j, blocks
+    return 0, ()

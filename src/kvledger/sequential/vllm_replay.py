@@ -52,11 +52,11 @@ class VllmReplayOutput:
     hits: np.ndarray  # int32 per request: the hit h (get_computed_blocks' token count)
     attention_hits: np.ndarray  # int32: what the attention group alone allowed (F)
     steps: np.ndarray  # int32: scheduler steps per prefill
-    evicted_blocks: tuple[int, int]  # (attention, mamba) hashes dropped by get_new_blocks
+    evicted_blocks: tuple[int, int]  # (attention, all Mamba groups) hashes get_new_blocks dropped
     checkpoint_steps: int  # chunks that allocated a prefill checkpoint block
     junction_requests: int  # requests whose prefill stopped at the shared-prefix junction
     final_cached_blocks: int  # hashed blocks left in the pool (states included)
-    final_cached_states: int
+    final_cached_states: int  # hashed state blocks, every Mamba group (= states with one)
     final_free_uncached: int
 
 
@@ -111,13 +111,14 @@ def vllm_replay(requests: Sequence[Request] | Iterable[Request], spec: VllmRepla
         if progress and ((i + 1) % step_every == 0 or i + 1 == total):
             for report in progress:
                 report(i + 1, total)
-    pool, mamba = coord.pool, coord.mamba
-    states = 0 if mamba is None else sum(
-        1 for key in pool.block_key if key is not None and key % pool.num_groups == mamba.group)
+    pool, mambas = coord.pool, coord.mambas
+    mamba_groups = {m.group for m in mambas}
+    state_blocks = sum(1 for key in pool.block_key
+                       if key is not None and key % pool.num_groups in mamba_groups)
     return VllmReplayOutput(
         spec=spec, prompt_tokens=prompt, hits=hits, attention_hits=attention, steps=steps,
         evicted_blocks=(pool.evicted_blocks[coord.attention.group],
-                        0 if mamba is None else pool.evicted_blocks[mamba.group]),
-        checkpoint_steps=0 if mamba is None else mamba.checkpoint_blocks,
+                        sum(pool.evicted_blocks[g] for g in mamba_groups)),
+        checkpoint_steps=mambas[0].checkpoint_blocks if mambas else 0,
         junction_requests=junctions, final_cached_blocks=pool.num_hashed_blocks(),
-        final_cached_states=states, final_free_uncached=pool.usage().free_blocks)
+        final_cached_states=state_blocks, final_free_uncached=pool.usage().free_blocks)

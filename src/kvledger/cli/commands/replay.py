@@ -141,6 +141,10 @@ def replay(ctx: typer.Context, inputs: PlanInputs,
            scheduler: Annotated[Scheduler | None, typer.Option(
                "--scheduler", help="--engine vllm: async (default, two steps in flight) or "
                "sync.")] = None,
+           mamba_groups: Annotated[int | None, typer.Option(
+               "--mamba-groups", help="--engine vllm: Mamba KV-cache groups; a cached state "
+               "costs one block in each (default 1, as the reference cells; GLM-5.3-Flash's "
+               "layout has 4).")] = None,
            out: Annotated[Path | None, typer.Option(
                "--out", help="Write the per-request hit lengths (int32 .npy) here.",
                dir_okay=False)] = None,
@@ -159,7 +163,8 @@ def replay(ctx: typer.Context, inputs: PlanInputs,
         if out is not None and out.suffix != ".npy":
             raise ValueError(f"--out {out}: expected a .npy file name")
         vllm_options = {"--block-size": block_size, "--checkpoint-blocks": checkpoint_blocks,
-                        "--retention": retention, "--scheduler": scheduler}
+                        "--retention": retention, "--scheduler": scheduler,
+                        "--mamba-groups": mamba_groups}
         if engine is Engine.VLLM:
             from kvledger.sequential.vllm_replay import vllm_replay
             from kvledger.sequential.vllm_summary import vllm_summary
@@ -167,7 +172,8 @@ def replay(ctx: typer.Context, inputs: PlanInputs,
             spec = vllm_replay_spec(
                 VllmReplayOptions(block_size=block_size, pool_tokens=pool_tokens,
                                   components=components, checkpoint_blocks=checkpoint_blocks,
-                                  retention=retention, scheduler=scheduler),
+                                  retention=retention, scheduler=scheduler,
+                                  mamba_groups=mamba_groups),
                 sglang_options={"--state-slots": state_slots, "--page-size": page_size,
                                 "--checkpoints": checkpoints, "--match-key": match_key,
                                 "--rules": None if inputs.rules == DEFAULT_RULES else inputs.rules},

@@ -3,7 +3,8 @@
 Each option maps to one `VllmReplaySpec` field: --block-size (B), --pool-tokens (T: T // B + 1
 blocks shared by every group, one block per cached state, as the oracle cells define it),
 --components, --checkpoint-blocks (num_prefill_checkpoint_blocks), --retention
-(prefix_cache_retention_interval: a token count or `dense`) and --scheduler. The options of
+(prefix_cache_retention_interval: a token count or `dense`), --scheduler and --mamba-groups
+(how many blocks one cached state costs: one per Mamba group). The options of
 SGLang's replay, and SGLang's deployment flags, are refused by name.
 
 >>> parse_retention("dense"), parse_retention("0"), parse_retention("1024")
@@ -29,6 +30,7 @@ class VllmReplayOptions:
     checkpoint_blocks: int | None
     retention: str | None
     scheduler: Scheduler | None
+    mamba_groups: int | None = None
 
 
 def parse_retention(word: str) -> int | None:
@@ -51,8 +53,9 @@ def vllm_replay_spec(options: VllmReplayOptions, *, sglang_options: Mapping[str,
     for flag, value in sglang_options.items():
         if value is not None:
             raise ValueError(f"{flag}: an SGLang replay option; --engine vllm takes --block-size,"
-                             " --pool-tokens, --components, --checkpoint-blocks, --retention "
-                             "and --scheduler (states take blocks from the one pool)")
+                             " --pool-tokens, --components, --checkpoint-blocks, --retention, "
+                             "--scheduler and --mamba-groups (states take blocks from the one "
+                             "pool)")
     if planned or extra:
         given = (list(planned) + list(extra))[0]
         raise ValueError(f"{given}: --engine vllm replays a pool given by --pool-tokens and "
@@ -69,10 +72,13 @@ def vllm_replay_spec(options: VllmReplayOptions, *, sglang_options: Mapping[str,
             state["retention_tokens"] = parse_retention(options.retention)
         if options.scheduler is not None:
             state["scheduler"] = options.scheduler
+        if options.mamba_groups is not None:
+            state["mamba_groups"] = options.mamba_groups
     else:
         for flag, value in (("--checkpoint-blocks", options.checkpoint_blocks),
                             ("--retention", options.retention),
-                            ("--scheduler", options.scheduler)):
+                            ("--scheduler", options.scheduler),
+                            ("--mamba-groups", options.mamba_groups)):
             if value is not None:
                 raise ValueError(f"{flag}: a Mamba-group option; needs --components full+mamba")
     block = DEFAULT_BLOCK_TOKENS if options.block_size is None else options.block_size
