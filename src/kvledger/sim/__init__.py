@@ -5,5 +5,7 @@ Files: replay (the clock and the scheduler), setup (what the plan gives the repl
 checks, step-time model and state policies), running (a request's schedule), config (step
 costs, budgets, cadence), metrics (counters and the summary), series (per-step rows),
 pages (page keys), l3 (the store tier's
-write-through and restores, --l3-size), workload / trace / generators / sources (what is replayed).
+write-through and restores, --l3-size), workload / trace / generators / sources (what is replayed),
+vllm_serving (a serving run through vLLM's block cache, `kvledger.blocks`: the first piece of
+`simulate --engine vllm`, not yet on the command line).
 """
