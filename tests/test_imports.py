@@ -19,7 +19,7 @@ LAYERS = (
     {"core"},
     {"model"},
     {"sglang", "vllm"},  # the two engines' planners, side by side
-    {"logs", "sizing", "pools", "tree", "store"},  # planner consumers; the memory system's base
+    {"logs", "sizing", "pools", "tree", "blocks", "store"},  # planner consumers; the caches
     {"host"},
     {"cache"},  # the one facade
     {"engine", "sim"},  # both drive the facade

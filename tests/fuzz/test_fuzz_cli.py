@@ -1,4 +1,4 @@
-"""Fuzz the CLI's flags: `plan`, `pools`, `simulate`, `verify`, `replay`, `sweep`,
+"""Fuzz the CLI's flags: `plan`, `pools`, `simulate`, `verify`, `replay` (both engines), `sweep`,
 `recommend`, `compare`, and flag words (abbreviations, misspellings, other engines'
 spellings) for every command, in-process.
 
@@ -201,6 +201,26 @@ def test_replay(args, pool):
     sized = ["--pool-tokens", "8192", "--state-slots", "8"] if pool else []
     check_invocation("replay", ["replay", "--trace", str(REPLAY_TRACE), *sized, *args,
                                 "--no-progress", "--json"])
+
+
+VLLM_REPLAY_OPTIONS = st.one_of(
+    st.tuples(st.sampled_from(["--pool-tokens", "--block-size", "--checkpoint-blocks",
+                               "--retention", "--mamba-groups"]),
+              st.one_of(PLAUSIBLE, VALUES, st.just("dense"))).map(list),
+    st.tuples(st.just("--components"), st.sampled_from(["full", "full+mamba", "", "x"])).map(list),
+    st.tuples(st.just("--scheduler"), st.sampled_from(["async", "sync", "", "x"])).map(list),
+    REPLAY_OPTIONS,
+)
+
+
+@fuzz_settings(40)
+@given(args=_command(st.one_of(VLLM_REPLAY_OPTIONS, SGLANG_FLAGS), max_flags=3),
+       pool=st.booleans())
+def test_replay_vllm(args, pool):
+    """vLLM's replay: its own options, SGLang's (refused by name) and deployment flags."""
+    sized = ["--pool-tokens", "8192", "--block-size", "64"] if pool else []
+    check_invocation("replay vllm", ["replay", "--engine", "vllm", "--trace", str(REPLAY_TRACE),
+                                     *sized, *args, "--no-progress", "--json"])
 
 
 AXIS = st.one_of(

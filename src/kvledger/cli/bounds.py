@@ -101,6 +101,9 @@ BOUNDS: dict[str, Bound] = {
     "--l3-node-pages": _count(),
     # replay pools
     "--pool-tokens": _count(human=True), "--state-slots": _count(), "--page-size": _count(),
+    # vLLM's replay: the block, num_prefill_checkpoint_blocks (0 or 1), Mamba groups
+    "--block-size": _count(), "--checkpoint-blocks": Bound(kind=Kind.INT, high=1),
+    "--mamba-groups": _count(),
     # generated workloads and the step-time model
     "--num-requests": _count(), "--seed": Bound(kind=Kind.INT, high=MAX_SEED),
     "--rate": Bound(kind=Kind.NUMBER, low=MIN_RATE_PER_S, high=MAX_RATE_PER_S),

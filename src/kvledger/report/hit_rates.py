@@ -11,6 +11,11 @@ from __future__ import annotations
 REPLAY = ("hit rate: sequential replay (file order, one request at a time, prompts only, the "
           "whole pool free for cached prefixes): the prefix SGLang's own tree reuses, which "
           "must end at a state; not comparable with `simulate`'s rates (docs: Three hit rates)")
+REPLAY_VLLM = ("hit rate: sequential replay (file order, one request at a time, prompts only, "
+               "the whole block pool free for cached blocks): the prefix vLLM's own block "
+               "cache reuses, the attention hit cut back to the deepest cached state "
+               "(fa_hit: the attention group alone); not comparable with `simulate`'s rates "
+               "(docs: Three hit rates)")
 SIMULATE = ("hit rates: serving replay (arrival times, requests in flight pin pages and state "
             "slots, states where the state policy saves them): token hit = KV matched, usable "
             "hit = KV ending at a cached state; not comparable with `replay`'s rate (docs: "

@@ -12,6 +12,22 @@ from kvledger.cli.options.groups import option_group
 from kvledger.cli.options.plan import JsonOpt, PlanInputs, plan_from
 from kvledger.cli.options.sim import LossyOpt, SimInputs
 from kvledger.cli.runners.simulation import run_simulation
+from kvledger.core.engines import Engine
+
+
+def _refuse_vllm(engine: str | None) -> None:
+    """`--engine` is a real option, so no prefix of it reads as an SGLang flag; only SGLang
+    simulates a serving run today."""
+    if engine is None:
+        return
+    words = [w.strip() for w in engine.split(",")]
+    for word in words:
+        if word not in {e.value for e in Engine}:
+            raise ValueError(f"--engine {engine!r}: expected sglang (vllm is not simulated yet)")
+    if Engine.VLLM.value in words:
+        raise ValueError(f"--engine {engine}: `simulate` serves SGLang's radix tree only; a "
+                         "serving simulation of vLLM's prefix cache is not implemented yet "
+                         "(its sequential replay is `kvledger replay --engine vllm`)")
 
 
 @command(help="Replay a workload (a Mooncake trace or a generator) against the prefix tree "
@@ -40,11 +56,14 @@ def simulate(ctx: typer.Context, inputs: PlanInputs, sim: SimInputs,
                  "from a shared pool (default 8) only in steps that save a checkpoint; reports "
                  "the slots freed and the hit they buy.")] = None,
              lossy_checkpoints: LossyOpt = None,
+             engine: Annotated[str | None, typer.Option(
+                 "--engine", help="sglang (default; the only engine simulated today).")] = None,
              json: JsonOpt = False) -> None:
     from kvledger.report.sim_json import sim_json
     from kvledger.report.sim_view import render_sim
 
     with user_errors():
+        _refuse_vllm(engine)
         plan, ignored = plan_from(inputs, ctx.args)
         if figure_dir is not None and not compare:
             raise ValueError("--figure-dir: needs --compare")

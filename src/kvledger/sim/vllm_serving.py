@@ -1,0 +1,251 @@
+"""A serving run through vLLM's prefix cache (`kvledger.blocks`): the first piece of
+`simulate --engine vllm`, as a library call (the command still refuses vllm).
+
+A discrete-event loop over engine steps of vLLM's v1 `Scheduler.schedule`
+(`vllm/v1/core/sched/scheduler.py`), sync scheduler (one step in flight):
+
+1. running requests first, in order: each gets its next prefill chunk or one decode token
+   within the step's token budget (``max_num_batched_tokens``); a hybrid prefill chunk ends
+   where `aligned_chunk_end` stops it and, when the budget cuts it, on a block multiple
+   (`_mamba_block_aligned_split`). A request whose blocks do not fit preempts the last
+   running request (recompute: its blocks are freed and it waits again at the head of the
+   queue, `Scheduler._preempt_request`), and retries;
+2. then, if nothing was preempted, waiting requests that have arrived, first come first
+   served, while the budget and ``max_num_seqs`` last: prefix hit capped at ``L − 1``
+   (`get_computed_blocks`), chunk, `allocate_slots`; the first that does not fit waits;
+3. the step takes `StepCost.step_ms` of its work; then every request's computed tokens
+   advance, full prompt blocks are cached (`cache_blocks`), a request that finished its
+   prompt samples a token (its first token ends its TTFT), and one with all its output
+   tokens is freed (`KVCacheManager.free`).
+
+Assumptions and what is not modelled yet: only prompt blocks are cached (output tokens of a
+Mooncake trace are unique, so cached output blocks would change only the LRU order, not a
+later hit); no async step-ahead (vLLM's default `AsyncScheduler`); no speculative decoding,
+no KV connector. With requests spaced so that each finishes before the next arrives, an
+unbounded budget and one output token, the run is the sequential replay with the sync
+scheduler, request for request (tests/sim/test_vllm_serving.py checks it).
+
+>>> from kvledger.blocks import FullAttentionSpec, MambaAlignSpec
+>>> from kvledger.sim.workload import Request
+>>> reqs = [Request(rid=i, arrival_ms=1000.0 * i, segment_ids=(1, 2 + i),
+...                 segment_tokens=(512, 300), output_tokens=3) for i in range(3)]
+>>> cfg = VllmServeConfig(groups=(MambaAlignSpec(block_size_tokens=64),
+...                               FullAttentionSpec(block_size_tokens=64)), num_blocks=256)
+>>> out = vllm_serve(reqs, cfg)
+>>> [r.hit_tokens for r in out.records], [r.steps for r in out.records]  # 1 prefill + 2 decodes
+([0, 0, 512], [3, 4, 3])
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from kvledger.blocks import BlockHashChain, CacheHit, Coordinator, GroupSpec, aligned_chunk_end
+from kvledger.blocks.pool import PoolError
+from kvledger.blocks.specs import MambaAlignSpec
+from kvledger.sim.pages import PageKeyer
+from kvledger.sim.timing import StepCost, StepWork
+from kvledger.sim.workload import Request
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VllmServeConfig:
+    groups: tuple[GroupSpec, ...]  # the KV-cache groups, in vLLM's group order
+    num_blocks: int  # the one pool (block 0 is the null block)
+    max_num_batched_tokens: int = 8192  # vLLM's token budget per step
+    max_num_seqs: int = 256  # running requests at most
+    step_cost: StepCost = StepCost()
+
+    def __post_init__(self) -> None:
+        for flag, value in (("--max-num-batched-tokens", self.max_num_batched_tokens),
+                            ("--max-num-seqs", self.max_num_seqs)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{flag} {value!r}: expected a positive integer")
+        self.step_cost.validate()
+
+
+@dataclass(frozen=True, slots=True)
+class ServeRecord:
+    rid: int
+    arrival_ms: float
+    first_token_ms: float
+    finish_ms: float
+    hit_tokens: int  # the hit of the admission that completed (after any preemption)
+    steps: int  # steps the request was scheduled in
+    preemptions: int
+
+
+@dataclass(frozen=True, slots=True)
+class VllmServeResult:
+    records: tuple[ServeRecord, ...]  # finished requests, in finishing order
+    unfinished: tuple[int, ...]  # requests that can never fit the pool
+    num_steps: int
+    preemptions: int
+    evicted_blocks: tuple[int, ...]  # per group
+
+
+class _Live:
+    """A request's scheduling state (vLLM's `Request` fields the scheduler reads)."""
+
+    def __init__(self, request: Request, hashes: list[int]) -> None:
+        self.request, self.hashes = request, hashes
+        self.prompt_tokens = request.prompt_tokens
+        self.total_tokens = request.prompt_tokens + max(1, request.output_tokens)
+        self.computed = 0  # tokens whose KV is computed
+        self.generated = 0
+        self.hit: CacheHit | None = None
+        self.boundaries: set[int] = set()
+        self.junction = 0
+        self.first_token_ms = -1.0
+        self.steps = self.preemptions = 0
+
+    def reset(self) -> None:
+        self.computed, self.generated, self.hit = 0, 0, None
+
+
+class _Loop:
+    def __init__(self, requests: Sequence[Request], config: VllmServeConfig) -> None:
+        self.config = config
+        self.coord = Coordinator(config.groups, num_blocks=config.num_blocks)
+        self.hybrid = any(isinstance(g, MambaAlignSpec) for g in config.groups)
+        self.stop_at_replay = any(isinstance(g, MambaAlignSpec)
+                                  and g.num_prefill_checkpoint_blocks == 0 for g in config.groups)
+        self.block = self.coord.block_size_tokens
+        keyer, chain = PageKeyer(self.block), BlockHashChain()
+        order = sorted(requests, key=lambda r: (r.arrival_ms, r.rid))
+        self.arrivals = deque(_Live(r, chain.hashes(keyer.keys(replace(r, output_tokens=0))
+                                                    .tolist())) for r in order)
+        self.waiting: deque[_Live] = deque()
+        self.running: list[_Live] = []
+        self.records: list[ServeRecord] = []
+        self.unfinished: list[int] = []
+        self.now_ms, self.num_steps, self.preemptions = 0.0, 0, 0
+
+    def _chunk_end(self, live: _Live, budget: int) -> int:
+        start = live.computed
+        if start >= live.prompt_tokens:
+            return start + 1  # decode: the token sampled last step
+        end = min(live.prompt_tokens, start + budget)
+        if self.hybrid:
+            end = min(end, aligned_chunk_end(start, live.prompt_tokens,
+                                             block_size_tokens=self.block,
+                                             junction_tokens=live.junction,
+                                             stop_at_replay=self.stop_at_replay))
+            if end < live.prompt_tokens:
+                end = end // self.block * self.block
+        return end
+
+    def _preempt(self, victim: _Live) -> None:
+        self.running.remove(victim)
+        self.coord.free(victim.request.rid)
+        victim.reset()
+        victim.preemptions += 1
+        self.preemptions += 1
+        self.waiting.appendleft(victim)
+
+    def _schedule(self) -> dict[int, tuple[_Live, int, int]]:
+        """rid → (request, start, end) of the tokens scheduled this step."""
+        budget, scheduled, preempted = self.config.max_num_batched_tokens, {}, False
+        for live in list(self.running):
+            if live not in self.running or budget <= 0:
+                continue
+            end = self._chunk_end(live, budget)
+            if end <= live.computed:
+                continue
+            while True:
+                try:
+                    self.coord.remove_skipped_blocks(live.request.rid, live.computed)
+                    self.coord.allocate_slots(live.request.rid, None, end_tokens=end,
+                                              boundaries=live.boundaries)
+                    break
+                except PoolError:
+                    victim = self.running[-1]
+                    preempted = True
+                    taken = scheduled.pop(victim.request.rid, None)
+                    if taken is not None:  # its tokens go back to the budget
+                        budget += taken[2] - taken[1]
+                    self._preempt(victim)
+                    if victim is live:
+                        break
+            if live in self.running:
+                scheduled[live.request.rid] = (live, live.computed, end)
+                budget -= end - live.computed
+        while (not preempted and self.waiting and budget > 0
+               and len(self.running) < self.config.max_num_seqs):
+            live = self.waiting[0]
+            hit = self.coord.find_longest_cache_hit(live.hashes, live.prompt_tokens)
+            live.computed = hit.hit_tokens
+            live.junction = (hit.attention_hit_tokens
+                             if hit.attention_hit_tokens > hit.hit_tokens else 0)
+            live.boundaries = {(live.prompt_tokens - 1) // self.block * self.block,
+                               live.junction}
+            end = self._chunk_end(live, budget)
+            if end <= live.computed:
+                break
+            try:
+                self.coord.allocate_slots(live.request.rid, hit, end_tokens=end,
+                                          boundaries=live.boundaries)
+            except PoolError:
+                if not self.running:  # nothing will ever free: it cannot fit
+                    self.unfinished.append(self.waiting.popleft().request.rid)
+                    continue
+                break
+            live.hit = hit
+            self.waiting.popleft()
+            self.running.append(live)
+            scheduled[live.request.rid] = (live, live.computed, end)
+            budget -= end - live.computed
+        return scheduled
+
+    def _finish_step(self, scheduled: dict[int, tuple[_Live, int, int]]) -> None:
+        for live, start, end in scheduled.values():
+            live.computed, live.steps = end, live.steps + 1
+            rid = live.request.rid
+            if start < live.prompt_tokens:
+                self.coord.cache_blocks(rid, live.hashes, min(end, live.prompt_tokens),
+                                        live.boundaries)
+            if end < live.prompt_tokens:
+                continue  # a partial prefill samples nothing
+            live.generated += 1
+            if live.generated == 1:
+                live.first_token_ms = self.now_ms
+            if live.prompt_tokens + live.generated >= live.total_tokens:
+                self.running.remove(live)
+                self.coord.free(rid)
+                self.records.append(ServeRecord(
+                    rid=rid, arrival_ms=live.request.arrival_ms,
+                    first_token_ms=live.first_token_ms, finish_ms=self.now_ms,
+                    hit_tokens=live.hit.hit_tokens, steps=live.steps,
+                    preemptions=live.preemptions))
+
+    def run(self) -> VllmServeResult:
+        while self.arrivals or self.waiting or self.running:
+            while self.arrivals and self.arrivals[0].request.arrival_ms <= self.now_ms:
+                self.waiting.append(self.arrivals.popleft())
+            if not self.waiting and not self.running:
+                self.now_ms = self.arrivals[0].request.arrival_ms
+                continue
+            scheduled = self._schedule()
+            if not scheduled:
+                if self.arrivals and not self.running:
+                    self.now_ms = max(self.now_ms, self.arrivals[0].request.arrival_ms)
+                continue
+            work = StepWork(
+                prefill_spans=tuple((s, e) for live, s, e in scheduled.values()
+                                    if s < live.prompt_tokens),
+                decode_contexts=tuple(e for live, s, e in scheduled.values()
+                                      if s >= live.prompt_tokens))
+            self.now_ms += self.config.step_cost.step_ms(work)
+            self.num_steps += 1
+            self._finish_step(scheduled)
+        return VllmServeResult(records=tuple(self.records), unfinished=tuple(self.unfinished),
+                               num_steps=self.num_steps, preemptions=self.preemptions,
+                               evicted_blocks=tuple(self.coord.pool.evicted_blocks))
+
+
+def vllm_serve(requests: Sequence[Request], config: VllmServeConfig) -> VllmServeResult:
+    """Serve ``requests`` (arrival times in ms) through vLLM's cache; every request either
+    finishes or is reported unfinished (its prompt cannot fit the empty pool)."""
+    return _Loop(requests, config).run()
