@@ -1,6 +1,9 @@
 """The one place where device memory, the radix tree and the host tier meet.
 
 - `hybrid`: `HybridCache`, the facade (admit, extend, commit, decode, release, eviction);
+- `admission`: how a request enters it (match, check every resource, then commit), and
+  `unwind`: giving back what an admission took when a step raises;
+- `adoption`: a prefix the store tier read entering the device (`adopt_restored`);
 - `seq`: what it records per running request (`CacheSeq`), answers (`Extension`,
   `Shortfall`) and counts (`CacheStats`); `CheckpointMode`;
 - `rows`: the `Rows` protocol, the facade's request memory in either mode;

@@ -63,21 +63,19 @@ from collections.abc import Callable
 
 import numpy as np
 
+from kvledger.cache.admission import admit_request
+from kvledger.cache.adoption import adopt_restored
 from kvledger.cache.integrity import check_ownership
 from kvledger.cache.policies import CheckpointEvent, StatePolicies
 from kvledger.cache.policies.choice import engine_policies
-from kvledger.cache.policies.ghost import prefix_hashes
 from kvledger.cache.rows import Rows
 from kvledger.cache.seq import CacheSeq, CacheStats, CheckpointMode, Extension, Shortfall
 from kvledger.cache.store_tier import NoStoreTier, StoreTier
 from kvledger.cache.tier import HostTier, NoHostTier
 from kvledger.cache.unwind import Admission, abandon_admission
 from kvledger.core.units import cdiv
-from kvledger.host.results import LoadStatus
 from kvledger.pools.ids import StateSlotAllocator
-from kvledger.tree import MatchResult, Node, RadixTree
-
-_FAILED_LOADBACKS = (LoadStatus.NO_ROOM, LoadStatus.FAILED)
+from kvledger.tree import MatchResult, RadixTree
 
 
 class HybridCache:
@@ -149,7 +147,8 @@ class HybridCache:
               final_tokens: int) -> CacheSeq | Shortfall:
         """Match, reserve, hold slots, load back and lock for a request of `prompt_tokens`
         that will compute KV for `final_tokens` positions; `keys` are the tree keys of its
-        sequence (token ids, or page keys). A `Shortfall` (falsy) when it does not fit now."""
+        sequence (token ids, or page keys). A `Shortfall` when it does not fit now (true where a
+        ledger is short; nothing changed but tree recency)."""
         if not 1 <= prompt_tokens <= final_tokens:
             raise ValueError(f"admit: need 1 ≤ prompt ({prompt_tokens}) ≤ final_tokens ({final_tokens})")
         width = self.rows.max_context_tokens
@@ -157,108 +156,10 @@ class HybridCache:
             raise ValueError(f"admit: {final_tokens} tokens exceed the request row width {width}")
         taken = Admission()
         try:
-            return self._admit(keys, prompt_tokens, final_tokens, taken)
+            return admit_request(self, keys, prompt_tokens, final_tokens, taken)
         except BaseException:  # KeyboardInterrupt included: nothing may stay half-admitted
             abandon_admission(self, taken)
             raise
-
-    def _admit(self, keys: np.ndarray, prompt_tokens: int, final_tokens: int,
-               taken: Admission) -> CacheSeq | Shortfall:
-        """`admit`'s work; what it holds so far is in `taken`, for the unwind."""
-        page, unit, tree = self.page, self.unit, self.tree
-        self.store.prefetch(self, keys[: (prompt_tokens - 1) // page * page // unit])
-        match = tree.match_prefix(keys[: (prompt_tokens - 1) // page * page // unit])
-        last, best = match.last_device_node, match.best_match_node
-        device_tokens = match.device_hit_length * unit
-        guards = taken.guards
-        if last.parent is not None:
-            guards.append(tree.lock(last))
-        # If the loadback fails the request recomputes from its device hit: reserve for that.
-        need_pages = cdiv(final_tokens, page) - device_tokens // page
-        sizes = tree.sizes()
-        short = Shortfall(
-            rows=self.rows.num_free_rows == 0,
-            pages=need_pages > self.rows.num_free_pages - self.reserved_pages
-            + sizes.full_evictable_tokens // self.units_per_page,
-            slots=self.states is not None
-            and self.held_slots > self.states.num_free + sizes.mamba_evictable_slots)
-        if short:
-            while guards:
-                tree.unlock(guards.pop(0))
-            return short
-        host_hit = best is not last
-        if host_hit:
-            # Making room (slots, loadback pages) may evict device entries and, under
-            # write_back, host ones: pin, while admitting, the device prefix the loadback
-            # stitches onto and the host copies it reads.
-            anchor = _deepest_on_device(best)
-            if anchor is not last and anchor.parent is not None:
-                guards.append(tree.lock(anchor))
-            guards.append(tree.lock_host(best))
-        seq = CacheSeq(row=self.rows.alloc_row(), prompt_tokens=prompt_tokens,
-                       final_tokens=final_tokens)
-        taken.seq = seq
-        if self.held_slots:
-            slots = self._alloc_slots(self.held_slots)
-            assert slots is not None, "state slots vanished between check and commit"
-            seq.slots = slots
-            self.held_slots_total += self.held_slots
-        node, indices = last, match.device_indices
-        if host_hit:
-            loaded = self.tier.loadback(match)
-            if loaded.status is LoadStatus.QUEUED:
-                raise RuntimeError("the facade drives a synchronous host tier")
-            node, indices = loaded.node, loaded.device_indices
-            self.stats.loadback_tokens += loaded.loaded_tokens * unit
-            self.stats.loadback_states += int(loaded.loaded_state)
-            self.stats.loadback_failures += int(loaded.status in _FAILED_LOADBACKS)
-        if node.parent is not None:
-            if guards and guards[0].node is node and not host_hit:
-                seq.receipt = guards.pop(0)  # the admission lock becomes the request's
-            else:
-                seq.receipt = tree.lock(node)
-            self.tier.on_hit(node)
-            self.store.on_hit(node)
-            if self.states is not None:
-                self.rows.copy_state(int(node.mamba.value), seq.slots[0])
-        while guards:  # popped as unlocked, so an unwind never unlocks one twice
-            tree.unlock(guards.pop(0))
-        hit = len(indices) * unit
-        self.rows.hold_prefix(seq, indices)
-        seq.computed_tokens = seq.allocated_tokens = seq.cached_tokens = hit
-        seq.held_pages = hit // page
-        need_pages -= (hit - device_tokens) // page  # loaded-back pages came from the tier
-        seq.reserved_pages = need_pages
-        self.reserved_pages += need_pages
-        if self.states is not None:
-            self._ticket(seq, keys, match.mamba_branching_seqlen, prompt_tokens, hit)
-        seq.hit_tokens = match.full_kv_hit_length * unit
-        seq.usable_hit_tokens = hit
-        self.running[seq.row] = seq
-        st = self.stats
-        st.admitted += 1
-        st.prompt_tokens += prompt_tokens
-        st.hit_tokens += seq.hit_tokens
-        st.prefix_hit_tokens += hit
-        return seq
-
-    def _ticket(self, seq: CacheSeq, keys: np.ndarray, branch: int | None, prompt_tokens: int,
-                hit: int) -> None:
-        """Ask state admission where this request saves a branch state (the tree's
-        `mamba_branching_seqlen` by default) and let eviction see what it reused."""
-        page, pol = self.page, self.policies
-        hashes = None
-        if pol.needs_hashes:  # one prefix hash per page, whatever the tree keys
-            hashes = prefix_hashes(keys)[self.units_per_page - 1::self.units_per_page]
-        prompt_pages = (prompt_tokens - 1) // page
-        ticket = pol.admission.ticket(
-            keys=keys, prompt_pages=prompt_pages, usable_pages=hit // page,
-            tree_branch_pages=None if branch is None else branch * self.unit // page,
-            grid_pages=self.grid // page, hashes=hashes)
-        seq.ticket = ticket
-        if self.tracked and ticket.branch_pages is not None and ticket.branch_pages * page > hit:
-            seq.branch_tokens = ticket.branch_pages * page
-        pol.eviction.observe(hashes, prompt_pages, hit // page)
 
     # ---- chunks and decode -------------------------------------------------------------------
 
@@ -328,7 +229,7 @@ class HybridCache:
                 raise RuntimeError(f"request row {seq.row} allocates beyond its reservation")
             short = pages - self.rows.num_free_pages
             if short > 0:
-                self._evict(full_units=short * self.units_per_page)
+                self.evict(full_units=short * self.units_per_page)
             seq.reserved_pages -= pages
             self.reserved_pages -= pages
             seq.held_pages += pages
@@ -388,7 +289,7 @@ class HybridCache:
                 slot = seq.slots.pop(index)  # the tree takes the slot itself
                 self.held_slots_total -= 1
             else:
-                fresh = self._alloc_slots(1)
+                fresh = self.alloc_slots(1)
                 if fresh is None:
                     self.stats.checkpoints_skipped += 1
                     return
@@ -436,17 +337,21 @@ class HybridCache:
 
     # ---- memory ------------------------------------------------------------------------------
 
-    def _alloc_slots(self, count: int) -> list[int] | None:
+    def alloc_slots(self, count: int) -> list[int] | None:
+        """`count` state slots, evicting tree states if the free ones are short; None (and
+        nothing evicted) when even eviction could not free enough."""
         states = self.states
         short = count - states.num_free
         if short > 0:
             if short > self.tree.sizes().mamba_evictable_slots:
                 return None
-            self._evict(mamba_slots=short)
+            self.evict(mamba_slots=short)
         got = states.alloc(count)
         return None if got is None else got.tolist()
 
-    def _evict(self, *, full_units: int = 0, mamba_slots: int = 0) -> None:
+    def evict(self, *, full_units: int = 0, mamba_slots: int = 0) -> None:
+        """Free device entries through the host tier (tree units of KV, state slots),
+        telling the store tier what left; counted in `stats`."""
         self.store.before_evict()
         freed = self.tier.evict_device(full_tokens=full_units, mamba_slots=mamba_slots)
         self.stats.evicted_tokens += freed.num_full_tokens * self.unit
@@ -470,36 +375,7 @@ class HybridCache:
         `write(token_slots, state_slot)` fills them, and they enter the tree as a
         request's prefix does (duplicates freed; the host tier's insert hook runs). If
         `write` raises, the pages and the slot are freed before the error propagates."""
-        tree, last = self.tree, match.last_device_node
-        guard = None if last.parent is None else tree.lock(last)
-        try:
-            if not self.can_adopt(num_pages):
-                return False
-            short = num_pages - self.rows.num_free_pages
-            if short > 0:
-                self._evict(full_units=short * self.units_per_page)
-            slots = self._alloc_slots(1)
-            assert slots is not None, "a state slot vanished between check and commit"
-            locs = self.rows.allocator.alloc(num_pages * self.units_per_page)
-            if locs is None:
-                self.states.free(slots)
-                raise RuntimeError("store restore: no pages after eviction although it fit")
-            try:
-                write(locs, slots[0])
-            except BaseException:
-                self.rows.free_values(locs)
-                self.states.free(slots)
-                raise
-            full = np.concatenate([np.asarray(match.device_indices, dtype=np.int64), locs])
-            result = tree.insert(keys, full, slots[0])
-            self.rows.free_values(result.duplicate_indices)
-            if result.mamba_existed:
-                self.states.free(slots)
-            self.tier.on_insert(result)
-        finally:
-            if guard is not None:
-                tree.unlock(guard)
-        return True
+        return adopt_restored(self, match, keys, num_pages, write)
 
     def check_integrity(self) -> None:
         """Tree, rows and host tier consistent; every device page and state slot owned exactly
@@ -511,18 +387,3 @@ class HybridCache:
         if self.states is not None:
             self.states.check_integrity()
         check_ownership(self)
-
-
-def _deepest_on_device(node: Node) -> Node:
-    """The deepest node from the root to `node` whose FULL KV is on device (root if none)."""
-    path = []
-    while node.parent is not None:
-        path.append(node)
-        node = node.parent
-    deepest = node
-    for n in reversed(path):
-        if n.full.value is None:
-            break
-        deepest = n
-    return deepest
-

@@ -28,7 +28,7 @@ told (its ticket) count what happened.
 ...                     mode=CheckpointMode.TRACKED)
 >>> def interrupted(*args, **kwargs):
 ...     raise ValueError("a policy bug")
->>> cache._ticket = interrupted       # the last step before the request joins the running set
+>>> cache.policies.admission.ticket = interrupted  # the last step before the request runs
 >>> cache.admit(np.arange(3), prompt_tokens=40, final_tokens=41)
 Traceback (most recent call last):
 ...
