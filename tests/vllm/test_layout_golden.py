@@ -52,7 +52,12 @@ def test_qwen3_next_tp2_033_align_on_hopper():
     # granule lcm(16, 64): the GDN prefill checkpoint alignment on Hopper
     assert lo.alignment.granule_tokens == 64
     assert lo.block_tokens == 64 * -(-548_864 // (64 * 1024)) == 576
-    assert lo.blocks_per_request() == -(-262_144 // 576) + 3 * 2 == 462  # align: 2 per group
+    # align: 2 + 1 prefill checkpoint per group (MambaSpec.max_memory_usage_bytes, 0.33);
+    # vLLM 0.33's planning on a pretended H200 (oracle/vllm/sizing.py) gives 465
+    assert lo.blocks_per_request() == -(-262_144 // 576) + 3 * 3 == 465
+    old = lay("qwen3-next-80b-a3b-instruct", RULES["vllm-0.24"], tp=2)
+    # v0.24.0: no checkpoint lcm in _align_hybrid_block_size, 2 blocks per state group
+    assert old.block_tokens == 544 and old.blocks_per_request() == -(-262_144 // 544) + 3 * 2
 
 
 def test_qwen3_next_033_without_gpu_has_no_checkpoint_alignment():
@@ -71,7 +76,7 @@ def test_qwen35_config_pins_fp32_state():
     assert lo.blocks_per_request() == -(-262_144 // 1056) + 3 == 252
     lo33 = lay("qwen3.5-35b-a3b", R33)
     assert lo33.block_tokens == 64 * -(-2_146_304 // (64 * 2048)) == 1088
-    assert lo33.blocks_per_request() == -(-262_144 // 1088) + 6 == 247
+    assert lo33.blocks_per_request() == -(-262_144 // 1088) + 9 == 250  # vLLM 0.33: 250
 
 
 def test_qwen35_ssm_flag_overrides_config():
@@ -144,4 +149,5 @@ def test_user_block_size_becomes_the_granule():
 def test_speculative_tokens_add_conv_rows_and_state_blocks():
     lo = lay("qwen3-next-80b-a3b-instruct", R33, tp=2, num_speculative_tokens=2)
     assert lo.mamba.shapes[0] == (3 + 2, 4096)
-    assert lo.mamba.blocks_per_request == 2 + 2
+    # 2 + 2 speculative + 1 prefill checkpoint; vLLM 0.33's planning (pretended H200): 5
+    assert lo.mamba.blocks_per_request == 2 + 2 + 1

@@ -9,7 +9,9 @@
 
 `max_memory_usage_bytes` is what one request of max_model_len tokens can hold:
 attention `cdiv(max_model_len, block) × page`; Mamba `page × (1 + spec)` with
-mamba_cache_mode none, `page × (2 + spec)` with align (MambaSpec.max_memory_usage_bytes).
+mamba_cache_mode none, `page × (2 + spec + checkpoint)` with align
+(MambaSpec.max_memory_usage_bytes; `checkpoint` is num_prefill_checkpoint_blocks, 0 or 1, set
+by the layers `kvledger.vllm.checkpoint` names, in the releases that have it).
 
 State shapes follow `MambaStateShapeCalculator` (model_executor/layers/mamba/mamba_utils.py):
 Gated DeltaNet / KDA / Mamba2 conv states keep `conv_kernel − 1 + num_spec` rows of the
@@ -123,6 +125,7 @@ class MambaLayer:
     spec_blocks: int  # num_speculative_blocks = num_speculative_tokens
     align: bool
     page_size_padded: int | None = None
+    checkpoint_blocks: int = 0  # num_prefill_checkpoint_blocks (counted in align mode only)
 
     @property
     def real_page_bytes(self) -> int:
@@ -139,7 +142,9 @@ class MambaLayer:
 
     @property
     def blocks_per_request(self) -> int:
-        return (2 if self.align else 1) + self.spec_blocks
+        if self.align:
+            return 2 + self.spec_blocks + self.checkpoint_blocks
+        return 1 + self.spec_blocks
 
     def max_memory_usage_bytes(self, max_model_len: int) -> int:
         del max_model_len  # a state does not grow with the sequence

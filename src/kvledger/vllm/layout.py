@@ -29,6 +29,7 @@ from kvledger.core.gpus import GPU
 from kvledger.core.units import cdiv
 from kvledger.model.arch import AttnKind, LinearKind, ModelArch, ShardingError
 from kvledger.vllm.align import BlockAlignment, align_block
+from kvledger.vllm.checkpoint import prefill_checkpoint
 from kvledger.vllm.deploy import KV_CACHE_DTYPES, VllmDeployment
 from kvledger.vllm.groups import KVCacheGroup, glm5_next_groups, group_size, kv_cache_groups
 from kvledger.vllm.layers import (
@@ -222,24 +223,28 @@ def _aligned(model: ModelArch, dep: VllmDeployment, rules: VllmRules, gpu: GPU |
              ) -> tuple[AttentionLayer, MambaLayer, BlockAlignment]:
     """Step 4 for a hybrid: the block aligned to the Mamba page, the page padded."""
     sparse = model.attn is AttnKind.DSA
-    gdn = model.state is not None and model.state.kind.value == "gdn"
     align = dep.mamba_cache_mode is MambaCacheMode.ALIGN
     mamba = _mamba(model, dep, align)
+    # In align mode a layer that exports prefill checkpoints adds a block per request and, in
+    # the releases that lcm it, its alignment to the granule (kvledger.vllm.checkpoint).
+    checkpoint = prefill_checkpoint(model, gpu, rules) if align else None
     # The kernel block alignment is max(the backend's smallest kernel block, block_size):
     # FlashMLASparse takes 64 only, so the forced 64 acts as the user's block.
     granule = rules.granule_tokens(
         user_block=FLASHMLA_SPARSE_BLOCK if sparse else dep.block_size, mla=attention.mla,
-        align=align, gdn=gdn, arch=None if gpu is None else gpu.arch)
+        align=align, checkpoint_tokens=checkpoint.alignment_tokens if checkpoint else None)
     alignment = align_block(attn_bytes_per_token=attention.bytes_per_token,
                             mamba_page_bytes=mamba.real_page_bytes, granule_tokens=granule,
                             block_size=attention.block_tokens)
     attention = replace(attention, block_tokens=alignment.block_tokens)
     assert dep.max_model_len is not None
     mamba = replace(mamba, block_tokens=alignment.block_tokens if align else dep.max_model_len,
-                    page_size_padded=alignment.attn_page_bytes)
-    if gpu is None and align and rules.gdn_align_checkpoint_tokens and gdn:
-        notes.append("no --gpu: the GDN prefill checkpoint alignment (Hopper, FlashInfer) "
-                     "is not applied to the block size")
+                    page_size_padded=alignment.attn_page_bytes,
+                    checkpoint_blocks=1 if checkpoint else 0)
+    if gpu is None and align and rules.checkpoint_exporters and model.state is not None \
+            and model.state.kind in (LinearKind.GDN, LinearKind.KDA):
+        notes.append("no --gpu: the prefill kernel, and so the prefill checkpoint alignment "
+                     "and block, depends on the GPU; none is assumed")
     return attention, mamba, alignment
 
 

@@ -20,7 +20,7 @@ NonTorchOpt = Annotated[float | None, typer.Option(
     "(default 0).")]
 CudagraphOpt = Annotated[float | None, typer.Option(
     "--cudagraph-gib", help="vLLM: CUDA-graph memory estimate per rank (GiB), subtracted under "
-    "the rule sets whose release does (vllm-0.33; not vllm-0.13) (default 0).")]
+    "the rule sets whose release does (vllm-0.24 and later; not vllm-0.13) (default 0).")]
 UtilizationOpt = Annotated[float | None, typer.Option(
     "--gpu-memory-utilization", help="vLLM: the share (0-1] of GPU memory vLLM may use "
     "(default: the rule set's, 0.9 or 0.92).")]
