@@ -37,19 +37,11 @@ ENV = ORACLE_HOME / "vllm-0.33.0"
 # Where kvledger and vLLM 0.33 still differ: (model, GPU) → the cause. The test asserts the
 # misses are exactly these deployments' (a fix, or a new drift, shows).
 KNOWN_MISSES: dict[tuple[str, str], str] = {
-    **{("deepseek-v3", gpu): "dense MLA kernel block per backend (FLASH_ATTN_MLA 16 on SM90, "
-       "FLASHMLA 64 with fp8, FLASHINFER_MLA 32 on SM100, TRITON_MLA 16 elsewhere); kvledger "
-       "takes FlashMLA's 64 everywhere" for gpu in grid.GPUS},
-    **{(model, gpu): "no sparse-MLA attention backend below SM90: vLLM refuses to start"
-       for model in ("deepseek-v3.2", "glm-5.2", "glm-5.3-flash") for gpu in ("A100 80GB", "L40S")},
-    **{(model, gpu): "sparse-MLA row per backend: FLASHINFER_MLA_SPARSE keeps fp8 rows raw "
-       "(no fp8_ds_mla scales); on SM120 FLASHINFER_MLA_SPARSE_SM120 makes auto fp8_ds_mla; "
-       "GLM-5.2 and GLM-5.3-Flash make auto fp8 on SM10x"
-       for model in ("deepseek-v3.2", "glm-5.2", "glm-5.3-flash") for gpu in ("B200",
-                                                                             "RTX PRO 6000")},
-    ("glm-5.3-flash", "H200"): "the indexer's per-layer block stride padding "
-                               "(get_block_stride_alignment) and the raw fp8 row of "
-                               "FLASHINFER_MLA_SPARSE_SM90",
+    ("glm-5.3-flash", "RTX PRO 6000"):
+        "SM120's FLASHINFER_MLA_SPARSE_SM120 stores fp8_ds_mla latent rows (656 B) while "
+        "_align_hybrid_block_size sizes the block from MLAAttentionSpec's 512 B row, so latent "
+        "and state pages differ and vLLM packs the state layers into 3 groups "
+        "(_get_packed_kv_cache_groups); kvledger models one page size",
 }
 
 

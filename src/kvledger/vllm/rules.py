@@ -64,6 +64,8 @@ from enum import Enum
 from kvledger.core.gpus import GPU
 from kvledger.core.registry import RuleRegistry
 from kvledger.core.units import GiB
+from kvledger.model.arch import Family
+from kvledger.vllm.backends import MLA_CHOICES_033, MlaChoice
 from kvledger.vllm.checkpoint import CheckpointExporter
 
 
@@ -103,6 +105,12 @@ class VllmRules:
     granule_lcm_checkpoint: bool = False
     # CUDA runtime major vLLM's kernel choices see (the release's default wheel).
     cuda_runtime_major: int = 13
+    # MLA attention backends in priority order (kvledger.vllm.backends); empty: FlashMLA's
+    # 64-token block on every GPU, the rule kvledger applied before the table was read.
+    mla_backends: tuple[MlaChoice, ...] = ()
+    # Model classes whose verify_and_update_config makes `--kv-cache-dtype auto` fp8 on SM10x
+    # (model_executor/models/config.py), with the dtype they set.
+    auto_kv_fp8_on_sm100: tuple[tuple[Family, str], ...] = ()
     logged_tokens: LoggedTokens
     # get_kv_cache_configs: the admission check plans against usable blocks (null block out).
     check_reserves_null_block: bool
@@ -167,7 +175,11 @@ RULES: RuleRegistry[VllmRules] = RuleRegistry(
                   checkpoint_exporters=_EXPORTERS_032, **_LATER),
         VllmRules(name="vllm-0.33", releases=(33, 33), mla_granule_floor_tokens=128,
                   checkpoint_exporters=_EXPORTERS_032 | {CheckpointExporter.GDN_FLASHINFER},
-                  granule_lcm_checkpoint=True, **_LATER),
+                  granule_lcm_checkpoint=True, mla_backends=MLA_CHOICES_033,
+                  # GlmMoeDsaForCausalLM / Glm5NextModelConfig.verify_and_update_config
+                  auto_kv_fp8_on_sm100=((Family.GLM_MOE_DSA, "fp8_e4m3"),
+                                        (Family.GLM5_NEXT, "fp8")),
+                  **_LATER),
     ),
     default="vllm-0.33",
     hint=" for --engine vllm",
