@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import pytest
 
+from kvledger.core.errors import DeploymentError
 from kvledger.core.gpus import get_gpu
 from kvledger.model.config import load_model
 from kvledger.vllm.deploy import VllmDeployment
@@ -151,3 +152,18 @@ def test_speculative_tokens_add_conv_rows_and_state_blocks():
     assert lo.mamba.shapes[0] == (3 + 2, 4096)
     # 2 + 2 speculative + 1 prefill checkpoint; vLLM 0.33's planning (pretended H200): 5
     assert lo.mamba.blocks_per_request == 2 + 2 + 1
+
+
+def test_013_disables_prefix_caching_on_hybrids_without_support():
+    # v0.13.0 MambaModelConfig.verify_and_update_config: a model class without
+    # SupportsMambaPrefixCaching logs "…without support for prefix caching: disabling." and
+    # starts with prefix caching off: the same layout as without the flag
+    asked = lay("qwen3-next-80b-a3b-instruct", R13, tp=2, enable_prefix_caching=True)
+    plain = lay("qwen3-next-80b-a3b-instruct", R13, tp=2)
+    assert not asked.prefix_caching and asked.mamba_cache_mode is MambaCacheMode.NONE
+    assert asked.block_tokens == plain.block_tokens == 544
+    assert asked.blocks_per_request() == plain.blocks_per_request() == 485
+    assert any("disabling" in n for n in asked.notes)
+    # Nemotron-H implements it there: an experimental mode kvledger refuses to guess
+    with pytest.raises(DeploymentError, match="experimental Mamba prefix caching"):
+        lay("nemotron-h-56b-base-8k", R13, enable_prefix_caching=True)

@@ -208,12 +208,24 @@ def _mode(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
         caching = dep.mamba_cache_mode is MambaCacheMode.ALIGN or (
             dep.mamba_cache_mode is None and rules.hybrid_prefix_caching_default)
     mode = dep.mamba_cache_mode or (MambaCacheMode.ALIGN if caching else MambaCacheMode.NONE)
+    from_flag = dep.mamba_cache_mode is None
+    if (mode not in rules.mamba_cache_modes and from_flag
+            and rules.disables_unsupported_prefix_caching
+            and model.family not in rules.mamba_prefix_caching_families):
+        notes.append(f"--enable-prefix-caching: {rules.name} logs 'Hybrid or mamba-based model "
+                     "detected without support for prefix caching: disabling.' and starts "
+                     "without it")
+        return False, MambaCacheMode.NONE
     if mode not in rules.mamba_cache_modes:
+        experimental = (from_flag and rules.disables_unsupported_prefix_caching)
         raise DeploymentError(
             f"--mamba-cache-mode {mode.value}"
-            + (" (from --enable-prefix-caching)" if dep.mamba_cache_mode is None else "")
-            + f": {rules.name} supports {', '.join(sorted(m.value for m in rules.mamba_cache_modes))}"
-            " for hybrid models (it turns prefix caching off for them)")
+            + (" (from --enable-prefix-caching)" if from_flag else "")
+            + (f": {rules.name}'s experimental Mamba prefix caching for {model.family.value} "
+               "(mamba_block_size = block_size) is not modelled" if experimental else
+               f": {rules.name} supports "
+               f"{', '.join(sorted(m.value for m in rules.mamba_cache_modes))} for hybrid "
+               "models (it turns prefix caching off for them)"))
     if caching and mode is MambaCacheMode.NONE:
         notes.append("prefix caching with mamba_cache_mode none: only attention blocks are cached")
     return caching, mode

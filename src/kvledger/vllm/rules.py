@@ -95,6 +95,12 @@ class VllmRules:
     hybrid_prefix_caching_default: bool
     # Mamba cache modes the release accepts for a hybrid model.
     mamba_cache_modes: frozenset[MambaCacheMode]
+    # --enable-prefix-caching on a hybrid whose model class lacks Mamba prefix-caching support
+    # is turned off with "…without support for prefix caching: disabling." and vLLM starts
+    # (0.13's MambaModelConfig.verify_and_update_config); the classes that have it keep an
+    # experimental mode kvledger does not model (mamba_block_size = block_size).
+    disables_unsupported_prefix_caching: bool = False
+    mamba_prefix_caching_families: frozenset[Family] = frozenset()
     # Smallest block the attention kernels take (FlashAttention / FlashInfer: multiples of 16).
     kernel_block_tokens: int = 16
     # MLA layers: the hybrid block granule is at least this many tokens (None: no floor).
@@ -161,6 +167,12 @@ RULES: RuleRegistry[VllmRules] = RuleRegistry(
             default_gpu_memory_utilization=0.9,
             hybrid_prefix_caching_default=False,
             mamba_cache_modes=frozenset({MambaCacheMode.NONE}),
+            disables_unsupported_prefix_caching=True,
+            # the model classes implementing SupportsMambaPrefixCaching in v0.13.0
+            # (nemotron_h.py, jamba.py, falcon_h1.py, granitemoehybrid.py, …)
+            mamba_prefix_caching_families=frozenset({Family.NEMOTRON_H, Family.JAMBA,
+                                                     Family.FALCON_H1,
+                                                     Family.GRANITE_MOE_HYBRID}),
             mla_granule_floor_tokens=None,
             logged_tokens=LoggedTokens.BLOCKS_PER_GROUP,
             check_reserves_null_block=False,
