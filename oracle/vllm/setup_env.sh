@@ -32,8 +32,17 @@ P="$ENV_DIR/bin/pip"
     aiohttp requests openai_harmony openai pillow pybase64 cachetools cloudpickle py-cpuinfo \
     prometheus_client "xgrammar==0.2.8" fastapi partial_json_parser "llguidance>=1.7.0,<1.8.0" \
     xxhash einops nvidia-ml-py loguru uvloop
-# attention backends import flashinfer; quantised configs import compressed-tensors (vLLM's pins).
-"$P" install -q --no-deps "flashinfer-python==0.7.2.post1" "compressed-tensors==0.17.0"
+# attention backends import flashinfer; quantised configs import compressed-tensors: the versions
+# the release pins in its wheel's METADATA, without their dependencies.
+PINS=$("$ENV_DIR/bin/python" - "$WHL" <<'PY'
+import re, sys, zipfile
+meta = next(n for n in zipfile.ZipFile(sys.argv[1]).namelist() if n.endswith(".dist-info/METADATA"))
+text = zipfile.ZipFile(sys.argv[1]).read(meta).decode()
+print(" ".join(re.findall(r"^Requires-Dist: ((?:flashinfer-python|compressed-tensors)==[^ ;]+)",
+                          text, re.M)))
+PY
+)
+"$P" install -q --no-deps $PINS
 "$ENV_DIR/bin/python" -c "import torch; assert torch.__version__.startswith('2.13.0'), torch.__version__"
 "$ENV_DIR/bin/python" -c "import importlib.metadata as m; print('vllm', m.version('vllm'))"
 echo "vllm $REL environment ready: $ENV_DIR"
