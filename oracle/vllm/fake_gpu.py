@@ -17,6 +17,7 @@ module; torchvision (PyPI's is CUDA-linked) is an import-time stub.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.machinery
 import os
@@ -197,8 +198,13 @@ def install(gpu: str, cuda_major: int = 13) -> object:
     torch.set_num_threads(1)
     import vllm
 
-    for module in _EARLY:
-        importlib.import_module(module)
+    with _cuda_tensors_on_meta(torch):  # some backends allocate a workspace at import
+        for module in _EARLY:
+            try:
+                importlib.import_module(module)
+            except ModuleNotFoundError as exc:  # a module an older release does not have yet
+                if not str(exc.name or "").startswith("vllm"):
+                    raise
     from vllm.model_executor.models import ModelRegistry
 
     for arch in ARCHITECTURES:
@@ -221,21 +227,35 @@ def install(gpu: str, cuda_major: int = 13) -> object:
         # the module's own namespace: a lazy package's __getattr__ would import things
         if getattr(module, "__dict__", {}).get("current_platform") is old:
             module.current_platform = platform
-    flashmla = importlib.import_module("vllm.v1.attention.ops.flashmla")
-    flashmla._flashmla_C_AVAILABLE = flashmla._flashmla_extension_C_AVAILABLE = True
-    # cutlass_mla allocates a CUDA workspace at import; build it on the meta device
-    empty = torch.empty
-
-    def meta_empty(*args, **kwargs):
-        if str(kwargs.get("device", "")).startswith("cuda"):
-            kwargs["device"] = "meta"
-        return empty(*args, **kwargs)
-
-    torch.empty = meta_empty
     try:
-        importlib.import_module("vllm.v1.attention.backends.mla.cutlass_mla")
-    except Exception:  # noqa: BLE001 - the selector then reports CUTLASS_MLA unavailable
+        flashmla = importlib.import_module("vllm.v1.attention.ops.flashmla")
+        flashmla._flashmla_C_AVAILABLE = flashmla._flashmla_extension_C_AVAILABLE = True
+    except ModuleNotFoundError:
         pass
-    finally:
-        torch.empty = empty
+    # cutlass_mla allocates a CUDA workspace at import; build it on the meta device
+    # (if it fails to import, the selector reports CUTLASS_MLA unavailable)
+    with _cuda_tensors_on_meta(torch), contextlib.suppress(Exception):
+        importlib.import_module("vllm.v1.attention.backends.mla.cutlass_mla")
     return platform
+
+
+@contextlib.contextmanager
+def _cuda_tensors_on_meta(torch):
+    """torch.empty / torch.zeros with a CUDA device make meta tensors (import-time workspaces
+    that planning never reads)."""
+    real = {name: getattr(torch, name) for name in ("empty", "zeros")}
+
+    def wrap(fn):
+        def on_meta(*args, **kwargs):
+            if str(kwargs.get("device", "")).startswith("cuda"):
+                kwargs["device"] = "meta"
+            return fn(*args, **kwargs)
+        return on_meta
+
+    for name, fn in real.items():
+        setattr(torch, name, wrap(fn))
+    try:
+        yield
+    finally:
+        for name, fn in real.items():
+            setattr(torch, name, fn)

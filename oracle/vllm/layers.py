@@ -122,13 +122,15 @@ def _qwen_gdn(vc, model_cls, prefix=""):
         QwenGatedDeltaNetAttention,
         _resolve_gdn_prefill_backend,
     )
-    from vllm.v1.attention.backends.gdn_attn import FLASHINFER_GDN_CHECKPOINT_ALIGNMENT
+    from vllm.v1.attention.backends import gdn_attn
 
+    # the checkpoint alignment constant exists from v0.33.0 (before it, no GDN checkpoints)
+    checkpoint = getattr(gdn_attn, "FLASHINFER_GDN_CHECKPOINT_ALIGNMENT", None)
     t = _text(vc)
     _, backend = _resolve_gdn_prefill_backend(vc)
     # QwenGatedDeltaNetAttention.__init__: a checkpoint alignment only in align mode with
     # FlashInfer's prefill
-    align = (FLASHINFER_GDN_CHECKPOINT_ALIGNMENT
+    align = (checkpoint
              if vc.cache_config.mamba_cache_mode == "align" and backend == "flashinfer" else None)
     attrs = dict(gdn_prefill_backend=backend, _checkpoint_alignment=align,
                  _max_num_batched_tokens=vc.scheduler_config.max_num_batched_tokens,

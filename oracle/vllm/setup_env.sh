@@ -38,7 +38,7 @@ PINS=$("$ENV_DIR/bin/python" - "$WHL" <<'PY'
 import re, sys, zipfile
 meta = next(n for n in zipfile.ZipFile(sys.argv[1]).namelist() if n.endswith(".dist-info/METADATA"))
 text = zipfile.ZipFile(sys.argv[1]).read(meta).decode()
-print(" ".join(re.findall(r"^Requires-Dist: ((?:flashinfer-python|compressed-tensors)==[^ ;]+)",
+print(" ".join(re.findall(r"^Requires-Dist: ((?:flashinfer-python|compressed-tensors)==[^\s;]+)",
                           text, re.M)))
 PY
 )

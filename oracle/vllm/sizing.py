@@ -82,21 +82,14 @@ def engine_config(dep: dict):
 def plan(dep: dict, platform) -> dict:
     from vllm.distributed.kv_transfer.kv_connector.utils import get_current_attn_backends
     from vllm.utils.math_utils import cdiv
-    from vllm.v1.attention.backends.utils import (
-        get_supported_kv_cache_layouts,
-        resolve_kv_cache_layout,
-    )
-    from vllm.v1.core.kv_cache_planning import (
-        _pool_bytes_per_block,
-        get_global_kv_cache_groups,
-        get_kv_cache_configs,
-    )
-    from vllm.v1.core.kv_cache_utils import (
-        generate_scheduler_kv_cache_config,
-        get_kv_cache_capacity,
-    )
-    from vllm.v1.kv_cache_interface import MambaSpec, iter_layer_specs
+    from vllm.v1.core import kv_cache_utils
+    from vllm.v1.kv_cache_interface import MambaSpec
     from vllm.v1.worker.gpu.attn_utils import get_kv_cache_spec
+
+    try:  # 0.33: planning lives in kv_cache_planning, with a resolved layout and global groups
+        from vllm.v1.core import kv_cache_planning as planning
+    except ImportError:  # 0.24: kv_cache_utils holds it all
+        planning = kv_cache_utils
 
     out: dict = {"id": dep.get("id")}
     try:
@@ -113,9 +106,16 @@ def plan(dep: dict, platform) -> dict:
     specs = get_kv_cache_spec(vc)
     world = vc.parallel_config.world_size
     all_specs = [specs] * world
-    names = [layout.name for layout in get_supported_kv_cache_layouts(backends)]
-    resolve_kv_cache_layout(vc, [names] * world, [s for sp in all_specs for s in sp.values()])
-    groups = get_global_kv_cache_groups(vc, all_specs)
+    extra: tuple = ()
+    if hasattr(planning, "get_global_kv_cache_groups"):
+        from vllm.v1.attention.backends.utils import (
+            get_supported_kv_cache_layouts,
+            resolve_kv_cache_layout,
+        )
+
+        names = [layout.name for layout in get_supported_kv_cache_layouts(backends)]
+        resolve_kv_cache_layout(vc, [names] * world, [s for sp in all_specs for s in sp.values()])
+        extra = (planning.get_global_kv_cache_groups(vc, all_specs),)
     out.update(max_model_len=vc.model_config.max_model_len,
                prefix_caching=bool(cache.enable_prefix_caching),
                mamba_cache_mode=cache.mamba_cache_mode if vc.model_config.is_hybrid else None,
@@ -124,26 +124,26 @@ def plan(dep: dict, platform) -> dict:
                max_num_seqs=vc.scheduler_config.max_num_seqs)
     available = int(dep["available_bytes"])
     try:
-        configs = get_kv_cache_configs(vc, all_specs, [available] * world, groups)
+        configs = planning.get_kv_cache_configs(vc, all_specs, [available] * world, *extra)
     except ValueError as exc:
         return {**out, "starts": False, "error": f"ValueError: {exc}"}
-    sched = generate_scheduler_kv_cache_config(configs)
+    sched = kv_cache_utils.generate_scheduler_kv_cache_config(configs)
     worker = configs[0]
     group_rows, per_request = [], 0
     for group in sched.kv_cache_groups:
         spec = group.kv_cache_spec
         blocks = cdiv(spec.max_memory_usage_bytes(vc), spec.page_size_bytes)
         per_request += blocks
-        inner = [s for s in iter_layer_specs(spec)]
+        inner = list(getattr(spec, "kv_cache_specs", {None: spec}).values())
         group_rows.append({"kind": "mamba" if isinstance(inner[0], MambaSpec) else "attention",
                            "num_layers": len(group.layer_names), "block_size": spec.block_size,
                            "page_bytes": spec.page_size_bytes, "blocks_per_request": blocks})
     cache.num_gpu_blocks = sched.num_blocks
-    tokens, concurrency = get_kv_cache_capacity(vc, sched)
+    tokens, concurrency = kv_cache_utils.get_kv_cache_capacity(vc, sched)
     has_mamba = any(g["kind"] == "mamba" for g in group_rows)
     seqs = vc.scheduler_config.max_num_seqs
     graph_ok = not (has_mamba and seqs is not None and seqs > sched.num_blocks)
-    out.update(num_blocks=sched.num_blocks, bytes_per_block=_pool_bytes_per_block(
+    out.update(num_blocks=sched.num_blocks, bytes_per_block=planning._pool_bytes_per_block(
         vc, worker.kv_cache_groups), groups=group_rows, blocks_per_request=per_request,
         max_concurrency=concurrency, logged_tokens=tokens,
         log_line=f"GPU KV cache size: {tokens:,} tokens, Maximum concurrency for "

@@ -56,8 +56,10 @@ def test_qwen3_next_tp2_033_align_on_hopper():
     # align: 2 + 1 prefill checkpoint per group (MambaSpec.max_memory_usage_bytes, 0.33);
     # vLLM 0.33's planning on a pretended H200 (oracle/vllm/sizing.py) gives 465
     assert lo.blocks_per_request() == -(-262_144 // 576) + 3 * 3 == 465
-    old = lay("qwen3-next-80b-a3b-instruct", RULES["vllm-0.24"], tp=2)
-    # v0.24.0: no checkpoint lcm in _align_hybrid_block_size, 2 blocks per state group
+    old = lay("qwen3-next-80b-a3b-instruct", RULES["vllm-0.24"], tp=2,
+              enable_prefix_caching=True)
+    # v0.24.0 (prefix caching asked for: its hybrid default is off): no checkpoint lcm in
+    # _align_hybrid_block_size, 2 blocks per state group
     assert old.block_tokens == 544 and old.blocks_per_request() == -(-262_144 // 544) + 3 * 2
 
 

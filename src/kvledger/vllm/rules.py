@@ -10,14 +10,16 @@ Sources (files under `vllm/` of each release):
   `v1/core/kv_cache_utils.py` `_report_kv_cache_config` logs
   `GPU KV cache size` as `num_blocks // len(groups) × min(block_size)`;
   `Worker.determine_available_memory` does not subtract a CUDA-graph estimate.
-- `vllm-0.24` (v0.24.0–v0.26.0, read in each wheel's source): prefix caching on by default
-  puts hybrids in `mamba_cache_mode=align`; `_align_hybrid_block_size` raises the attention
+- `vllm-0.24` (v0.24.0–v0.26.0, read in each wheel's source): a hybrid gets no prefix caching
+  by default (`ModelConfig.is_prefix_caching_supported` is False for attn_type "hybrid" until
+  v0.27.0); `--enable-prefix-caching` puts it in `mamba_cache_mode=align`; `_align_hybrid_block_size` raises the attention
   block to a multiple of max(smallest kernel block, --block-size), no MLA floor and no
   checkpoint lcm; `MambaSpec.max_memory_usage_bytes` is page × (2 + num_speculative_blocks) in
   align mode (the class has no num_prefill_checkpoint_blocks); the token line is
   `int(max_concurrency × max_model_len)` (`get_kv_cache_capacity`, v1/core/kv_cache_utils.py);
   `gpu_memory_utilization` 0.92 (config/cache.py). (Its `all` mode is not modelled.)
-- `vllm-0.27` (v0.27.0–v0.31.0): as 0.24, plus the MLA granule floor of 128 tokens
+- `vllm-0.27` (v0.27.0–v0.31.0): as 0.24, plus prefix caching on by default for hybrids and
+  the MLA granule floor of 128 tokens
   (`kernel_block_alignment_size = max(kernel_block_alignment_size, 128)` from v0.27.0).
   v0.29.0 adds `MambaSpec.num_prefill_checkpoint_blocks`, set only by Kimi-K3's KDA there.
 - `vllm-0.32` (v0.32.0): Mamba2 mixers and GLM-5.3-Flash's KDA (FlashKDA) set one prefill
@@ -180,7 +182,7 @@ RULES: RuleRegistry[VllmRules] = RuleRegistry(
             requested_memory_ceil=False,
         ),
         VllmRules(name="vllm-0.24", releases=(24, 26), mla_granule_floor_tokens=None,
-                  **_LATER),
+                  **{**_LATER, "hybrid_prefix_caching_default": False}),
         VllmRules(name="vllm-0.27", releases=(27, 31), mla_granule_floor_tokens=128,
                   **_LATER),
         VllmRules(name="vllm-0.32", releases=(32, 32), mla_granule_floor_tokens=128,
