@@ -45,8 +45,30 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
 }
 
 
-def _recorded() -> list[dict]:
-    return [json.loads(line) for line in RECORDING.read_text().splitlines() if line.strip()]
+def _recorded(path: Path = RECORDING) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+# vLLM 0.24.0 on a 200-deployment sample of the grid (`run_grid.py --sample 200`): GLM-5.3-Flash
+# has no model class there (its rows are unanswered); the misses left, each with its cause.
+RECORDING_024 = ROOT / "tests" / "data" / "oracle" / "vllm-0.24.0-sample200.jsonl"
+KNOWN_MISSES_024: dict[tuple[str, str], str] = {
+    ("kimi-linear-48b-a3b-instruct", f"spec={spec}"):
+        "n-gram speculation on Kimi-Linear: v0.24.0 sizes the block as if the KDA conv state had "
+        "no speculative rows; not traced to its source yet"
+    for spec in (2,)
+}
+
+
+def test_vllm_024_sample_agrees_under_its_rule_set():
+    rows = [row for row in _recorded(RECORDING_024) if agreement.comparable(row)]
+    assert len(rows) >= 150
+    misses = {row["id"]: agreement.compare(row, "vllm-0.24") for row in rows}
+    misses = {ident: diff for ident, diff in misses.items() if diff}
+    unexpected = [i for i in misses
+                  if (i.split("|")[0], i.split("|")[4]) not in KNOWN_MISSES_024]
+    assert not unexpected, unexpected[:5]
+    assert len(rows) - len(misses) >= 163
 
 
 def test_the_grid_is_generated_over_every_axis():

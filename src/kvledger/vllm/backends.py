@@ -101,6 +101,10 @@ FLASHINFER_MLA_SPARSE_SM120 = MlaBackend(name="FLASHINFER_MLA_SPARSE_SM120",
                                          kernel_multiple_of=64, ds_mla_when_quantized=True,
                                          ds_mla_when_auto=True)
 
+# v0.24.0's FlashInfer sparse kernel takes blocks of 32 or 64 (v1/attention/backends/mla/
+# flashinfer_mla_sparse.py); 0.33's is MultipleOf(32) with 32-row strides.
+FLASHINFER_MLA_SPARSE_024 = MlaBackend(name="FLASHINFER_MLA_SPARSE", kernel_blocks=(32, 64))
+
 # vLLM 0.33's `_get_backend_priorities` for MLA, reduced to the first backend whose checks
 # pass for the cases kvledger's models reach (bfloat16 checkpoints, 512- or 576-wide latents).
 MLA_CHOICES_033 = (
@@ -132,3 +136,15 @@ def mla_backend(rules: VllmRules, *, sparse: bool, major: int, quantized: bool,
                 and choice.head_size in (None, head_size)):
             return choice.backend
     return None
+
+
+# v0.24.0's: the same dense choices; sparse MLA on SM90 is FlashMLA's for either dtype. Matches
+# what vLLM 0.24.0's own planning picked on every GPU of a 200-deployment grid sample.
+MLA_CHOICES_024 = (
+    *(choice for choice in MLA_CHOICES_033 if not choice.sparse),
+    MlaChoice(sparse=True, majors=frozenset({9}), backend=FLASHMLA_SPARSE),
+    MlaChoice(sparse=True, majors=frozenset({10}), quantized=True,
+              backend=FLASHINFER_MLA_SPARSE_024),
+    MlaChoice(sparse=True, majors=frozenset({10}), quantized=False, backend=FLASHMLA_SPARSE),
+    MlaChoice(sparse=True, majors=frozenset({12}), backend=FLASHINFER_MLA_SPARSE_SM120),
+)

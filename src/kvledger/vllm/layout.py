@@ -149,8 +149,8 @@ def _backend(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
     return backend
 
 
-def _attention(model: ModelArch, dep: VllmDeployment,
-               backend: MlaBackend | None = None) -> AttentionLayer:
+def _attention(model: ModelArch, dep: VllmDeployment, backend: MlaBackend | None = None,
+               sparse_block_from_backend: bool = False) -> AttentionLayer:
     itemsize = KV_CACHE_DTYPES[dep.kv_cache_dtype] or MODEL_ITEMSIZE
     tp = dep.tensor_parallel_size
     if model.attn is AttnKind.GQA:
@@ -174,9 +174,11 @@ def _attention(model: ModelArch, dep: VllmDeployment,
         packed = quantized
     else:
         packed = backend.ds_mla_when_quantized if quantized else backend.ds_mla_when_auto
+    block = (backend.preferred_block if backend and sparse_block_from_backend
+             else FLASHMLA_SPARSE_BLOCK)
     return AttentionLayer(mla=True, num_kv_heads=1, head_size=head,
-                          itemsize=1 if packed else itemsize,
-                          block_tokens=FLASHMLA_SPARSE_BLOCK, fp8_ds_mla=packed)
+                          itemsize=1 if packed else itemsize, block_tokens=block,
+                          fp8_ds_mla=packed)
 
 
 def _mamba(model: ModelArch, dep: VllmDeployment, align: bool) -> MambaLayer:
@@ -272,7 +274,7 @@ def _block_size(model: ModelArch, dep: VllmDeployment, attention: AttentionLayer
 
 
 def _aligned(model: ModelArch, dep: VllmDeployment, rules: VllmRules, gpu: GPU | None,
-             attention: AttentionLayer, notes: list[str]
+             attention: AttentionLayer, notes: list[str], backend: MlaBackend | None = None
              ) -> tuple[AttentionLayer, MambaLayer, BlockAlignment]:
     """Step 4 for a hybrid: the block aligned to the Mamba page, the page padded."""
     sparse = model.attn is AttnKind.DSA
@@ -282,9 +284,13 @@ def _aligned(model: ModelArch, dep: VllmDeployment, rules: VllmRules, gpu: GPU |
     # the releases that lcm it, its alignment to the granule (kvledger.vllm.checkpoint).
     checkpoint = prefill_checkpoint(model, gpu, rules) if align else None
     # The kernel block alignment is max(the backend's smallest kernel block, block_size):
-    # FlashMLASparse takes 64 only, so the forced 64 acts as the user's block.
+    # FlashMLASparse takes 64 only, so the forced 64 acts as the user's block; a dense MLA
+    # backend's smallest block (FLASHINFER_MLA 32, FLASHMLA 64) counts as one too.
+    user_block = FLASHMLA_SPARSE_BLOCK if sparse else dep.block_size
+    if backend is not None and not sparse:
+        user_block = max(user_block or 0, backend.smallest_block)
     granule = rules.granule_tokens(
-        user_block=FLASHMLA_SPARSE_BLOCK if sparse else dep.block_size, mla=attention.mla,
+        user_block=user_block, mla=attention.mla,
         align=align, checkpoint_tokens=checkpoint.alignment_tokens if checkpoint else None)
     alignment = align_block(attn_bytes_per_token=attention.bytes_per_token,
                             mamba_page_bytes=mamba.real_page_bytes, granule_tokens=granule,
@@ -348,7 +354,7 @@ def vllm_layout(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
     notes: list[str] = []
     dep = _resolve(model, dep, rules, gpu, notes)
     backend = _backend(model, dep, rules, gpu)
-    attention = _attention(model, dep, backend)
+    attention = _attention(model, dep, backend, rules.sparse_block_from_backend)
     if dep.num_speculative_tokens and model.num_draft_layers:
         notes.append(f"speculative decoding: the {model.num_draft_layers} MTP draft layer(s) "
                      "register KV-cache layers of their own in vLLM; kvledger counts only the "
@@ -356,7 +362,8 @@ def vllm_layout(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
     attention = _block_size(model, dep, attention, notes)
     mamba = alignment = None
     if model.is_hybrid:
-        attention, mamba, alignment = _aligned(model, dep, rules, gpu, attention, notes)
+        attention, mamba, alignment = _aligned(model, dep, rules, gpu, attention, notes,
+                                               backend)
     indexer, num_indexer, tail = None, 0, False
     sparse = model.attn is AttnKind.DSA
     if sparse:

@@ -17,11 +17,15 @@ Sources (files under `vllm/` of each release):
   checkpoint lcm; `MambaSpec.max_memory_usage_bytes` is page × (2 + num_speculative_blocks) in
   align mode (the class has no num_prefill_checkpoint_blocks); the token line is
   `int(max_concurrency × max_model_len)` (`get_kv_cache_capacity`, v1/core/kv_cache_utils.py);
-  `gpu_memory_utilization` 0.92 (config/cache.py). (Its `all` mode is not modelled.)
+  `gpu_memory_utilization` 0.92 (config/cache.py); its MLA backends (`MLA_CHOICES_024`:
+  sparse MLA is FlashMLA's on SM90, and the first backend's preferred block is the block).
+  Checked against vLLM 0.24.0's own planning on 200 deployments (tests/oracle). (Its `all`
+  mode is not modelled.)
 - `vllm-0.27` (v0.27.0–v0.31.0): as 0.24, plus prefix caching on by default for hybrids and
   the MLA granule floor of 128 tokens
   (`kernel_block_alignment_size = max(kernel_block_alignment_size, 128)` from v0.27.0).
   v0.29.0 adds `MambaSpec.num_prefill_checkpoint_blocks`, set only by Kimi-K3's KDA there.
+  No MLA backend table (not checked against these releases' planning): FlashMLA's 64 block.
 - `vllm-0.32` (v0.32.0): Mamba2 mixers and GLM-5.3-Flash's KDA (FlashKDA) set one prefill
   checkpoint block (`MambaMixer2.get_kv_cache_spec`, models/glm5next/common/kda.py).
 - `vllm-0.33` (the default, v0.33.0): Gated DeltaNet with the FlashInfer prefill sets one too
@@ -67,7 +71,7 @@ from kvledger.core.gpus import GPU
 from kvledger.core.registry import RuleRegistry
 from kvledger.core.units import GiB
 from kvledger.model.arch import Family
-from kvledger.vllm.backends import MLA_CHOICES_033, MlaChoice
+from kvledger.vllm.backends import MLA_CHOICES_024, MLA_CHOICES_033, MlaChoice
 from kvledger.vllm.checkpoint import CheckpointExporter
 
 
@@ -116,6 +120,10 @@ class VllmRules:
     # MLA attention backends in priority order (kvledger.vllm.backends); empty: FlashMLA's
     # 64-token block on every GPU, the rule kvledger applied before the table was read.
     mla_backends: tuple[MlaChoice, ...] = ()
+    # Sparse MLA's block is the backend's preferred one (v0.24.0: the first backend decides,
+    # `backend_cls.get_preferred_block_size`); False: 64, every backend's common size with the
+    # indexer's (0.33's `_preferred_block_size_for_backends` over all of them).
+    sparse_block_from_backend: bool = False
     # Model classes whose verify_and_update_config makes `--kv-cache-dtype auto` fp8 on SM10x
     # (model_executor/models/config.py), with the dtype they set.
     auto_kv_fp8_on_sm100: tuple[tuple[Family, str], ...] = ()
@@ -182,6 +190,7 @@ RULES: RuleRegistry[VllmRules] = RuleRegistry(
             requested_memory_ceil=False,
         ),
         VllmRules(name="vllm-0.24", releases=(24, 26), mla_granule_floor_tokens=None,
+                  mla_backends=MLA_CHOICES_024, sparse_block_from_backend=True,
                   **{**_LATER, "hybrid_prefix_caching_default": False}),
         VllmRules(name="vllm-0.27", releases=(27, 31), mla_granule_floor_tokens=128,
                   **_LATER),
