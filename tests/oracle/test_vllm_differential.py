@@ -55,7 +55,8 @@ RECORDING_024 = ROOT / "tests" / "data" / "oracle" / "vllm-0.24.0-sample200.json
 KNOWN_MISSES_024: dict[tuple[str, str], str] = {
     ("kimi-linear-48b-a3b-instruct", f"spec={spec}"):
         "n-gram speculation on Kimi-Linear: v0.24.0 sizes the block as if the KDA conv state had "
-        "no speculative rows; not traced to its source yet"
+        "no speculative rows (its KimiGatedDeltaNetAttention.get_state_shape passes no num_spec, "
+        "the model class's get_mamba_state_shape_from_config does); not traced further"
     for spec in (2,)
 }
 
