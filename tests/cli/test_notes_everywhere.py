@@ -68,11 +68,13 @@ def test_compare_and_recommend_take_vllms_terms():
     tuned = _vllm_side(doc)
     assert not any(ZERO in n for n in doc["notes"])  # every term given, none assumed
     # 3.5 GiB less per rank and a 0.85 budget: fewer blocks, as the formula says
-    block = 7_441_280  # bytes per block of GLM-5.3-Flash at tp 8 (kvledger's vLLM layout)
+    # bytes per block of GLM-5.3-Flash at tp 8 on an H200: 11 × (640 × 1,024 + 160 × 132)
+    # raised to a multiple of 33,792 (the block stride; vLLM 0.33's planning gives the same)
+    block = 7_468_032
     h200 = get_gpu("H200").memory_bytes
     weights = load_model("glm-5.3-flash").weight_bytes // 8  # the config's estimate per rank
     available = math.ceil(h200 * 0.85) - weights - int(3.5 * GiB)  # 0.33 ceils the request
-    assert tuned["num_gpu_blocks"] == available // block == 11_447 < plain["num_gpu_blocks"]
+    assert tuned["num_gpu_blocks"] == available // block == 11_406 < plain["num_gpu_blocks"]
     rec = json.loads(invoke("recommend", "--requests", "8", "--context", "8192", "--gpu",
                             "H200", "--top", "1", "--engine", "vllm", "--activation-gib", "2",
                             "--gpu-memory-utilization", "0.85", "--weights-gib", "40",

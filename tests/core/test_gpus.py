@@ -28,6 +28,12 @@ MEMORY = [
     ("L40S", 46_068 * MiB, "nvidia-smi 46068MiB"),
     ("RTX 4090", 24_564 * MiB, "nvidia-smi 24564MiB"),
     ("RTX 5090", 32_607 * MiB, "nvidia-smi 32607MiB"),
+    ("RTX 3090", 24_576 * MiB, "nvidia-smi 24576 MiB (published benchmark hosts)"),
+    ("RTX A6000", 49_140 * MiB, "nvidia-smi 49140 MiB"),
+    ("A10G", 23_028 * MiB, "nvidia-smi 23028 MiB (AWS g5)"),
+    ("L4", 23_034 * MiB, "nvidia-smi 23034 MiB"),
+    ("L20", 46_068 * MiB, "nvidia-smi 46068 MiB"),
+    ("H100 NVL", 95_830 * MiB, "nvidia-smi 95830 MiB"),
     ("MI325X", 256 * (1 << 30), "nominal: AMD's 256 GB"),
 ]
 
@@ -71,7 +77,8 @@ def test_unknown_gpu_lists_the_choices():
     assert str(caught.value) == (
         "GPU 'V100' is not in the catalogue; choose one of H100, H200, H20, B200, B300, GB200, "
         "GB300, MI300X, MI355X, RTX PRO 6000, A100 40GB, A100 80GB, H800, H20-3e, L40S, "
-        "RTX 4090, RTX 5090, MI325X (or give --gpu-memory-gib)"
+        "RTX 4090, RTX 5090, RTX 3090, RTX A6000, A10G, L4, L20, H100 NVL, MI325X (or give "
+        "--gpu-memory-gib)"
     )
 
 
@@ -89,11 +96,18 @@ def test_architectures():
     by_arch = {arch: sorted(g.name for g in CATALOGUE.values() if g.arch is arch)
                for arch in GpuArch}
     assert by_arch == {
-        GpuArch.AMPERE: ["A100 40GB", "A100 80GB"],
-        GpuArch.ADA: ["L40S", "RTX 4090"],
-        GpuArch.HOPPER: ["H100", "H20", "H20-3e", "H200", "H800"],
+        GpuArch.AMPERE: ["A100 40GB", "A100 80GB", "A10G", "RTX 3090", "RTX A6000"],
+        GpuArch.ADA: ["L20", "L4", "L40S", "RTX 4090"],
+        GpuArch.HOPPER: ["H100", "H100 NVL", "H20", "H20-3e", "H200", "H800"],
         GpuArch.BLACKWELL: ["B200", "B300", "GB200", "GB300", "RTX 5090", "RTX PRO 6000"],
         GpuArch.CDNA3: ["MI300X", "MI325X"],
         GpuArch.CDNA4: ["MI355X"],
     }
     assert [a for a in GpuArch if a.is_rocm] == [GpuArch.CDNA3, GpuArch.CDNA4]
+
+
+@pytest.mark.parametrize(("spelling", "capability"), [
+    ("NVIDIA GeForce RTX 3090", (8, 6)), ("NVIDIA A10G", (8, 6)), ("NVIDIA L4", (8, 9)),
+    ("NVIDIA L20", (8, 9)), ("NVIDIA RTX A6000", (8, 6)), ("NVIDIA H100 NVL", (9, 0))])
+def test_pasted_device_names_resolve_with_their_capability(spelling, capability):
+    assert get_gpu(spelling).compute_capability == capability

@@ -26,14 +26,15 @@ def statuses(result):
     return {row.quantity: row.status for row in result.rows}
 
 
-def test_club3090_652_reconciles_under_033_rules():
-    # v0.24.0 logs tokens as int(concurrency × max_model_len): fp8 KV makes the attention
+def test_club3090_652_reconciles_under_its_release_rules():
+    # The engine line names v0.24.0, which picks vllm-0.24 (read from 0.24–0.26). It logs tokens as int(concurrency × max_model_len): fp8 KV makes the attention
     # page 2 heads × 2 × 256 × 1 B = 1,024 B/token; the GDN state (3, 8192) bf16 +
     # (32, 128, 128) fp32 = 2,146,304 B = exactly 2,096 tokens of attention page, so
     # block 2,096 with no padding; 10 + 3 × 10 layers; 300 blocks of 21,463,040 B fit in
-    # 6.01 GiB; a 131,072-token request takes cdiv(131072, 2096) + 3 × 2 (align) = 69 blocks.
+    # 6.01 GiB; a 131,072-token request takes cdiv(131072, 2096) + 3 × 2 (align: v0.24.0's
+    # MambaSpec.max_memory_usage_bytes, 2 + num_speculative_blocks) = 69 blocks.
     r = check_log(CLUB_652.read_text(), model="qwen3.5-35b-a3b")
-    assert (r.version, r.rules) == ("0.24.0", "vllm-0.33")
+    assert (r.version, r.rules) == ("0.24.0", "vllm-0.24")
     assert statuses(r) == {"Available KV cache memory (GiB)": Status.INPUT,
                            "GPU KV cache size (tokens)": Status.EQUAL,
                            "Maximum concurrency": Status.EQUAL}
@@ -50,14 +51,17 @@ def test_club3090_652_reconciles_under_033_rules():
         "… with config: model=…, max_seq_len=…, enable_prefix_caching=…"]
 
 
-def test_the_gpu_is_an_input_to_the_block_size():
-    # On the RTX 5090 (Blackwell) the rules add no GDN checkpoint alignment: block 2,096 as
-    # logged. Under the Hopper rule (lcm with 64: block 64 × cdiv(2146304, 64 × 1024) = 2,112)
-    # the same log would not reconcile.
+def test_the_release_and_gpu_are_inputs_to_the_block_size():
+    # v0.24.0 has no prefill checkpoints: block 2,096 on any GPU. Under vllm-0.33 on an H100
+    # (FlashInfer's GDN prefill, _resolve_gdn_prefill_backend) the granule is lcm(16, 64) and
+    # the block 64 × cdiv(2146304, 64 × 1024) = 2,112, each state group one block more: the
+    # same log does not reconcile.
     text = CLUB_652.read_text()
     assert not check_log(text, model="qwen3.5-35b-a3b", gpu="RTX 5090").differs
-    hopper = check_log(text, model="qwen3.5-35b-a3b", gpu="H100")
+    assert not check_log(text, model="qwen3.5-35b-a3b", gpu="H100").differs
+    hopper = check_log(text, model="qwen3.5-35b-a3b", gpu="H100", rules="vllm-0.33")
     assert dict(hopper.derived)["attention block size (tokens)"] == "2,112"
+    assert dict(hopper.derived)["blocks per max_model_len request"] == str(-(-131_072 // 2112) + 9)
     assert [d.quantity for d in hopper.differs] == ["GPU KV cache size (tokens)",
                                                      "Maximum concurrency"]
 

@@ -150,10 +150,16 @@ def test_arguments_silent_on_prefix_caching_take_it_from_the_config():
     assert "enable_prefix_caching" not in lines[0]
     r = check_log("\n".join(lines) + "\n", model=MODEL)
     assert r.verdict is Verdict.RECONCILES, (r.differs, r.missing)
+    # Without the config line the release's default decides: v0.24.0 turns prefix caching on
+    # for hybrids only when asked (is_prefix_caching_supported is False for them before
+    # v0.27.0), so these numbers are its default too (vLLM 0.24.0's own planning on a pretended
+    # RTX 5090: 300 blocks, 595,781 tokens); under vllm-0.33's default (on) they differ.
     cut = [re.sub(r"with config: .*", "with config:", line) for line in lines]
     unread = check_log("\n".join(cut) + "\n", model=MODEL)
-    assert [d.quantity for d in unread.differs] == ["GPU KV cache size (tokens)",
-                                                     "Maximum concurrency"]
+    assert unread.rules == "vllm-0.24" and not unread.differs
+    later = check_log("\n".join(cut) + "\n", model=MODEL, rules="vllm-0.33", gpu="RTX 5090")
+    assert [d.quantity for d in later.differs] == [
+        "attention block size (tokens)", "GPU KV cache size (tokens)", "Maximum concurrency"]
 
 
 def test_the_config_states_kv_dtype_length_and_parallelism():

@@ -15,6 +15,7 @@ from kvledger.core.units import GiB, MiB
 from kvledger.vllm.capacity import KVCacheMemoryError
 from kvledger.vllm.deploy import VllmDeployment
 from kvledger.vllm.plan import make_vllm_plan
+from kvledger.vllm.rules import MambaCacheMode
 
 
 def test_the_issues_qwen3_next_2xh200_log():
@@ -35,8 +36,10 @@ def test_033_logs_concurrency_times_max_model_len():
                        rules="vllm-0.33", gpu="h200", available_gib=44.59)
     cap = p.capacity
     assert cap.num_blocks == int(44.59 * GiB) // (12 * 589_824) == 6764
-    assert cap.blocks_per_request == 462
-    assert cap.logged_tokens == int(6764 / 462 * 262_144) == 3_837_969
+    # 456 attention blocks + 3 Mamba groups × (2 + 1 prefill checkpoint): vLLM 0.33's own
+    # planning (oracle/vllm/sizing.py, pretended H200) gives 465 too
+    assert cap.blocks_per_request == 465
+    assert cap.logged_tokens == int(6764 / 465 * 262_144) == 3_813_208
 
 
 def test_dense_llama_blocks_and_tokens_agree_across_releases():
@@ -105,10 +108,17 @@ def test_max_num_seqs_binds_when_below_concurrency():
 
 
 def test_013_refuses_align_mode():
-    with pytest.raises(ValueError, match="--mamba-cache-mode align.*vllm-0.13 supports none"):
+    # an explicit --mamba-cache-mode align is refused (0.13 has no such mode); a bare
+    # --enable-prefix-caching is turned off instead (test_layout_golden)
+    with pytest.raises(ValueError, match="--mamba-cache-mode align: vllm-0.13 supports none"):
         make_vllm_plan("qwen3-next-80b-a3b-instruct",
-                       VllmDeployment(tensor_parallel_size=2, enable_prefix_caching=True),
+                       VllmDeployment(tensor_parallel_size=2, enable_prefix_caching=True,
+                                      mamba_cache_mode=MambaCacheMode.ALIGN),
                        rules="vllm-0.13", available_gib=40)
+    on = make_vllm_plan("qwen3-next-80b-a3b-instruct",
+                        VllmDeployment(tensor_parallel_size=2, enable_prefix_caching=True),
+                        rules="vllm-0.13", available_gib=44.59)
+    assert on.capacity.num_blocks == 7162 and not on.layout.prefix_caching  # as without it
 
 
 def test_glm53_flash_on_one_rank_refuses_the_default_max_num_seqs():

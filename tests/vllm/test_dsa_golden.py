@@ -92,8 +92,15 @@ def test_glm53_flash_tp4_033_align():
     assert [(g.kind, g.num_layers) for g in lo.groups] == [
         ("attention", 11), ("mamba", 9), ("mamba", 9), ("mamba", 8), ("mamba", 8)]
     assert lo.kpool_tail
-    assert lo.bytes_per_block == 11 * 1_179_648 + 11 * 38_016 == 13_394_304
-    assert lo.blocks_per_request() == -(-1_048_576 // 1152) + 4 * 2 + 1 == 920
+    # block-outermost layout: Σ pages raised to lcm(one 1,024 B latent row, FLASHINFER_MLA_
+    # SPARSE_SM90's align_blocks_to_rows; the indexer's 128-token page 32 × 132 = 4,224 B):
+    # 33,792 B. The term the 11 + 11 pages alone miss; vLLM 0.33 on a pretended H200: 13,415,424
+    assert lo.block_stride_alignment_bytes == 33_792
+    assert lo.bytes_per_block == -(-(11 * 1_179_648 + 11 * 38_016) // 33_792) * 33_792 \
+        == 13_415_424
+    # 4 state groups × (2 + 1 FlashKDA prefill checkpoint, Glm5NextLinearAttention.
+    # get_kv_cache_spec) + the tail block; vLLM 0.33's planning on a pretended H200: 924
+    assert lo.blocks_per_request() == -(-1_048_576 // 1152) + 4 * 3 + 1 == 924
 
 
 def test_glm53_flash_013_none_mode_block():
@@ -103,14 +110,22 @@ def test_glm53_flash_013_none_mode_block():
     assert lo.blocks_per_request() == -(-1_048_576 // 1088) + 4 + 1
 
 
-def test_glm53_flash_matches_a_published_deployment_layout():
-    # A GLM-5.3-Flash deployment on vLLM (TP 2, 7 MTP tokens, fp8 KV cache) records a
-    # 3,584-token scheduler block and a 2,351,104 B MLA page in its test fixtures
-    # (mla_block=3584, mla_page=2351104; KDA shapes ((10, 12288), (32, 128, 128))).
+def test_glm53_flash_fp8_row_follows_the_backend():
+    # A GLM-5.3-Flash deployment (TP 2, 7 speculative tokens, fp8 KV) published a 3,584-token
+    # block and a 2,351,104 B (3,584 × 656, fp8_ds_mla) page: FLASHMLA_SPARSE's packed row.
+    # vLLM 0.33 on SM90 picks FLASHINFER_MLA_SPARSE_SM90 for a 512-wide latent
+    # (_get_backend_priorities), which keeps the raw 512 B fp8 row: block 128 × cdiv(2,342,912,
+    # 128 × 512) = 4,608, page 2,359,296; vLLM 0.33's planning on a pretended H200 agrees.
     lo = lay("glm-5.3-flash", tp=2, kv_cache_dtype="fp8", num_speculative_tokens=7)
     assert lo.mamba.shapes == ((10, 12288), (32, 128, 128))
     assert lo.mamba.real_page_bytes == 10 * 12288 * 2 + 32 * 128 * 128 * 4 == 2_342_912
-    assert lo.block_tokens == 3584 and lo.page_bytes == 3584 * 656 == 2_351_104
+    assert lo.mla_backend.name == "FLASHINFER_MLA_SPARSE_SM90"
+    assert lo.block_tokens == 4608 and lo.page_bytes == 4608 * 512 == 2_359_296
+    old = lay("glm-5.3-flash", RULES["vllm-0.27"], tp=2, kv_cache_dtype="fp8",
+              num_speculative_tokens=7)
+    # a rule set without a backend table (vllm-0.27, not checked against its release's
+    # backends) stores every fp8 sparse row as fp8_ds_mla: the published layout
+    assert old.page_bytes == 3584 * 656 and old.block_stride_alignment_bytes == 1
 
 
 def test_glm53_flash_lost_bytes_itemise_latent_and_indexer_tails():

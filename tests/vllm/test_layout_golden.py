@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import pytest
 
+from kvledger.core.errors import DeploymentError
 from kvledger.core.gpus import get_gpu
 from kvledger.model.config import load_model
 from kvledger.vllm.deploy import VllmDeployment
@@ -52,7 +53,14 @@ def test_qwen3_next_tp2_033_align_on_hopper():
     # granule lcm(16, 64): the GDN prefill checkpoint alignment on Hopper
     assert lo.alignment.granule_tokens == 64
     assert lo.block_tokens == 64 * -(-548_864 // (64 * 1024)) == 576
-    assert lo.blocks_per_request() == -(-262_144 // 576) + 3 * 2 == 462  # align: 2 per group
+    # align: 2 + 1 prefill checkpoint per group (MambaSpec.max_memory_usage_bytes, 0.33);
+    # vLLM 0.33's planning on a pretended H200 (oracle/vllm/sizing.py) gives 465
+    assert lo.blocks_per_request() == -(-262_144 // 576) + 3 * 3 == 465
+    old = lay("qwen3-next-80b-a3b-instruct", RULES["vllm-0.24"], tp=2,
+              enable_prefix_caching=True)
+    # v0.24.0 (prefix caching asked for: its hybrid default is off): no checkpoint lcm in
+    # _align_hybrid_block_size, 2 blocks per state group
+    assert old.block_tokens == 544 and old.blocks_per_request() == -(-262_144 // 544) + 3 * 2
 
 
 def test_qwen3_next_033_without_gpu_has_no_checkpoint_alignment():
@@ -71,7 +79,7 @@ def test_qwen35_config_pins_fp32_state():
     assert lo.blocks_per_request() == -(-262_144 // 1056) + 3 == 252
     lo33 = lay("qwen3.5-35b-a3b", R33)
     assert lo33.block_tokens == 64 * -(-2_146_304 // (64 * 2048)) == 1088
-    assert lo33.blocks_per_request() == -(-262_144 // 1088) + 6 == 247
+    assert lo33.blocks_per_request() == -(-262_144 // 1088) + 9 == 250  # vLLM 0.33: 250
 
 
 def test_qwen35_ssm_flag_overrides_config():
@@ -144,4 +152,20 @@ def test_user_block_size_becomes_the_granule():
 def test_speculative_tokens_add_conv_rows_and_state_blocks():
     lo = lay("qwen3-next-80b-a3b-instruct", R33, tp=2, num_speculative_tokens=2)
     assert lo.mamba.shapes[0] == (3 + 2, 4096)
-    assert lo.mamba.blocks_per_request == 2 + 2
+    # 2 + 2 speculative + 1 prefill checkpoint; vLLM 0.33's planning (pretended H200): 5
+    assert lo.mamba.blocks_per_request == 2 + 2 + 1
+
+
+def test_013_disables_prefix_caching_on_hybrids_without_support():
+    # v0.13.0 MambaModelConfig.verify_and_update_config: a model class without
+    # SupportsMambaPrefixCaching logs "…without support for prefix caching: disabling." and
+    # starts with prefix caching off: the same layout as without the flag
+    asked = lay("qwen3-next-80b-a3b-instruct", R13, tp=2, enable_prefix_caching=True)
+    plain = lay("qwen3-next-80b-a3b-instruct", R13, tp=2)
+    assert not asked.prefix_caching and asked.mamba_cache_mode is MambaCacheMode.NONE
+    assert asked.block_tokens == plain.block_tokens == 544
+    assert asked.blocks_per_request() == plain.blocks_per_request() == 485
+    assert any("disabling" in n for n in asked.notes)
+    # Nemotron-H implements it there: an experimental mode kvledger refuses to guess
+    with pytest.raises(DeploymentError, match="experimental Mamba prefix caching"):
+        lay("nemotron-h-56b-base-8k", R13, enable_prefix_caching=True)

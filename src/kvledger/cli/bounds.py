@@ -93,6 +93,8 @@ BOUNDS: dict[str, Bound] = {
     "--available-gib": _gib(positive=True), "--gpu-memory-gib": _gib(positive=True),
     "--weights-gib": _gib(positive=False), "--activation-gib": _gib(positive=False),
     "--non-torch-gib": _gib(positive=False), "--cudagraph-gib": _gib(positive=False),
+    # vLLM's own flag, in bytes (VllmDeployment bounds it alike)
+    "--kv-cache-memory-bytes": Bound(kind=Kind.COUNT, high=int(MAX_GIB) << 30),
     # vLLM checks the fraction itself (`CacheConfig.gpu_memory_utilization`: in (0, 1])
     "--gpu-memory-utilization": Bound(kind=Kind.NUMBER, low=0, high=1, low_open=True),
     "--hicache-state-share": Bound(kind=Kind.SHARE, high=1),

@@ -137,6 +137,27 @@ _GPUS = (
     GPU(name="RTX 5090", device_name="NVIDIA GeForce RTX 5090", memory_bytes=32_607 * MiB,
         memory_source=MemorySource.DEVICE, arch=GpuArch.BLACKWELL, compute_capability=(12, 0),
         aliases=("GeForce RTX 5090", "5090")),
+    # nvidia-smi --query-gpu=name,memory.total: "NVIDIA GeForce RTX 3090, 24576 MiB" (8.6)
+    GPU(name="RTX 3090", device_name="NVIDIA GeForce RTX 3090", memory_bytes=24_576 * MiB,
+        memory_source=MemorySource.DEVICE, arch=GpuArch.AMPERE, compute_capability=(8, 6),
+        aliases=("GeForce RTX 3090", "3090")),
+    # nvidia-smi: "NVIDIA RTX A6000, 49140 MiB" (CC 8.6)
+    GPU(name="RTX A6000", device_name="NVIDIA RTX A6000", memory_bytes=49_140 * MiB,
+        memory_source=MemorySource.DEVICE, arch=GpuArch.AMPERE, compute_capability=(8, 6),
+        aliases=("A6000",)),
+    # nvidia-smi: "NVIDIA A10G, 23028 MiB" (AWS g5)
+    GPU(name="A10G", device_name="NVIDIA A10G", memory_bytes=23_028 * MiB,
+        memory_source=MemorySource.DEVICE, arch=GpuArch.AMPERE, compute_capability=(8, 6)),
+    # nvidia-smi: "NVIDIA L4, 23034 MiB"
+    GPU(name="L4", device_name="NVIDIA L4", memory_bytes=23_034 * MiB,
+        memory_source=MemorySource.DEVICE, arch=GpuArch.ADA, compute_capability=(8, 9)),
+    # nvidia-smi: "NVIDIA L20, 46068" MiB (CC 8.9, the L40S's memory)
+    GPU(name="L20", device_name="NVIDIA L20", memory_bytes=46_068 * MiB,
+        memory_source=MemorySource.DEVICE, arch=GpuArch.ADA, compute_capability=(8, 9)),
+    # nvidia-smi: "NVIDIA H100 NVL, 95830 MiB" (CC 9.0)
+    GPU(name="H100 NVL", device_name="NVIDIA H100 NVL", memory_bytes=95_830 * MiB,
+        memory_source=MemorySource.DEVICE, arch=GpuArch.HOPPER, compute_capability=(9, 0),
+        aliases=("H100 94GB",)),
     # AMD's 256 GB HBM3E, taken as GiB like the MI355X entry (expect a little less).
     GPU(name="MI325X", device_name="AMD Instinct MI325X", memory_bytes=256 * GiB,
         memory_source=MemorySource.NOMINAL, arch=GpuArch.CDNA3, compute_capability=(9, 4),

@@ -9,7 +9,9 @@ and the plan says so in its notes.
   "Available KV cache memory" (not the same figure: the two never share one value);
 - vLLM's profiled terms, which it measures at boot: `activation_gib` (peak activations),
   `non_torch_gib` (NCCL, CUDA context), `cudagraph_gib` (the CUDA-graph estimate, subtracted
-  where the rule set says so: `VllmRules.subtracts_cudagraph_estimate`), and its budget `gpu_memory_utilization`. SGLang has no such terms: its
+  where the rule set says so: `VllmRules.subtracts_cudagraph_estimate`), its budget
+  `gpu_memory_utilization`, and `kv_cache_memory_bytes` (vLLM's --kv-cache-memory-bytes: the KV
+  cache's bytes per rank, profiling skipped). SGLang has no such terms: its
   (1 − mem_fraction_static) slack covers activations and graphs, and --mem-fraction-static is
   one of its launch flags.
 
@@ -30,7 +32,8 @@ from dataclasses import dataclass, fields
 from kvledger.core.limits import MAX_GIB, check_number
 
 # (flag range) of each term: GiB in [0, MAX_GIB] (available memory: > 0), utilization (0, 1]
-_RANGE = {"available_gib": (0.0, MAX_GIB, True), "gpu_memory_utilization": (0.0, 1.0, True)}
+_RANGE = {"available_gib": (0.0, MAX_GIB, True), "gpu_memory_utilization": (0.0, 1.0, True),
+          "kv_cache_memory_bytes": (0.0, MAX_GIB * 2**30, True)}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -41,6 +44,7 @@ class MemoryTerms:
     non_torch_gib: float | None = None
     cudagraph_gib: float | None = None
     gpu_memory_utilization: float | None = None
+    kv_cache_memory_bytes: int | None = None
 
     def __post_init__(self) -> None:
         """Every term given is a finite number in its range; else one error naming its flag

@@ -24,6 +24,11 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def round_up(a: int, multiple: int) -> int:
+    """`a` raised to a multiple of `multiple` (vllm.utils.math_utils.round_up)."""
+    return cdiv(a, multiple) * multiple
+
+
 def align_down(value: int, multiple: int) -> int:
     return value // multiple * multiple
 

@@ -1,13 +1,19 @@
 """Which engine and release wrote a log, from its own lines.
 
-vLLM releases map onto the rule sets kvledger models (kvledger.vllm.rules): 0.10–0.13 log the
-KV cache size as num_blocks // groups × block size (`vllm-0.13`); later releases as
-int(concurrency × max_model_len), the formula of `vllm-0.33`, whose rules kvledger applies to
-every release from 0.14 on and says so. Releases before 0.10 (the V0 engine's "# GPU blocks"
-line) are not modelled. SGLang logs carry no version line; its rule set comes from --rules.
+A logged vLLM version picks the rule set whose `releases` (kvledger.vllm.rules, read from those
+releases' source) contain it: 0.10–0.13 → `vllm-0.13`, 0.24–0.26 → `vllm-0.24`, 0.27–0.31 →
+`vllm-0.27`, 0.32 → `vllm-0.32`, 0.33 → `vllm-0.33`. A release no range contains is
+checked against the next rule set up (0.14–0.23 against `vllm-0.24`: from 0.14 on, releases log
+the token line as int(concurrency × max_model_len), as 0.24 does), a release after the last
+against the last, and the note says so. Releases before 0.10 (the V0 engine's "# GPU blocks" line) are not modelled. SGLang
+logs carry no version line; its rule set comes from --rules.
 
 >>> vllm_rules_for("0.24.0")
-('vllm-0.33', 'v0.24.0 is checked against vllm-0.33, the modelled release for 0.14 and later')
+('vllm-0.24', None)
+>>> vllm_rules_for("0.33.0")
+('vllm-0.33', None)
+>>> vllm_rules_for("0.18.1")
+('vllm-0.24', 'v0.18.1 is checked against vllm-0.24, read from 0.24–0.26')
 >>> vllm_rules_for("0.11.2")[0]
 'vllm-0.13'
 """
@@ -17,6 +23,7 @@ from __future__ import annotations
 import re
 
 from kvledger.logs.lines import Engine, LogError, LogScan
+from kvledger.vllm.rules import RULES
 
 
 def engine_of(scan: LogScan) -> Engine:
@@ -37,10 +44,10 @@ def vllm_rules_for(version: str) -> tuple[str, str | None]:
     minor = int(match.group(2))
     if minor < 10:
         raise LogError(f"vLLM v{version}: releases before 0.10 (the V0 engine) are not modelled")
-    if minor <= 13:
-        return "vllm-0.13", None if minor == 13 else (
-            f"v{version} is checked against vllm-0.13, the modelled release for 0.10–0.13")
-    if minor == 33:
-        return "vllm-0.33", None
-    return "vllm-0.33", (f"v{version} is checked against vllm-0.33, the modelled release for "
-                         "0.14 and later")
+    ordered = sorted(RULES.values(), key=lambda r: r.releases)
+    rules = next((r for r in ordered if minor <= r.releases[1]), ordered[-1])
+    if rules.covers(minor):
+        return rules.name, None
+    first, last = rules.releases
+    span = f"0.{first}" if first == last else f"0.{first}–0.{last}"
+    return rules.name, f"v{version} is checked against {rules.name}, read from {span}"

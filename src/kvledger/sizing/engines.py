@@ -60,6 +60,8 @@ def _vllm(model: ModelArch | str, point: Point, rules: str, terms: MemoryTerms,
     vdep = vllm_deployment(point.deployment, workload[1])
     if terms.gpu_memory_utilization is not None:
         vdep = replace(vdep, gpu_memory_utilization=terms.gpu_memory_utilization)
+    if terms.kv_cache_memory_bytes is not None:  # vLLM's own flag: the budget is not used
+        vdep = replace(vdep, kv_cache_memory_bytes=terms.kv_cache_memory_bytes)
     plan = make_vllm_plan(model, vdep, rules=rules, gpu=point.gpu,
                           weights_gib=terms.weights_gib, activation_gib=terms.activation_gib,
                           non_torch_gib=terms.non_torch_gib, cudagraph_gib=terms.cudagraph_gib,

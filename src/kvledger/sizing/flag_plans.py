@@ -112,6 +112,12 @@ def _vllm(model: ModelArch, deployment: Hashable, ask: PlanAsk) -> EnginePlan:
             raise ValueError(f"--gpu-memory-utilization {t.gpu_memory_utilization:g}: the "
                              f"command says {chosen:g}; give it once")
         deployment = replace(deployment, gpu_memory_utilization=t.gpu_memory_utilization)
+    if t.kv_cache_memory_bytes is not None:
+        chosen = deployment.kv_cache_memory_bytes
+        if chosen is not None and chosen != t.kv_cache_memory_bytes:
+            raise ValueError(f"--kv-cache-memory-bytes {t.kv_cache_memory_bytes}: the command "
+                             f"says {chosen}; give it once")
+        deployment = replace(deployment, kv_cache_memory_bytes=t.kv_cache_memory_bytes)
     return make_vllm_plan(model, deployment, rules=ask.vllm_rules, gpu=ask.gpu,
                           available_gib=t.available_gib, weights_gib=t.weights_gib,
                           activation_gib=t.activation_gib, non_torch_gib=t.non_torch_gib,
@@ -126,7 +132,8 @@ PLANNERS: Mapping[Engine, Callable[[ModelArch, Hashable, PlanAsk], EnginePlan]] 
 READS: Mapping[Engine, frozenset[str]] = {
     Engine.SGLANG: frozenset({"weights_gib", "available_gib"}),
     Engine.VLLM: frozenset({"weights_gib", "available_gib", "activation_gib", "non_torch_gib",
-                            "cudagraph_gib", "gpu_memory_utilization"}),
+                            "cudagraph_gib", "gpu_memory_utilization",
+                            "kv_cache_memory_bytes"}),
 }
 
 

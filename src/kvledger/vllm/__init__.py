@@ -1,6 +1,9 @@
 """vLLM's KV-cache rules, as data and small formulas, beside the SGLang planner.
 
-- rules.py: the release rule sets (`vllm-0.13`, `vllm-0.33`);
+- rules.py: the release rule sets (`vllm-0.13`, `vllm-0.24`, `vllm-0.27`, `vllm-0.32`,
+  `vllm-0.33`);
+- checkpoint.py: which state layers export prefill checkpoints (block and alignment);
+- backends.py: the MLA attention backend per GPU (block size, fp8 row, block stride);
 - deploy.py: VllmDeployment, the memory flags with vLLM's spellings;
 - flags.py: pasted `vllm serve …` / api_server commands → VllmDeployment;
 - layers.py: per-layer specs (attention, MLA, Mamba state) and state dtypes per model class;

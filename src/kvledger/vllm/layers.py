@@ -9,7 +9,9 @@
 
 `max_memory_usage_bytes` is what one request of max_model_len tokens can hold:
 attention `cdiv(max_model_len, block) × page`; Mamba `page × (1 + spec)` with
-mamba_cache_mode none, `page × (2 + spec)` with align (MambaSpec.max_memory_usage_bytes).
+mamba_cache_mode none, `page × (2 + spec + checkpoint)` with align
+(MambaSpec.max_memory_usage_bytes; `checkpoint` is num_prefill_checkpoint_blocks, 0 or 1, set
+by the layers `kvledger.vllm.checkpoint` names, in the releases that have it).
 
 State shapes follow `MambaStateShapeCalculator` (model_executor/layers/mamba/mamba_utils.py):
 Gated DeltaNet / KDA / Mamba2 conv states keep `conv_kernel − 1 + num_spec` rows of the
@@ -32,6 +34,7 @@ from dataclasses import dataclass
 from enum import Enum
 from math import prod
 
+from kvledger.core.errors import DeploymentError
 from kvledger.core.units import cdiv
 from kvledger.model.arch import Family
 
@@ -123,6 +126,7 @@ class MambaLayer:
     spec_blocks: int  # num_speculative_blocks = num_speculative_tokens
     align: bool
     page_size_padded: int | None = None
+    checkpoint_blocks: int = 0  # num_prefill_checkpoint_blocks (counted in align mode only)
 
     @property
     def real_page_bytes(self) -> int:
@@ -139,7 +143,9 @@ class MambaLayer:
 
     @property
     def blocks_per_request(self) -> int:
-        return (2 if self.align else 1) + self.spec_blocks
+        if self.align:
+            return 2 + self.spec_blocks + self.checkpoint_blocks
+        return 1 + self.spec_blocks
 
     def max_memory_usage_bytes(self, max_model_len: int) -> int:
         del max_model_len  # a state does not grow with the sequence
@@ -156,6 +162,10 @@ class SsmDtype(Enum):
     # (earlier releases defaulted to float16 there).
     FLOAT32 = "float32 default"
     ALWAYS_FLOAT32 = "always float32"  # KDA: kda_state_dtype returns float32 for the recurrence
+    # Kimi-K3's KDA (KimiK3DeltaAttention.get_state_dtype, models/kimi_k3/nvidia/kda.py) passes
+    # the flag on: kda_state_dtype keeps float32 for auto, takes float32 or bfloat16, and
+    # raises for anything else
+    KDA_FLAG = "float32 unless --mamba-ssm-cache-dtype float32 / bfloat16"
 
 
 # get_mamba_state_dtype_from_config of each hybrid model class vLLM ships.
@@ -168,7 +178,12 @@ SSM_DTYPE_RULE: dict[Family, SsmDtype] = {
     Family.JAMBA: SsmDtype.CONV,  # mamba1_state_dtype → _mamba_state_dtype
     # Glm5NextForCausalLM.get_mamba_state_dtype_from_config: MambaStateDtypeCalculator.kda_state_dtype
     Family.GLM5_NEXT: SsmDtype.ALWAYS_FLOAT32,
+    # KimiK3ForConditionalGeneration with the full-rank gate (its KimiK3DeltaAttention layers;
+    # without `use_full_rank_gate` vLLM builds Kimi-Linear's layer, whose rule is ALWAYS_FLOAT32)
+    Family.KIMI_K3: SsmDtype.KDA_FLAG,
 }
+# MambaStateDtypeCalculator.kda_state_dtype: the recurrent dtypes it accepts
+KDA_FLAG_DTYPES = ("auto", "float32", "bfloat16")
 
 _ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2}
 
@@ -180,6 +195,11 @@ def state_itemsizes(family: Family, config_ssm_dtype: str | None, mamba_cache_dt
     rule = SSM_DTYPE_RULE[family]
     if rule is SsmDtype.ALWAYS_FLOAT32:
         return conv, 4
+    if rule is SsmDtype.KDA_FLAG:
+        if mamba_ssm_cache_dtype not in KDA_FLAG_DTYPES:
+            raise DeploymentError(f"--mamba-ssm-cache-dtype {mamba_ssm_cache_dtype}: KDA recurrent "
+                                  "state supports only auto, float32, and bfloat16")
+        return conv, 4 if mamba_ssm_cache_dtype == "auto" else _ITEMSIZE[mamba_ssm_cache_dtype]
     if mamba_ssm_cache_dtype != "auto":
         return conv, _ITEMSIZE[mamba_ssm_cache_dtype]
     if rule is SsmDtype.FLOAT32:

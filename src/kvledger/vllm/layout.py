@@ -23,12 +23,15 @@ Decisions, in vLLM's order:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from math import gcd, lcm
 
 from kvledger.core.errors import DeploymentError
 from kvledger.core.gpus import GPU
-from kvledger.core.units import cdiv
+from kvledger.core.units import cdiv, round_up
 from kvledger.model.arch import AttnKind, LinearKind, ModelArch, ShardingError
 from kvledger.vllm.align import BlockAlignment, align_block
+from kvledger.vllm.backends import MlaBackend, mla_backend
+from kvledger.vllm.checkpoint import prefill_checkpoint
 from kvledger.vllm.deploy import KV_CACHE_DTYPES, VllmDeployment
 from kvledger.vllm.groups import KVCacheGroup, glm5_next_groups, group_size, kv_cache_groups
 from kvledger.vllm.layers import (
@@ -69,6 +72,11 @@ class VllmLayout:
     # GLM-5.3-Flash's kpool tail: a one-block scratch group per request (KpoolTailSpec),
     # aliased onto the indexer pages.
     kpool_tail: bool = False
+    # The MLA backend the rule set picks on the GPU (None: no table, or no MLA).
+    mla_backend: MlaBackend | None = None
+    # Block-outermost layouts (GLM-5.3-Flash) round a block to the lcm of every layer's
+    # block-stride alignment (`_get_kv_cache_bytes_per_block`); 1: no rounding.
+    block_stride_alignment_bytes: int = 1
 
     @property
     def block_tokens(self) -> int:
@@ -99,7 +107,8 @@ class VllmLayout:
         layers × indexer page. GLM-5.3-Flash's state and tail groups alias those tensors
         (`_glm5_next_tensor_layout`, v1/core/kv_cache_planning.py) and add nothing.
         """
-        return self.group_size * self.page_bytes + self.indexer_block_bytes
+        return round_up(self.group_size * self.page_bytes + self.indexer_block_bytes,
+                        self.block_stride_alignment_bytes)
 
     def blocks_for_len(self, tokens: int) -> int:
         """Blocks one request of `tokens` tokens takes from the shared pool: Σ over groups of
@@ -120,7 +129,28 @@ class VllmLayout:
         return self.blocks_for_len(self.max_model_len)
 
 
-def _attention(model: ModelArch, dep: VllmDeployment) -> AttentionLayer:
+def _backend(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
+             gpu: GPU | None) -> MlaBackend | None:
+    """The MLA backend of the rule set's table on a CUDA GPU; DeploymentError where vLLM has
+    none ("No valid attention backend found")."""
+    if model.attn is AttnKind.GQA or not rules.mla_backends or gpu is None or gpu.arch.is_rocm:
+        return None
+    assert model.mla is not None
+    sparse = model.attn is AttnKind.DSA
+    major = gpu.compute_capability[0]
+    backend = mla_backend(rules, sparse=sparse, major=major,
+                          quantized=dep.kv_cache_dtype != "auto",
+                          head_size=model.mla.kv_lora_rank + model.mla.qk_rope_head_dim)
+    if backend is None:
+        raise DeploymentError(
+            f"--gpu {gpu.name}: vLLM has no {'sparse ' if sparse else ''}MLA attention backend "
+            f"for SM {major}.x (No valid attention backend found; sparse MLA needs SM 9.0 or "
+            "newer)")
+    return backend
+
+
+def _attention(model: ModelArch, dep: VllmDeployment, backend: MlaBackend | None = None,
+               sparse_block_from_backend: bool = False) -> AttentionLayer:
     itemsize = KV_CACHE_DTYPES[dep.kv_cache_dtype] or MODEL_ITEMSIZE
     tp = dep.tensor_parallel_size
     if model.attn is AttnKind.GQA:
@@ -134,13 +164,21 @@ def _attention(model: ModelArch, dep: VllmDeployment) -> AttentionLayer:
     assert model.mla is not None
     head = model.mla.kv_lora_rank + model.mla.qk_rope_head_dim
     if model.attn is AttnKind.MLA:
-        return AttentionLayer(mla=True, num_kv_heads=1, head_size=head,
-                              itemsize=itemsize, block_tokens=FLASHMLA_BLOCK)
-    # DSA: DeepseekV32ForCausalLM.verify_and_update_config (model_executor/models/config.py)
-    # turns any fp8 --kv-cache-dtype into the packed "fp8_ds_mla" row; bfloat16 stays auto.
-    return AttentionLayer(mla=True, num_kv_heads=1, head_size=head, itemsize=itemsize,
-                          block_tokens=FLASHMLA_SPARSE_BLOCK,
-                          fp8_ds_mla=dep.kv_cache_dtype.startswith("fp8"))
+        # the backend's preferred block (get_preferred_block_size); FlashMLA's 64 without one
+        return AttentionLayer(mla=True, num_kv_heads=1, head_size=head, itemsize=itemsize,
+                              block_tokens=backend.preferred_block if backend else FLASHMLA_BLOCK)
+    # DSA: the backend decides whether a row is the packed "fp8_ds_mla" one
+    # (_canonicalize_sparse_mla_kv_cache_dtype); without a backend table any fp8 is.
+    quantized = dep.kv_cache_dtype.startswith("fp8")
+    if backend is None:
+        packed = quantized
+    else:
+        packed = backend.ds_mla_when_quantized if quantized else backend.ds_mla_when_auto
+    block = (backend.preferred_block if backend and sparse_block_from_backend
+             else FLASHMLA_SPARSE_BLOCK)
+    return AttentionLayer(mla=True, num_kv_heads=1, head_size=head,
+                          itemsize=1 if packed else itemsize, block_tokens=block,
+                          fp8_ds_mla=packed)
 
 
 def _mamba(model: ModelArch, dep: VllmDeployment, align: bool) -> MambaLayer:
@@ -172,12 +210,24 @@ def _mode(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
         caching = dep.mamba_cache_mode is MambaCacheMode.ALIGN or (
             dep.mamba_cache_mode is None and rules.hybrid_prefix_caching_default)
     mode = dep.mamba_cache_mode or (MambaCacheMode.ALIGN if caching else MambaCacheMode.NONE)
+    from_flag = dep.mamba_cache_mode is None
+    if (mode not in rules.mamba_cache_modes and from_flag
+            and rules.disables_unsupported_prefix_caching
+            and model.family not in rules.mamba_prefix_caching_families):
+        notes.append(f"--enable-prefix-caching: {rules.name} logs 'Hybrid or mamba-based model "
+                     "detected without support for prefix caching: disabling.' and starts "
+                     "without it")
+        return False, MambaCacheMode.NONE
     if mode not in rules.mamba_cache_modes:
+        experimental = (from_flag and rules.disables_unsupported_prefix_caching)
         raise DeploymentError(
             f"--mamba-cache-mode {mode.value}"
-            + (" (from --enable-prefix-caching)" if dep.mamba_cache_mode is None else "")
-            + f": {rules.name} supports {', '.join(sorted(m.value for m in rules.mamba_cache_modes))}"
-            " for hybrid models (it turns prefix caching off for them)")
+            + (" (from --enable-prefix-caching)" if from_flag else "")
+            + (f": {rules.name}'s experimental Mamba prefix caching for {model.family.value} "
+               "(mamba_block_size = block_size) is not modelled" if experimental else
+               f": {rules.name} supports "
+               f"{', '.join(sorted(m.value for m in rules.mamba_cache_modes))} for hybrid "
+               "models (it turns prefix caching off for them)"))
     if caching and mode is MambaCacheMode.NONE:
         notes.append("prefix caching with mamba_cache_mode none: only attention blocks are cached")
     return caching, mode
@@ -193,6 +243,12 @@ def _resolve(model: ModelArch, dep: VllmDeployment, rules: VllmRules, gpu: GPU |
             f"--max-model-len {dep.max_model_len}: exceeds the model's derived max_model_len "
             f"{model.max_context_tokens} (vLLM refuses it without VLLM_ALLOW_LONG_MAX_MODEL_LEN)")
     caching, mode = _mode(model, dep, rules, notes)
+    auto_fp8 = dict(rules.auto_kv_fp8_on_sm100).get(model.family)
+    if (auto_fp8 and dep.kv_cache_dtype == "auto" and gpu is not None and not gpu.arch.is_rocm
+            and gpu.compute_capability[0] == 10):
+        notes.append(f"--kv-cache-dtype auto: vLLM stores {auto_fp8} for {model.family.value} on "
+                     "SM10x (the model class's verify_and_update_config)")
+        dep = replace(dep, kv_cache_dtype=auto_fp8)
     if dep.max_num_seqs is None and gpu is None:
         notes.append(f"--max-num-seqs not given and no --gpu: assumed "
                      f"{rules.default_max_num_seqs(None)} (256 on GPUs under 70 GiB and A100s)")
@@ -218,28 +274,36 @@ def _block_size(model: ModelArch, dep: VllmDeployment, attention: AttentionLayer
 
 
 def _aligned(model: ModelArch, dep: VllmDeployment, rules: VllmRules, gpu: GPU | None,
-             attention: AttentionLayer, notes: list[str]
+             attention: AttentionLayer, notes: list[str], backend: MlaBackend | None = None
              ) -> tuple[AttentionLayer, MambaLayer, BlockAlignment]:
     """Step 4 for a hybrid: the block aligned to the Mamba page, the page padded."""
     sparse = model.attn is AttnKind.DSA
-    gdn = model.state is not None and model.state.kind.value == "gdn"
     align = dep.mamba_cache_mode is MambaCacheMode.ALIGN
     mamba = _mamba(model, dep, align)
+    # In align mode a layer that exports prefill checkpoints adds a block per request and, in
+    # the releases that lcm it, its alignment to the granule (kvledger.vllm.checkpoint).
+    checkpoint = prefill_checkpoint(model, gpu, rules) if align else None
     # The kernel block alignment is max(the backend's smallest kernel block, block_size):
-    # FlashMLASparse takes 64 only, so the forced 64 acts as the user's block.
+    # FlashMLASparse takes 64 only, so the forced 64 acts as the user's block; a dense MLA
+    # backend's smallest block (FLASHINFER_MLA 32, FLASHMLA 64) counts as one too.
+    user_block = FLASHMLA_SPARSE_BLOCK if sparse else dep.block_size
+    if backend is not None and not sparse:
+        user_block = max(user_block or 0, backend.smallest_block)
     granule = rules.granule_tokens(
-        user_block=FLASHMLA_SPARSE_BLOCK if sparse else dep.block_size, mla=attention.mla,
-        align=align, gdn=gdn, arch=None if gpu is None else gpu.arch)
+        user_block=user_block, mla=attention.mla,
+        align=align, checkpoint_tokens=checkpoint.alignment_tokens if checkpoint else None)
     alignment = align_block(attn_bytes_per_token=attention.bytes_per_token,
                             mamba_page_bytes=mamba.real_page_bytes, granule_tokens=granule,
                             block_size=attention.block_tokens)
     attention = replace(attention, block_tokens=alignment.block_tokens)
     assert dep.max_model_len is not None
     mamba = replace(mamba, block_tokens=alignment.block_tokens if align else dep.max_model_len,
-                    page_size_padded=alignment.attn_page_bytes)
-    if gpu is None and align and rules.gdn_align_checkpoint_tokens and gdn:
-        notes.append("no --gpu: the GDN prefill checkpoint alignment (Hopper, FlashInfer) "
-                     "is not applied to the block size")
+                    page_size_padded=alignment.attn_page_bytes,
+                    checkpoint_blocks=1 if checkpoint else 0)
+    if gpu is None and align and rules.checkpoint_exporters and model.state is not None \
+            and model.state.kind in (LinearKind.GDN, LinearKind.KDA):
+        notes.append("no --gpu: the prefill kernel, and so the prefill checkpoint alignment "
+                     "and block, depends on the GPU; none is assumed")
     return attention, mamba, alignment
 
 
@@ -262,13 +326,35 @@ def _indexer(model: ModelArch, attention: AttentionLayer,
     return indexer, num_indexer, tail
 
 
+def _block_stride(model: ModelArch, attention: AttentionLayer, backend: MlaBackend,
+                  gpu: GPU | None) -> int:
+    """lcm of the latent's and the indexer's block-stride alignments
+    (`KVCacheSpec.get_block_stride_alignment`): the latent's from its backend's
+    `customize_spec`; the indexer's from `Glm5NextIndexerBackend`'s kernel blocks, index_kpool ×
+    the paged-MQA page sizes (32 and 64 states, only 64 on SM120: utils/deep_gemm.py), made
+    `MultipleOf(the largest)` by `customize_attention_spec` (v1/worker/utils.py): a page of
+    gcd(that, block) tokens unless that is the whole block."""
+    assert model.indexer is not None
+    block = attention.block_tokens
+    latent = backend.stride_alignment_bytes(block_tokens=block,
+                                            row_bytes=attention.bytes_per_token,
+                                            quantized=attention.itemsize == 1)
+    kpool = model.indexer.kpool
+    largest = kpool * 64
+    kernel = gcd(largest, block)
+    index = 1 if kernel == block else IndexerLayer(
+        head_dim=model.indexer.head_dim, block_tokens=kernel, tokens_per_state=kpool).page_bytes
+    return lcm(latent, index)
+
+
 def vllm_layout(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
                 gpu: GPU | None = None) -> VllmLayout:
     """Resolve a vLLM deployment in the module doc's order; errors name the flag
     (DeploymentError)."""
     notes: list[str] = []
     dep = _resolve(model, dep, rules, gpu, notes)
-    attention = _attention(model, dep)
+    backend = _backend(model, dep, rules, gpu)
+    attention = _attention(model, dep, backend, rules.sparse_block_from_backend)
     if dep.num_speculative_tokens and model.num_draft_layers:
         notes.append(f"speculative decoding: the {model.num_draft_layers} MTP draft layer(s) "
                      "register KV-cache layers of their own in vLLM; kvledger counts only the "
@@ -276,7 +362,8 @@ def vllm_layout(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
     attention = _block_size(model, dep, attention, notes)
     mamba = alignment = None
     if model.is_hybrid:
-        attention, mamba, alignment = _aligned(model, dep, rules, gpu, attention, notes)
+        attention, mamba, alignment = _aligned(model, dep, rules, gpu, attention, notes,
+                                               backend)
     indexer, num_indexer, tail = None, 0, False
     sparse = model.attn is AttnKind.DSA
     if sparse:
@@ -290,9 +377,12 @@ def vllm_layout(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
             counts["mamba"] = model.num_linear_layers
         groups = kv_cache_groups(counts)
     assert dep.max_model_len is not None and dep.enable_prefix_caching is not None
+    stride = 1
+    if tail and backend is not None:  # GLM-5.3-Flash's block-outermost layout
+        stride = _block_stride(model, attention, backend, gpu)
     return VllmLayout(model=model, deployment=dep, rules=rules, gpu=gpu,
                       max_model_len=dep.max_model_len, prefix_caching=dep.enable_prefix_caching,
                       mamba_cache_mode=dep.mamba_cache_mode, attention=attention,
                       mamba=mamba, alignment=alignment, groups=tuple(groups),
                       notes=tuple(notes), indexer=indexer, num_indexer_layers=num_indexer,
-                      kpool_tail=tail)
+                      kpool_tail=tail, mla_backend=backend, block_stride_alignment_bytes=stride)

@@ -61,7 +61,9 @@ def per_request_ledger(lay: VllmLayout) -> Ledger:
             assert lay.mamba is not None
             blocks = lay.mamba.blocks_per_request
             detail = (f"{lay.mamba_cache_mode.value}: "
-                      f"{'2' if lay.mamba.align else '1'} + {lay.mamba.spec_blocks} speculative")
+                      f"{'2' if lay.mamba.align else '1'} + {lay.mamba.spec_blocks} speculative"
+                      + (f" + {lay.mamba.checkpoint_blocks} prefill checkpoint"
+                         if lay.mamba.align and lay.mamba.checkpoint_blocks else ""))
         rows.append(LedgerRow(component=f"group {i} ({group.kind}, {group.num_layers} layers)",
                               count=blocks, unit_bytes=lay.bytes_per_block, detail=detail))
     return Ledger(name="per request (max_model_len)", per="request", rows=tuple(rows))

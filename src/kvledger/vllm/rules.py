@@ -10,15 +10,31 @@ Sources (files under `vllm/` of each release):
   `v1/core/kv_cache_utils.py` `_report_kv_cache_config` logs
   `GPU KV cache size` as `num_blocks // len(groups) × min(block_size)`;
   `Worker.determine_available_memory` does not subtract a CUDA-graph estimate.
-- `vllm-0.33` (the default): prefix caching on by default puts hybrids in
-  `mamba_cache_mode=align` (`MambaModelConfig.verify_and_update_config`);
-  `_align_hybrid_block_size` raises the attention block to a multiple of a granule that is at
-  least 128 tokens for MLA and, in align mode, is lcm'd with the linear-attention prefill
-  kernel's checkpoint alignment (64 for Gated DeltaNet with FlashInfer's prefill on Hopper,
-  `_resolve_gdn_prefill_backend`); `get_kv_cache_configs` keeps the null block out of the
-  admission check; `kv_cache_utils.get_kv_cache_capacity` logs `GPU KV cache size` as
-  `int(max_concurrency × max_model_len)`; the CUDA-graph estimate is subtracted from the
-  available memory (default since v0.21); `gpu_memory_utilization` defaults to 0.92.
+- `vllm-0.24` (v0.24.0–v0.26.0, read in each wheel's source): a hybrid gets no prefix caching
+  by default (`ModelConfig.is_prefix_caching_supported` is False for attn_type "hybrid" until
+  v0.27.0); `--enable-prefix-caching` puts it in `mamba_cache_mode=align`; `_align_hybrid_block_size` raises the attention
+  block to a multiple of max(smallest kernel block, --block-size), no MLA floor and no
+  checkpoint lcm; `MambaSpec.max_memory_usage_bytes` is page × (2 + num_speculative_blocks) in
+  align mode (the class has no num_prefill_checkpoint_blocks); the token line is
+  `int(max_concurrency × max_model_len)` (`get_kv_cache_capacity`, v1/core/kv_cache_utils.py);
+  `gpu_memory_utilization` 0.92 (config/cache.py); its MLA backends (`MLA_CHOICES_024`:
+  sparse MLA is FlashMLA's on SM90, and the first backend's preferred block is the block).
+  Checked against vLLM 0.24.0's own planning on 200 deployments (tests/oracle). (Its `all`
+  mode is not modelled.)
+- `vllm-0.27` (v0.27.0–v0.31.0): as 0.24, plus prefix caching on by default for hybrids and
+  the MLA granule floor of 128 tokens
+  (`kernel_block_alignment_size = max(kernel_block_alignment_size, 128)` from v0.27.0).
+  v0.29.0 adds `MambaSpec.num_prefill_checkpoint_blocks`, set only by Kimi-K3's KDA there.
+  No MLA backend table (not checked against these releases' planning): FlashMLA's 64 block.
+- `vllm-0.32` (v0.32.0): Mamba2 mixers and GLM-5.3-Flash's KDA (FlashKDA) set one prefill
+  checkpoint block (`MambaMixer2.get_kv_cache_spec`, models/glm5next/common/kda.py).
+- `vllm-0.33` (the default, v0.33.0): Gated DeltaNet with the FlashInfer prefill sets one too
+  (`QwenGatedDeltaNetAttention.get_kv_cache_spec`), and in align mode the block granule is
+  lcm'd with the layers' checkpoint alignment (`_align_hybrid_block_size`,
+  `get_mamba_prefill_checkpoint_alignment`); `get_kv_cache_configs` keeps the null block out
+  of the admission check; the CUDA-graph estimate is subtracted from the available memory
+  (default since v0.21); `request_memory` takes the ceiling. Who exports a checkpoint on which
+  GPU: `kvledger.vllm.checkpoint`.
 
 What each 0.33 rule rests on:
 - MLA granule ≥ 128: `_align_hybrid_block_size` sets
@@ -33,12 +49,13 @@ What each 0.33 rule rests on:
   `math.ceil(total_memory × gpu_memory_utilization)`, read.
 - 0.92: `vllm/config/cache.py`, `gpu_memory_utilization = Field(default=0.92, …)`, quoted by
   a deployment audit of the release (older releases: 0.9).
-- GDN lcm 64 on Hopper: `_resolve_gdn_prefill_backend` (model_executor/layers/mamba/gdn/)
-  does pick FlashInfer's prefill on SM90 (and on SM10.x with head_k_dim 128 and CUDA ≥ 13);
-  the lcm with its 64-token checkpoint in `_align_hybrid_block_size` comes from the oracle
-  notes, not from source kvledger could read, and is applied on Hopper only.
+- checkpoint blocks and the lcm: `MambaSpec.max_memory_usage_bytes`
+  (v1/kv_cache_interface.py) and `_align_hybrid_block_size` (platforms/interface.py), read in
+  the v0.33.0 wheel; the releases where each exporter appears, in the v0.24.0–v0.33.0 wheels.
 
 >>> r13, r33 = RULES["vllm-0.13"], RULES["vllm-0.33"]
+>>> RULES.names
+('vllm-0.13', 'vllm-0.24', 'vllm-0.27', 'vllm-0.32', 'vllm-0.33')
 >>> r13.hybrid_prefix_caching_default, r33.hybrid_prefix_caching_default
 (False, True)
 >>> r13.logged_tokens, r33.logged_tokens
@@ -50,9 +67,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from kvledger.core.gpus import GPU, GpuArch
+from kvledger.core.gpus import GPU
 from kvledger.core.registry import RuleRegistry
 from kvledger.core.units import GiB
+from kvledger.model.arch import Family
+from kvledger.vllm.backends import MLA_CHOICES_024, MLA_CHOICES_033, MlaChoice
+from kvledger.vllm.checkpoint import CheckpointExporter
 
 
 class LoggedTokens(Enum):
@@ -72,20 +92,41 @@ class MambaCacheMode(Enum):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class VllmRules:
     name: str
+    # The 0.x minor releases whose source this rule set was read from (first, last); patch
+    # releases are assumed to keep their minor's rules.
+    releases: tuple[int, int]
     # EngineArgs default of --gpu-memory-utilization
     default_gpu_memory_utilization: float
     # Whether a hybrid model gets prefix caching (and so mamba_cache_mode align) by default.
     hybrid_prefix_caching_default: bool
     # Mamba cache modes the release accepts for a hybrid model.
     mamba_cache_modes: frozenset[MambaCacheMode]
+    # --enable-prefix-caching on a hybrid whose model class lacks Mamba prefix-caching support
+    # is turned off with "…without support for prefix caching: disabling." and vLLM starts
+    # (0.13's MambaModelConfig.verify_and_update_config); the classes that have it keep an
+    # experimental mode kvledger does not model (mamba_block_size = block_size).
+    disables_unsupported_prefix_caching: bool = False
+    mamba_prefix_caching_families: frozenset[Family] = frozenset()
     # Smallest block the attention kernels take (FlashAttention / FlashInfer: multiples of 16).
     kernel_block_tokens: int = 16
     # MLA layers: the hybrid block granule is at least this many tokens (None: no floor).
     mla_granule_floor_tokens: int | None
-    # In align mode, the granule is lcm'd with the GDN prefill kernel's checkpoint alignment on
-    # these GPU architectures (None: not in this release).
-    gdn_align_checkpoint_tokens: int | None
-    gdn_align_archs: frozenset[GpuArch] = frozenset()
+    # State layers that set MambaSpec.num_prefill_checkpoint_blocks = 1 (kvledger.vllm.checkpoint).
+    checkpoint_exporters: frozenset[CheckpointExporter] = frozenset()
+    # In align mode the granule is lcm'd with the layers' prefill checkpoint alignment.
+    granule_lcm_checkpoint: bool = False
+    # CUDA runtime major vLLM's kernel choices see (the release's default wheel).
+    cuda_runtime_major: int = 13
+    # MLA attention backends in priority order (kvledger.vllm.backends); empty: FlashMLA's
+    # 64-token block on every GPU, the rule kvledger applied before the table was read.
+    mla_backends: tuple[MlaChoice, ...] = ()
+    # Sparse MLA's block is the backend's preferred one (v0.24.0: the first backend decides,
+    # `backend_cls.get_preferred_block_size`); False: 64, every backend's common size with the
+    # indexer's (0.33's `_preferred_block_size_for_backends` over all of them).
+    sparse_block_from_backend: bool = False
+    # Model classes whose verify_and_update_config makes `--kv-cache-dtype auto` fp8 on SM10x
+    # (model_executor/models/config.py), with the dtype they set.
+    auto_kv_fp8_on_sm100: tuple[tuple[Family, str], ...] = ()
     logged_tokens: LoggedTokens
     # get_kv_cache_configs: the admission check plans against usable blocks (null block out).
     check_reserves_null_block: bool
@@ -104,47 +145,64 @@ class VllmRules:
             return self.small_gpu_max_num_seqs
         return self.large_gpu_max_num_seqs
 
+    def covers(self, minor: int) -> bool:
+        """Whether v0.<minor>.x lies in the releases this rule set was read from."""
+        return self.releases[0] <= minor <= self.releases[1]
+
     def granule_tokens(self, *, user_block: int | None, mla: bool, align: bool,
-                       gdn: bool, arch: GpuArch | None) -> int:
+                       checkpoint_tokens: int | None) -> int:
         """The multiple the hybrid attention block is raised in (`_align_hybrid_block_size`)."""
         from math import lcm
 
         granule = max(self.kernel_block_tokens, user_block or 0)
         if mla and self.mla_granule_floor_tokens is not None:
             granule = max(granule, self.mla_granule_floor_tokens)
-        if (align and gdn and self.gdn_align_checkpoint_tokens is not None
-                and arch in self.gdn_align_archs):
-            granule = lcm(granule, self.gdn_align_checkpoint_tokens)
+        if align and self.granule_lcm_checkpoint and checkpoint_tokens:
+            granule = lcm(granule, checkpoint_tokens)
         return granule
 
+
+_ALIGN_MODES = frozenset({MambaCacheMode.NONE, MambaCacheMode.ALIGN})
+_LATER = dict(default_gpu_memory_utilization=0.92, hybrid_prefix_caching_default=True,
+              mamba_cache_modes=_ALIGN_MODES, logged_tokens=LoggedTokens.CONCURRENCY,
+              check_reserves_null_block=True, subtracts_cudagraph_estimate=True,
+              requested_memory_ceil=True)
+_EXPORTERS_032 = frozenset({CheckpointExporter.MAMBA2, CheckpointExporter.KDA_FLASHKDA})
 
 RULES: RuleRegistry[VllmRules] = RuleRegistry(
     (
         VllmRules(
             name="vllm-0.13",
+            releases=(10, 13),
             default_gpu_memory_utilization=0.9,
             hybrid_prefix_caching_default=False,
             mamba_cache_modes=frozenset({MambaCacheMode.NONE}),
+            disables_unsupported_prefix_caching=True,
+            # the model classes implementing SupportsMambaPrefixCaching in v0.13.0
+            # (nemotron_h.py, jamba.py, falcon_h1.py, granitemoehybrid.py, …)
+            mamba_prefix_caching_families=frozenset({Family.NEMOTRON_H, Family.JAMBA,
+                                                     Family.FALCON_H1,
+                                                     Family.GRANITE_MOE_HYBRID}),
             mla_granule_floor_tokens=None,
-            gdn_align_checkpoint_tokens=None,
             logged_tokens=LoggedTokens.BLOCKS_PER_GROUP,
             check_reserves_null_block=False,
             subtracts_cudagraph_estimate=False,
             requested_memory_ceil=False,
         ),
-        VllmRules(
-            name="vllm-0.33",
-            default_gpu_memory_utilization=0.92,
-            hybrid_prefix_caching_default=True,
-            mamba_cache_modes=frozenset({MambaCacheMode.NONE, MambaCacheMode.ALIGN}),
-            mla_granule_floor_tokens=128,
-            gdn_align_checkpoint_tokens=64,
-            gdn_align_archs=frozenset({GpuArch.HOPPER}),
-            logged_tokens=LoggedTokens.CONCURRENCY,
-            check_reserves_null_block=True,
-            subtracts_cudagraph_estimate=True,
-            requested_memory_ceil=True,
-        ),
+        VllmRules(name="vllm-0.24", releases=(24, 26), mla_granule_floor_tokens=None,
+                  mla_backends=MLA_CHOICES_024, sparse_block_from_backend=True,
+                  **{**_LATER, "hybrid_prefix_caching_default": False}),
+        VllmRules(name="vllm-0.27", releases=(27, 31), mla_granule_floor_tokens=128,
+                  **_LATER),
+        VllmRules(name="vllm-0.32", releases=(32, 32), mla_granule_floor_tokens=128,
+                  checkpoint_exporters=_EXPORTERS_032, **_LATER),
+        VllmRules(name="vllm-0.33", releases=(33, 33), mla_granule_floor_tokens=128,
+                  checkpoint_exporters=_EXPORTERS_032 | {CheckpointExporter.GDN_FLASHINFER},
+                  granule_lcm_checkpoint=True, mla_backends=MLA_CHOICES_033,
+                  # GlmMoeDsaForCausalLM / Glm5NextModelConfig.verify_and_update_config
+                  auto_kv_fp8_on_sm100=((Family.GLM_MOE_DSA, "fp8_e4m3"),
+                                        (Family.GLM5_NEXT, "fp8")),
+                  **_LATER),
     ),
     default="vllm-0.33",
     hint=" for --engine vllm",

@@ -25,7 +25,7 @@ _VLLM_DEFAULTS = VllmDeployment()
 _VLLM_WRITABLE = ("tensor_parallel_size", "data_parallel_size", "gpu_memory_utilization",
                   "max_model_len", "max_num_seqs", "kv_cache_dtype", "mamba_cache_dtype",
                   "mamba_ssm_cache_dtype", "block_size", "enable_prefix_caching",
-                  "enforce_eager")
+                  "enforce_eager", "kv_cache_memory_bytes")
 
 
 def vllm_command(model_ref: str, dep: VllmDeployment) -> str:
@@ -46,8 +46,7 @@ def vllm_command(model_ref: str, dep: VllmDeployment) -> str:
             words.append(flag if value else "--no-" + flag.removeprefix("--"))
         else:
             words += [flag, _value(value)]
-    unwritten = [n for n in ("kv_cache_memory_bytes", "mamba_cache_mode",
-                             "num_speculative_tokens")
+    unwritten = [n for n in ("mamba_cache_mode", "num_speculative_tokens")
                  if getattr(dep, n) != getattr(_VLLM_DEFAULTS, n)]
     assert not unwritten, f"vllm_command does not write VllmDeployment.{unwritten}"
     return shlex.join(words)

@@ -158,3 +158,22 @@ def test_vision_tower_counted_when_sized(load_dict):
     tower = (27 * (1024 * 3 * 1024 + 1024 * 1024 + 2 * 1024 * 4096) + 3 * 14 * 14 * 1024
              + 4096 * 4096 + 4096 * 7168)
     assert with_tower - load_dict(cfg).params.replicated == tower == 386_478_080
+
+
+def test_vllm_plans_kimi_k3(k3):
+    # vLLM 0.33: KimiK3DeltaAttention.get_state_dtype → kda_state_dtype(model dtype, auto, flag):
+    # conv bf16, recurrence float32 unless the flag says bfloat16 (models/kimi_k3/nvidia/kda.py)
+    from kvledger.core.errors import DeploymentError
+    from kvledger.vllm.deploy import VllmDeployment
+    from kvledger.vllm.layout import vllm_layout
+    from kvledger.vllm.rules import RULES as VLLM_RULES
+
+    lay = vllm_layout(k3, VllmDeployment(tensor_parallel_size=8), VLLM_RULES["vllm-0.33"])
+    assert lay.mamba.real_page_bytes == 3 * 36_864 // 8 * 2 + 12 * 128 * 128 * 4 == 814_080
+    half = vllm_layout(k3, VllmDeployment(tensor_parallel_size=8,
+                                          mamba_ssm_cache_dtype="bfloat16"),
+                       VLLM_RULES["vllm-0.33"])
+    assert half.mamba.real_page_bytes == 3 * 4_608 * 2 + 12 * 128 * 128 * 2
+    with pytest.raises(DeploymentError, match="supports only auto, float32, and bfloat16"):
+        vllm_layout(k3, VllmDeployment(mamba_ssm_cache_dtype="float16"),
+                    VLLM_RULES["vllm-0.33"])

@@ -21,7 +21,7 @@ ModelOpt = Annotated[str | None, typer.Option(
     "--model", help="Model config when the log names none kvledger can read (embedded name, "
     "repo id, config.json).")]
 RulesOpt = Annotated[str | None, typer.Option(
-    "--rules", help="Rule set when the log names no version (vllm-0.13, vllm-0.33, sglang-…).")]
+    "--rules", help="Rule set when the log names no version (vllm-0.13 … vllm-0.33, sglang-…).")]
 GpuOpt = Annotated[str | None, typer.Option("--gpu", help="GPU from the catalogue, where the "
                                             "block size depends on it.")]
 

@@ -20,10 +20,14 @@ NonTorchOpt = Annotated[float | None, typer.Option(
     "(default 0).")]
 CudagraphOpt = Annotated[float | None, typer.Option(
     "--cudagraph-gib", help="vLLM: CUDA-graph memory estimate per rank (GiB), subtracted under "
-    "the rule sets whose release does (vllm-0.33; not vllm-0.13) (default 0).")]
+    "the rule sets whose release does (vllm-0.24 and later; not vllm-0.13) (default 0).")]
 UtilizationOpt = Annotated[float | None, typer.Option(
     "--gpu-memory-utilization", help="vLLM: the share (0-1] of GPU memory vLLM may use "
     "(default: the rule set's, 0.9 or 0.92).")]
+
+KvCacheBytesOpt = Annotated[int | None, typer.Option(
+    "--kv-cache-memory-bytes", help="vLLM: the KV cache's bytes per rank, as vLLM's own flag "
+    "sets them (profiling skipped; the GPU's budget is not used).")]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,10 +38,12 @@ class VllmTerms:
     non_torch_gib: NonTorchOpt = None
     cudagraph_gib: CudagraphOpt = None
     gpu_memory_utilization: UtilizationOpt = None
+    kv_cache_memory_bytes: KvCacheBytesOpt = None
 
     def terms(self, *, weights_gib: float | None = None,
               available_gib: float | None = None) -> MemoryTerms:
         return MemoryTerms(weights_gib=weights_gib, available_gib=available_gib,
                            activation_gib=self.activation_gib, non_torch_gib=self.non_torch_gib,
                            cudagraph_gib=self.cudagraph_gib,
-                           gpu_memory_utilization=self.gpu_memory_utilization)
+                           gpu_memory_utilization=self.gpu_memory_utilization,
+                           kv_cache_memory_bytes=self.kv_cache_memory_bytes)

@@ -1,0 +1,150 @@
+"""MLA attention backends: which one vLLM picks on a GPU, and what that does to the cache.
+
+vLLM walks a priority list per compute capability (`_get_backend_priorities`,
+vllm/platforms/cuda.py) and takes the first backend whose checks pass (capability, sparse or
+dense, head size, quantised KV). The backend then decides three cache facts:
+- the block size: `get_preferred_block_size` keeps the default 16 when the backend's kernel
+  block sizes accept it, else their smallest (v1/attention/backend.py); with the sparse
+  indexer beside it (kernel block 64) every sparse-MLA block is 64;
+- the fp8 row: FLASHMLA_SPARSE stores quantised rows as `fp8_ds_mla` (656 B for a 576-element
+  latent), FLASHINFER_MLA_SPARSE_SM120 does so for `auto` and fp8 too
+  (`_canonicalize_sparse_mla_kv_cache_dtype`, model_executor/layers/attention/
+  mla_attention.py); the others keep the raw row;
+- the block stride alignment a block-outermost layout rounds to (`customize_spec`:
+  `align_blocks_to_rows(spec, n)` is n rows; FLASHMLA_SPARSE's `MultipleOf(64)` off SM100
+  with quantised KV is a page of gcd(64, block) tokens, or none when that is the block).
+
+The 0.33 table below was read in each backend under v1/attention/backends/mla/ (its
+`get_supported_kernel_block_sizes`, `supports_compute_capability`, `customize_spec`) and
+matches what vLLM 0.33.0 picked on every GPU of the differential grid (oracle/vllm).
+
+>>> from kvledger.vllm.rules import RULES
+>>> r33 = RULES["vllm-0.33"]
+>>> [mla_backend(r33, sparse=False, major=m, quantized=False, head_size=576).name
+...  for m in (8, 9, 10, 12)]
+['TRITON_MLA', 'FLASH_ATTN_MLA', 'FLASHINFER_MLA', 'TRITON_MLA']
+>>> mla_backend(r33, sparse=False, major=9, quantized=True, head_size=576).preferred_block
+64
+>>> mla_backend(r33, sparse=True, major=8, quantized=False, head_size=576) is None
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import gcd
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kvledger.vllm.rules import VllmRules
+
+DEFAULT_BLOCK = 16  # CacheConfig.DEFAULT_BLOCK_SIZE
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MlaBackend:
+    name: str
+    kernel_blocks: tuple[int, ...] = ()  # exact kernel block sizes
+    kernel_multiple_of: int | None = None  # MultipleOf(n)
+    ds_mla_when_quantized: bool = False  # fp8 rows stored as fp8_ds_mla
+    ds_mla_when_auto: bool = False  # `auto` stored as fp8_ds_mla too
+    stride_rows: int | None = None  # align_blocks_to_rows(spec, n)
+    stride_multiple_of_when_quantized: int | None = None  # MultipleOf(n) for quantised KV
+
+    @property
+    def smallest_block(self) -> int:
+        return self.kernel_multiple_of or min(self.kernel_blocks)
+
+    @property
+    def preferred_block(self) -> int:
+        """`get_preferred_block_size(16)`."""
+        if DEFAULT_BLOCK in self.kernel_blocks or (
+                self.kernel_multiple_of and DEFAULT_BLOCK % self.kernel_multiple_of == 0):
+            return DEFAULT_BLOCK
+        return self.smallest_block
+
+    def stride_alignment_bytes(self, *, block_tokens: int, row_bytes: int,
+                               quantized: bool) -> int:
+        """`get_block_stride_alignment` of the latent spec (1: none)."""
+        if self.stride_rows:
+            return self.stride_rows * row_bytes
+        multiple = self.stride_multiple_of_when_quantized if quantized else None
+        if multiple is None or gcd(multiple, block_tokens) == block_tokens:
+            return 1
+        return gcd(multiple, block_tokens) * row_bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MlaChoice:
+    """One entry of a priority list: `backend` serves these cases."""
+
+    sparse: bool
+    majors: frozenset[int]  # compute capability majors
+    backend: MlaBackend
+    quantized: bool | None = None  # None: either
+    head_size: int | None = None  # None: any
+
+
+TRITON_MLA = MlaBackend(name="TRITON_MLA", kernel_multiple_of=16)
+FLASH_ATTN_MLA = MlaBackend(name="FLASH_ATTN_MLA", kernel_multiple_of=16)  # SM90, no fp8 KV
+FLASHMLA = MlaBackend(name="FLASHMLA", kernel_blocks=(64,))
+FLASHINFER_MLA = MlaBackend(name="FLASHINFER_MLA", kernel_blocks=(32, 64))
+FLASH_ATTN_MLA_SPARSE = MlaBackend(name="FLASH_ATTN_MLA_SPARSE", kernel_multiple_of=64,
+                                   stride_rows=1)
+FLASHMLA_SPARSE = MlaBackend(name="FLASHMLA_SPARSE", kernel_multiple_of=64,
+                             ds_mla_when_quantized=True, stride_multiple_of_when_quantized=64)
+FLASHINFER_MLA_SPARSE_SM90 = MlaBackend(name="FLASHINFER_MLA_SPARSE_SM90",
+                                        kernel_multiple_of=64, stride_rows=1)
+FLASHINFER_MLA_SPARSE = MlaBackend(name="FLASHINFER_MLA_SPARSE", kernel_multiple_of=32,
+                                   stride_rows=32)
+FLASHINFER_MLA_SPARSE_SM120 = MlaBackend(name="FLASHINFER_MLA_SPARSE_SM120",
+                                         kernel_multiple_of=64, ds_mla_when_quantized=True,
+                                         ds_mla_when_auto=True)
+
+# v0.24.0's FlashInfer sparse kernel takes blocks of 32 or 64 (v1/attention/backends/mla/
+# flashinfer_mla_sparse.py); 0.33's is MultipleOf(32) with 32-row strides.
+FLASHINFER_MLA_SPARSE_024 = MlaBackend(name="FLASHINFER_MLA_SPARSE", kernel_blocks=(32, 64))
+
+# vLLM 0.33's `_get_backend_priorities` for MLA, reduced to the first backend whose checks
+# pass for the cases kvledger's models reach (bfloat16 checkpoints, 512- or 576-wide latents).
+MLA_CHOICES_033 = (
+    MlaChoice(sparse=False, majors=frozenset({10}), backend=FLASHINFER_MLA),
+    MlaChoice(sparse=False, majors=frozenset({9}), quantized=False, backend=FLASH_ATTN_MLA),
+    MlaChoice(sparse=False, majors=frozenset({9}), quantized=True, backend=FLASHMLA),
+    MlaChoice(sparse=False, majors=frozenset({8, 12}), backend=TRITON_MLA),
+    # SM90: FlashInfer's sparse kernel first for a 512-wide latent, FlashAttention's otherwise;
+    # FlashMLA's sparse kernel for fp8
+    MlaChoice(sparse=True, majors=frozenset({9}), head_size=512,
+              backend=FLASHINFER_MLA_SPARSE_SM90),
+    MlaChoice(sparse=True, majors=frozenset({9}), quantized=False,
+              backend=FLASH_ATTN_MLA_SPARSE),
+    MlaChoice(sparse=True, majors=frozenset({9}), quantized=True, backend=FLASHMLA_SPARSE),
+    # SM100: FlashInfer's sparse kernel for fp8; FlashMLA's (or FA4's) for bfloat16
+    MlaChoice(sparse=True, majors=frozenset({10}), quantized=True, backend=FLASHINFER_MLA_SPARSE),
+    MlaChoice(sparse=True, majors=frozenset({10}), quantized=False, backend=FLASHMLA_SPARSE),
+    MlaChoice(sparse=True, majors=frozenset({12}), backend=FLASHINFER_MLA_SPARSE_SM120),
+)
+
+
+def mla_backend(rules: VllmRules, *, sparse: bool, major: int, quantized: bool,
+                head_size: int) -> MlaBackend | None:
+    """The backend `rules` pick, or None when none serves the case (vLLM refuses: "No valid
+    attention backend found")."""
+    for choice in rules.mla_backends:
+        if (choice.sparse is sparse and major in choice.majors
+                and choice.quantized in (None, quantized)
+                and choice.head_size in (None, head_size)):
+            return choice.backend
+    return None
+
+
+# v0.24.0's: the same dense choices; sparse MLA on SM90 is FlashMLA's for either dtype. Matches
+# what vLLM 0.24.0's own planning picked on every GPU of a 200-deployment grid sample.
+MLA_CHOICES_024 = (
+    *(choice for choice in MLA_CHOICES_033 if not choice.sparse),
+    MlaChoice(sparse=True, majors=frozenset({9}), backend=FLASHMLA_SPARSE),
+    MlaChoice(sparse=True, majors=frozenset({10}), quantized=True,
+              backend=FLASHINFER_MLA_SPARSE_024),
+    MlaChoice(sparse=True, majors=frozenset({10}), quantized=False, backend=FLASHMLA_SPARSE),
+    MlaChoice(sparse=True, majors=frozenset({12}), backend=FLASHINFER_MLA_SPARSE_SM120),
+)
