@@ -27,7 +27,7 @@ Examples:
     28520512
     >>> v = kvledger.plan(flags="vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 2", gpu="H200")
     >>> v.engine.value, v.fit_at(32_768).requests, v.to_json()["schema"]
-    ('vllm', 132, 'kvledger.vllm-plan/1')
+    ('vllm', 126, 'kvledger.vllm-plan/1')
     >>> rows = kvledger.sweep("glm-5.3-flash", gpu="H200", tp=8, dp=[1, 8])
     >>> [(r.totals.ranks, r.totals.workers) for r in rows], rows.to_json()["schema"]
     ([(8, 1), (8, 8)], 'kvledger.sweep/1')

@@ -12,7 +12,7 @@ plan` and the Python API's `kvledger.plan` both plan here.
 [('sglang', 8), ('vllm', 8)]
 >>> plans_from_flags("vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 2", (Engine.VLLM,),
 ...                  PlanAsk(gpu="H200"))[0][0].fit_at(32_768).requests
-132
+126
 """
 
 from __future__ import annotations
