@@ -8,5 +8,6 @@ pages (page keys), l3 (the store tier's
 write-through and restores, --l3-size), workload / trace / generators / sources (what is replayed;
 draws: what generators draw from; tool_use, long_doc: two generators and their parameters),
 vllm_serving (a serving run through vLLM's block cache, `kvledger.blocks`: the first piece of
-`simulate --engine vllm`, not yet on the command line).
+`simulate --engine vllm`, not yet on the command line); fleet/ (replicas behind a router,
+`simulate --replicas`).
 """

@@ -42,7 +42,7 @@ from kvledger.sim.running import Running, kv_total_tokens
 from kvledger.sim.series import Constraint, TimeSeries, blocked_mask
 from kvledger.sim.setup import check_plan, policies_for, step_timer
 from kvledger.sim.timing import StepWork
-from kvledger.sim.workload import Workload
+from kvledger.sim.workload import Request, Workload
 
 Progress = Callable[[int, int], None]  # (requests done, requests total)
 
@@ -79,6 +79,8 @@ class Replay:
         self.unfinished: list[Unfinished] = []
         self.records: list[RequestRecord] = []
         self.pending = deque(self.workload.requests)
+        self.num_offered = len(self.workload.requests)
+        self.horizon_ms = float("inf")  # no arrival before this but those pending (a fleet's router sets it)
         self.waiting: deque[Running] = deque()
         self.decoding: list[Running] = []  # past prefill, generating
         self.chunked: Running | None = None  # the one request whose prefill is cut in chunks
@@ -88,6 +90,7 @@ class Replay:
         self.timed_transfer_bytes = 0
         self.timer, self.timing = step_timer(plan, config)
         self.timed_store_ms = 0.0  # store read time already charged to a step
+        self.report_at = 0  # progress is reported again once this many requests are done
 
     # ---- one step --------------------------------------------------------------------------
 
@@ -172,8 +175,9 @@ class Replay:
         """Decode-only steps that can be taken at once: up to the first finish, and up to
         the next arrival unless the queue is blocked on a ledger anyway."""
         steps = min(r.output_tokens - r.generated_tokens for r in self.decoding)
-        if self.pending and not (blocked and self.waiting):
-            gap = self.pending[0].arrival_ms - self.now_ms
+        next_ms = self.pending[0].arrival_ms if self.pending else self.horizon_ms
+        if next_ms < float("inf") and not (blocked and self.waiting):
+            gap = next_ms - self.now_ms
             steps = min(steps, max(1, int(np.ceil(gap / step_ms))))
         return max(steps, 1)
 
@@ -265,31 +269,47 @@ class Replay:
                                f"{len(running)} scheduled, {len(self.cache.running)} in the cache")
         self.cache.check_integrity()
 
-    def run(self) -> SimResult:
-        start = time.perf_counter()
-        total = len(self.workload.requests)
+    def offer(self, request: Request) -> None:
+        """Queue one more request (a fleet's router placing it at its arrival)."""
+        self.pending.append(request)
+        self.num_offered += 1
+
+    def advance(self, until_ms: float = float("inf")) -> None:
+        """Run every step that starts before `until_ms` (all of them by default); a later
+        arrival can only be offered once the clock is there."""
         every = self.config.integrity_every_steps
-        report_at = 0
+        total = self.num_offered
         while True:
             self._arrive()
             if not self.waiting and not self.num_running:
-                if not self.pending:
+                if not self.pending or self.pending[0].arrival_ms > until_ms:
                     break
                 self.now_ms = max(self.now_ms, self.pending[0].arrival_ms)
                 continue
+            if self.now_ms >= until_ms:
+                break
             self.step()
             if every and len(self.series) % every == 0:
                 self.check_integrity()
             done = self.counters.finished + len(self.unfinished)
-            if done >= report_at:
+            if done >= self.report_at:
                 for observer in self.progress:
                     observer(done, total)
-                report_at = done + max(total // 200, 1)
+                self.report_at = done + max(total // 200, 1)
+
+    def finish(self, wall_s: float) -> SimResult:
+        """The result once `advance()` has run everything offered."""
+        assert not self.pending and not self.waiting and not self.num_running, "unfinished run"
         self.check_integrity()
         for observer in self.progress:
-            observer(total, total)
-        return SimResult(summary=self._summary(time.perf_counter() - start), series=self.series,
+            observer(self.num_offered, self.num_offered)
+        return SimResult(summary=self._summary(wall_s), series=self.series,
                          requests=tuple(self.records))
+
+    def run(self) -> SimResult:
+        start = time.perf_counter()
+        self.advance()
+        return self.finish(time.perf_counter() - start)
 
     def _summary(self, wall_s: float) -> SimSummary:
         cap, cache, c = self.plan.capacity, self.cache, self.counters
@@ -307,7 +327,7 @@ class Replay:
                      "(indices only, no bytes moved)")
         evicted = self.host.device_evictions()  # tree units: pages
         return SimSummary(
-            workload=self.workload.name, num_requests=len(self.workload.requests),
+            workload=self.workload.name, num_requests=self.num_offered,
             page_tokens=self.page, token_pages=cache.rows.pages.capacity,
             state_slots=0 if cache.states is None else cache.states.capacity,
             max_running_requests=self.max_running,

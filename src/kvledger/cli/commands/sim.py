@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from kvledger.cli.app import check_finite, command, console, emit_json, user_errors
+from kvledger.cli.options.fleet import FleetInputs
 from kvledger.cli.options.groups import option_group
 from kvledger.cli.options.plan import JsonOpt, PlanInputs, plan_from
 from kvledger.cli.options.sim import LossyOpt, SimInputs
@@ -37,7 +38,8 @@ def _refuse_vllm(engine: str | None) -> None:
          "`kvledger plan`.")
 @option_group(PlanInputs, "inputs")
 @option_group(SimInputs, "sim")
-def simulate(ctx: typer.Context, inputs: PlanInputs, sim: SimInputs,
+@option_group(FleetInputs, "fleet")
+def simulate(ctx: typer.Context, inputs: PlanInputs, sim: SimInputs, fleet: FleetInputs,
              csv: Annotated[Path | None, typer.Option(
                  "--csv", help="Write the per-step time series here.", dir_okay=False)] = None,
              no_progress: Annotated[bool, typer.Option(
@@ -65,6 +67,16 @@ def simulate(ctx: typer.Context, inputs: PlanInputs, sim: SimInputs,
     with user_errors():
         _refuse_vllm(engine)
         plan, ignored = plan_from(inputs, ctx.args)
+        fleet.check()
+        if fleet.replicas is not None:
+            if compare or csv is not None or slot_economy is not None or lossy_checkpoints:
+                raise ValueError("--replicas: runs on its own (not with --compare, --csv, "
+                                 "--slot-economy or --lossy-checkpoints)")
+            from kvledger.cli.runners.sim_fleet import run_fleet
+
+            run_fleet(plan, sim, fleet, json=json, progress=not no_progress,
+                      ignored=list(ignored))
+            return
         if figure_dir is not None and not compare:
             raise ValueError("--figure-dir: needs --compare")
         if lossy_checkpoints is not None:

@@ -1,0 +1,8 @@
+"""Fleets: R replicas of one plan behind a router, each replica the single-rank replay.
+
+Files: probe (what a replica's device cache holds for a prompt, read-only), approx_tree (the
+SGLang router's approximate per-worker prefix tree), routers (the routing policies and their
+registry), capacity (what one replica serves per second under the step-time model, and the
+overload verdict), run (the lockstep clock that routes each arrival), summary (per-replica and
+fleet figures).
+"""
