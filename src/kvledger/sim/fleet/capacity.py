@@ -11,7 +11,7 @@ and decode share its steps); the work offered is what the run computed (prefill 
 cache hits, every decoded token) per second of the arrival span, so it counts the cache.
 
 Saturated: the offered load needs more than the fleet's replicas (busy > R), or the queue
-is seen to grow — the median queue wait of the last quarter of arrivals is at least 4× that
+is seen to grow — the median queue wait of the last quarter of arrivals is at least 1.5× that
 of the second quarter and over a second. `replicas_needed` is ceil(busy) at the offered
 load (at least 1).
 
@@ -30,7 +30,7 @@ import numpy as np
 from kvledger.sim.metrics import RequestRecord
 from kvledger.sim.timing import StepWork
 
-QUEUE_GROWTH_RATIO = 4.0
+QUEUE_GROWTH_RATIO = 1.5  # a queue growing from 0 at a steady rate gives 0.875 / 0.375 = 2.33
 QUEUE_GROWTH_MIN_MS = 1_000.0
 
 
@@ -68,7 +68,7 @@ def overload_verdict(*, busy: float, replicas: int, queue_grows: bool) -> Overlo
 
 
 def queue_grows(records: Sequence[RequestRecord]) -> bool:
-    """The median queue wait of the last quarter of arrivals ≥ 4× the second quarter's and
+    """The median queue wait of the last quarter of arrivals ≥ 1.5× the second quarter's and
     over a second: a backlog that builds up instead of draining."""
     if len(records) < 8:
         return False
