@@ -49,8 +49,9 @@ def test_table_names_the_router_and_the_fleet_row():
 
 @pytest.mark.parametrize(("args", "message"), [
     (("--router", "kv-aware"), "--router/--rate-scale: need --replicas R"),
-    (("--replicas", "0"), "--replicas 0: expected 1..256"),
-    (("--replicas", "2", "--rate-scale", "0"), "--rate-scale 0.0: expected a factor"),
+    (("--replicas", "0"), "--replicas 0: expected a positive integer"),
+    (("--replicas", "300"), "--replicas 300: expected a positive integer (at most 256)"),
+    (("--replicas", "2", "--rate-scale", "0"), "--rate-scale 0: expected a finite number in (0, 1,000,000]"),
     (("--replicas", "2", "--compare"), "--replicas: runs on its own"),
 ])
 def test_bad_fleet_input_is_one_error_line_and_exit_2(args, message):

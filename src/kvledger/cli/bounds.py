@@ -115,6 +115,9 @@ BOUNDS: dict[str, Bound] = {
     "--prefill-ms-per-token": _MS, "--decode-ms-per-token": _MS,
     "--roofline-overhead-ms": _MS,
     "--flops-efficiency": _EFFICIENCY, "--hbm-efficiency": _EFFICIENCY,
+    # fleets: `simulate --replicas` also holds itself to kvledger.sim.fleet.run.MAX_REPLICAS
+    "--replicas": _count(MAX_GPUS),
+    "--rate-scale": Bound(kind=Kind.NUMBER, high=MAX_TIME_SCALE, low_open=True),
 }
 HUMAN_FLAGS = frozenset(flag for flag, bound in BOUNDS.items() if bound.human)
 GPU_FLAGS = frozenset({"--gpu", "--time-gpu"})
@@ -150,5 +153,6 @@ def check_option(flag: str, value: object) -> None:
         return
     if flag in GPU_FLAGS and isinstance(value, str):
         check_gpus(flag, value)
-    elif (bound := BOUNDS.get(flag)) is not None:
+    elif (bound := BOUNDS.get(flag)) is not None and not isinstance(value, str):
+        # a text axis of the same name (`sweep --replicas 1,2`) bounds each of its values
         bound.check(flag, value)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Annotated
 
 import typer
 
+from kvledger.cli.bounds import check_option
+from kvledger.core.limits import check_count
 from kvledger.sim.fleet.routers import RouterKind
 from kvledger.sim.fleet.run import MAX_REPLICAS
 
@@ -34,9 +35,5 @@ class FleetInputs:
             if self.rate_scale is not None or self.router is not RouterKind.ROUND_ROBIN:
                 raise ValueError("--router/--rate-scale: need --replicas R")
             return
-        if not 1 <= self.replicas <= MAX_REPLICAS:
-            raise ValueError(f"--replicas {self.replicas}: expected 1..{MAX_REPLICAS}")
-        if self.rate_scale is not None and not (math.isfinite(self.rate_scale)
-                                                and 1e-6 <= self.rate_scale <= 1e6):
-            raise ValueError(f"--rate-scale {self.rate_scale}: expected a factor in "
-                             "[1e-06, 1e+06]")
+        check_count("--replicas", self.replicas, high=MAX_REPLICAS)  # tighter than its row
+        check_option("--rate-scale", self.rate_scale)
