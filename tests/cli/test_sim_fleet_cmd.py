@@ -59,3 +59,23 @@ def test_bad_fleet_input_is_one_error_line_and_exit_2(args, message):
     assert result.exit_code == 2
     assert result.output.strip().splitlines()[-1].startswith("error: ")
     assert message in result.output
+
+
+def test_a_single_rank_run_says_its_load_too():
+    doc = json.loads(invoke("--json").stdout)
+    assert doc["schema"] == "kvledger.simulate/2"
+    o = doc["overload"]
+    assert o["saturated"] is doc["latency"]["saturated"] is False
+    assert o["replicas_needed"] == 1 and 0 < o["busy_replicas"] < 1
+    assert o["replica_prefill_tokens_per_s"] > o["offered_prefill_tokens_per_s"]
+
+
+def test_a_saturated_single_rank_run_is_labelled():
+    """The shared synthetic trace at 100 times its rate: far more prefill than one rank
+    serves."""
+    result = runner.invoke(app, ["simulate", "--trace", "tests/data/synthetic_trace.jsonl",
+                                 "--num-requests", "400", "--time-scale", "0.01",
+                                 "--no-progress", "--json"])
+    doc = json.loads(result.stdout)
+    assert doc["overload"]["saturated"] is doc["latency"]["saturated"] is True
+    assert doc["overload"]["replicas_needed"] > 1

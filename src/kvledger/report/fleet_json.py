@@ -25,7 +25,7 @@ from typing import Any
 
 from kvledger.core.envelope import envelope
 from kvledger.report import hit_rates
-from kvledger.sim.fleet.summary import FleetSummary
+from kvledger.sim.fleet.summary import FleetSummary, LoadVerdict
 from kvledger.sim.latency import LatencyStats
 
 
@@ -42,10 +42,23 @@ def _rate(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
+def overload_json(v: FleetSummary | LoadVerdict, timing: str | None = None) -> dict[str, Any]:
+    """The `overload` block, in `simulate --replicas` and (one rank) `simulate` alike."""
+    o = v.overload
+    return {"saturated": o.saturated, "queue_grows": o.queue_grows,
+            "busy_replicas": round(o.busy_replicas, 4) if math.isfinite(o.busy_replicas)
+            else None,
+            "replicas_needed": o.replicas_needed,
+            "offered_prefill_tokens_per_s": _rate(v.offered_prefill_tokens_per_s),
+            "offered_decode_tokens_per_s": _rate(v.offered_decode_tokens_per_s),
+            "replica_prefill_tokens_per_s": round(v.rates.prefill_tokens_per_s, 3),
+            "replica_decode_tokens_per_s": round(v.rates.decode_tokens_per_s, 3),
+            "timing": timing if timing is not None else getattr(v, "timing", "")}
+
+
 def fleet_json(f: FleetSummary, *, ignored_flags: tuple[str, ...] = (),
                notes: tuple[str, ...] = ()) -> dict[str, Any]:
-    o = f.overload
-    sat = o.saturated
+    sat = f.overload.saturated
     body = {
         "workload": f.replicas[0].workload, "router": f.router, "replicas": len(f.replicas),
         "fleet": {"requests": f.requests, "finished": f.finished,
@@ -54,15 +67,7 @@ def fleet_json(f: FleetSummary, *, ignored_flags: tuple[str, ...] = (),
                   "rates": {"token_hit": f.token_hit_rate, "usable_hit": f.usable_hit_rate},
                   "load_imbalance": f.load_imbalance, "latency": _latency(f.latency, sat),
                   "time": {"simulated_ms": round(f.duration_ms, 3), "wall_s": round(f.wall_s, 3)}},
-        "overload": {"saturated": sat, "queue_grows": o.queue_grows,
-                     "busy_replicas": round(o.busy_replicas, 4)
-                     if math.isfinite(o.busy_replicas) else None,
-                     "replicas_needed": o.replicas_needed,
-                     "offered_prefill_tokens_per_s": _rate(f.offered_prefill_tokens_per_s),
-                     "offered_decode_tokens_per_s": _rate(f.offered_decode_tokens_per_s),
-                     "replica_prefill_tokens_per_s": round(f.rates.prefill_tokens_per_s, 3),
-                     "replica_decode_tokens_per_s": round(f.rates.decode_tokens_per_s, 3),
-                     "timing": f.timing},
+        "overload": overload_json(f),
         "per_replica": [
             {"replica": i, "requests": s.num_requests, "finished": s.counters.finished,
              "unfinished": len(s.unfinished),

@@ -7,7 +7,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from kvledger.sim.fleet.summary import FleetSummary
+from kvledger.sim.fleet.summary import FleetSummary, LoadVerdict
 from kvledger.sim.latency import LatencyStats
 
 
@@ -16,6 +16,26 @@ def _cells(lat: LatencyStats | None) -> list[str]:
         return ["–"] * 5
     return [f"{lat.ttft_ms.p50:,.0f}", f"{lat.ttft_ms.p95:,.0f}", f"{lat.tpot_ms.p50:,.1f}",
             f"{lat.tpot_ms.p95:,.1f}", f"{lat.output_tokens_per_s:,.0f}"]
+
+
+def overload_lines(v: FleetSummary | LoadVerdict) -> list[Text]:
+    """The offered load against what the replicas serve, and SATURATED when it is."""
+    o = v.overload
+    if v.offered_prefill_tokens_per_s is None:
+        offered = "offered load: every request arrives at once (no rate to size for)"
+    else:
+        offered = (f"offered load (after cache hits): {v.offered_prefill_tokens_per_s:,.0f} "
+                   f"prefill + {v.offered_decode_tokens_per_s:,.0f} decode tokens/s; one "
+                   f"replica serves {v.rates.prefill_tokens_per_s:,.0f} prefill or "
+                   f"{v.rates.decode_tokens_per_s:,.0f} decode tokens/s: "
+                   f"{o.busy_replicas:.2f} replicas busy")
+    lines = [Text(offered)]
+    if o.saturated:
+        why = "the queue only grows" if o.queue_grows else "the load exceeds the replicas"
+        need = f"; about {o.replicas_needed} replicas would hold it" if o.replicas_needed else ""
+        lines.append(Text(f"SATURATED: {why}{need}. Latency figures grow with the trace's "
+                          "length, not a steady state.", style="bold red"))
+    return lines
 
 
 def render_fleet(f: FleetSummary, console: Console) -> None:
@@ -33,19 +53,6 @@ def render_fleet(f: FleetSummary, console: Console) -> None:
                   f"{f.usable_hit_rate:.1%}", *_cells(f.latency), style="bold")
     parts: list = [table, Text(f"load imbalance (busiest replica's computed tokens / mean): "
                                f"{f.load_imbalance:.2f}")]
-    if f.offered_prefill_tokens_per_s is None:
-        offered = "offered load: every request arrives at once (no rate to size for)"
-    else:
-        offered = (f"offered load (after cache hits): {f.offered_prefill_tokens_per_s:,.0f} "
-                   f"prefill + {f.offered_decode_tokens_per_s:,.0f} decode tokens/s; one "
-                   f"replica serves {f.rates.prefill_tokens_per_s:,.0f} prefill or "
-                   f"{f.rates.decode_tokens_per_s:,.0f} decode tokens/s: "
-                   f"{o.busy_replicas:.2f} replicas busy")
-    parts.append(Text(offered))
-    if o.saturated:
-        why = "the queue only grows" if o.queue_grows else "the load exceeds the fleet"
-        need = f"; about {o.replicas_needed} replicas would hold it" if o.replicas_needed else ""
-        parts.append(Text(f"SATURATED: {why}{need}. Latency figures grow with the trace's "
-                          "length, not a steady state.", style="bold red"))
+    parts += overload_lines(f)
     parts.append(Text(f"step time: {f.timing}; replay took {f.wall_s:.1f} s", style="bold"))
     console.print(Group(*parts))

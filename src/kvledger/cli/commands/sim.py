@@ -107,11 +107,16 @@ def simulate(ctx: typer.Context, inputs: PlanInputs, sim: SimInputs, fleet: Flee
             result.series.write_csv(csv)
     doc = sim_json(result.summary, ignored_flags=ignored, notes=plan.notes,
                    csv=str(csv) if csv else None)
+    from kvledger.cli.runners.sim_fleet import add_single_rank_verdict
+
+    verdict = add_single_rank_verdict(doc, plan, sim, result)
     if json:
         emit_json(doc)
         return
     check_finite(doc)  # the table shows the same numbers
     render_sim(result.summary, console)
+    for line in verdict:
+        console.print(line)
     if csv is not None:
         console.print(f"time series: {len(result.series):,} rows → {csv}")
     for flag in ignored:

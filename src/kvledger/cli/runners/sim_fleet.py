@@ -50,3 +50,20 @@ def run_fleet(plan: SglangPlan, work: SimInputs, fleet: FleetInputs, *, json: bo
     render_fleet(summary, console)
     for flag in ignored:
         console.print(f"[yellow]ignored flag: {flag}[/]")
+
+
+def add_single_rank_verdict(doc: dict, plan: SglangPlan, work: SimInputs, result) -> list:
+    """One rank's overload verdict into `simulate`'s document (`overload`, and
+    `latency.saturated`); returns the table lines that say it."""
+    from kvledger.report.fleet_json import overload_json
+    from kvledger.report.fleet_view import overload_lines
+    from kvledger.sim.fleet.summary import assess
+    from kvledger.sim.setup import step_timer
+
+    config = work.config(plan)
+    timer, timing = step_timer(plan, config)
+    verdict = assess([result.summary], result.requests, timer,
+                     chunk_tokens=config.chunked_prefill_tokens)
+    doc["overload"] = overload_json(verdict, timing)
+    doc["latency"]["saturated"] = verdict.overload.saturated
+    return overload_lines(verdict)
