@@ -27,7 +27,10 @@ kvledger_version, ignored_flags, notes — the plan's assumptions, then the repl
     blocked_ms{code: ms}, binding (a code or null), peaks{pages_used, pages_pinned,
     slots_used, slots_pinned, running}, time{simulated_ms, steps, queue_ms_mean, wall_s},
     latency{model, ttft_ms{mean, p50, p95, p99}, tpot_ms{…}, output_tokens_per_s,
-    total_tokens_per_s} (ttft_ms and tpot_ms null when nothing finished)
+    total_tokens_per_s} (ttft_ms and tpot_ms null when nothing finished),
+    overload{…} (the rank's offered load against what it serves, and `saturated`; the block
+    of `kvledger.simulate-fleet/1`, `kvledger.report.fleet_json`), latency.saturated (the same
+    flag: a saturated run's latency grows with the trace's length)
 
 Codes (`binding`, `blocked_ms` keys): token_pages, state_slots, running_requests,
 prefill_budget. Major 2: these were prose in version 1, and `notes`/`ignored_flags` moved into
