@@ -20,6 +20,7 @@ Differences, each a simplification that keeps the policy's decisions:
 (2, 0)
 >>> t.smallest_tenant()
 1
+>>> t.check_integrity()
 """
 
 from __future__ import annotations
@@ -65,6 +66,18 @@ class ApproxTree:
             return 0, None
         access = node.tenant_to_access
         return depth, max(access, key=lambda t: access[t])
+
+    def check_integrity(self) -> None:
+        """Each tenant's size is the number of nodes stamped with it."""
+        counts = [0] * len(self.tenant_to_pages)
+        stack = [self.root]
+        while stack:
+            node = stack.pop()
+            for tenant in node.tenant_to_access:
+                counts[tenant] += 1
+            stack.extend(node.children.values())
+        if counts != self.tenant_to_pages:
+            raise RuntimeError(f"tenant sizes {self.tenant_to_pages}, nodes stamped {counts}")
 
     def smallest_tenant(self) -> int:
         """The tenant holding the fewest pages (first on ties): the most free cache."""
