@@ -62,7 +62,7 @@ def _view(replay: Replay, keys, max_pages: int) -> ReplicaView:
     return ReplicaView(
         outstanding_requests=len(replay.pending) + len(replay.waiting) + replay.num_running,
         active_pages=active, kv_usage=replay.cache.own_pages / pages if pages else 0.0,
-        probe=lambda: probe(tree, keys(), max_pages=max_pages))
+        probe=lambda: probe(tree, keys, max_pages=max_pages))
 
 
 def simulate_fleet(plan: SglangPlan, workload: Workload, config: SimConfig | None = None, *,
@@ -80,7 +80,9 @@ def simulate_fleet(plan: SglangPlan, workload: Workload, config: SimConfig | Non
     fleet = [Replay(plan, empty, config, ()) for _ in range(replicas)]
     page = fleet[0].page
     chooser = make_router(router, replicas, page)
-    router_keys = fleet[0].keyer.__class__(page)
+    keyer = fleet[0].keyer
+    for replay in fleet[1:]:
+        replay.keyer = keyer  # one interning of straddling pages: keys agree across replicas
     replica_of = []
     total = len(workload.requests)
     for n, request in enumerate(workload.requests):
@@ -88,8 +90,9 @@ def simulate_fleet(plan: SglangPlan, workload: Workload, config: SimConfig | Non
             replay.horizon_ms = request.arrival_ms
             replay.advance(request.arrival_ms)
         max_pages = (request.prompt_tokens - 1) // page
-        views = [_view(replay, _keys_of(replay, request), max_pages) for replay in fleet]
-        prompt_keys = router_keys.keys(request)[: request.prompt_tokens // page]
+        keys = keyer.keys(request)
+        views = [_view(replay, keys, max_pages) for replay in fleet]
+        prompt_keys = keys[: request.prompt_tokens // page]
         pick = chooser.choose(request, prompt_keys, views)
         fleet[pick].offer(request)
         replica_of.append(pick)
@@ -106,12 +109,3 @@ def simulate_fleet(plan: SglangPlan, workload: Workload, config: SimConfig | Non
                        replica_of=tuple(replica_of), wall_s=wall_s, timer=fleet[0].timer,
                        timing=fleet[0].timing)
 
-
-def _keys_of(replay: Replay, request):
-    memo = []
-
-    def keys():
-        if not memo:
-            memo.append(replay.keyer.keys(request))
-        return memo[0]
-    return keys
