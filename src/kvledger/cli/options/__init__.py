@@ -4,5 +4,6 @@
   engine choice (`--engine`, `--rules`) and `plan_from`;
 - `terms.py`: vLLM's memory terms (activations, non-torch, CUDA graphs, utilization);
 - `sim.py`: `SimInputs`, the workload and simulation options of `simulate`, `figures`, `report`;
+- `fleet.py`: `FleetInputs`, `simulate`'s `--replicas`, `--router`, `--rate-scale`;
 - `groups.py`: `option_group`, which folds a dataclass of options into one parameter.
 """
