@@ -59,9 +59,11 @@ def _burst(n: int) -> Workload:
 
 
 def test_more_replicas_never_worsen_p95_round_robin():
-    """Under round-robin with the linear step cost, R + 1 replicas give each replica a subset
-    of the requests R replicas gave it work for, and no prefix is shared: each replica's
-    queue only shortens, so the fleet's TTFT p95 cannot rise."""
+    """Identical-length prompts with no shared prefix, all arriving at once, under
+    round-robin and the linear step cost: every replica runs the same FCFS schedule over its
+    share, so a request's TTFT depends only on its position in its replica's queue. With R
+    replicas ceil(n / R) positions are used and fewer requests sit at each deep position, so
+    the TTFT multiset only shrinks as R grows: p95 cannot rise."""
     w = _burst(48)
     p95 = [summarize(simulate_fleet(PLAN, w, LINEAR, replicas=r, router=RouterKind.ROUND_ROBIN),
                      chunk_tokens=LINEAR.chunked_prefill_tokens).latency.ttft_ms.p95
