@@ -1,0 +1,103 @@
+"""check-log on real boot-log excerpts as users paste them (each fixture's header names its
+public source), and the paste shapes around them: clipped reprs, launch commands, flags
+after `--`, per-rank lines, two servers in one paste."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kvledger.logs.check import check_log
+from kvledger.logs.lines import LogError
+from kvledger.logs.reconcile import Status
+
+LOGS = Path(__file__).resolve().parents[1] / "data" / "logs"
+KT_1870 = LOGS / "sglang-kt-qwen3.5-397b-tp2-4090-ktransformers1870.log"
+QWEN35_397B = str(LOGS / "configs" / "qwen3.5-397b-a17b.json")
+
+
+def by_quantity(result):
+    return {row.quantity: row for row in result.rows}
+
+
+def test_ktransformers_1870_layout_exact_at_the_logged_counts():
+    # The layout at the logged counts (memory_pool.py: MambaPool K+1 slots, MHATokenToKVPool
+    # T+page rows): 83 slots x 45 GDN layers x (32 x 128 x 128 x 4 B) = 7.29 GiB ssm;
+    # 83 x 45 x 3 x 6,144 x 2 B = 0.13 GiB conv; 580,365 rows x 15 layers x 256 x 2 B = 4.15
+    # GiB each of K and V (TP 2: one of 2 KV heads per rank).
+    r = check_log(KT_1870.read_text(), model=QWEN35_397B, flags=("--tp", "2", "--context-length", "8192"))
+    rows = by_quantity(r)
+    for q in ("conv_state size (GB) at 82 slots", "ssm_state size (GB) at 82 slots",
+              "K size (GB)", "V size (GB)", "KV cache dtype", "context_len"):
+        assert rows[q].status is Status.EQUAL, q
+    assert (rows["ssm_state size (GB) at 82 slots"].logged, rows["K size (GB)"].logged) == ("7.29", "4.15")
+    # Known difference: the counts. The paste has no ServerArgs line, so mem_fraction_static
+    # (and ktransformers' fork's own reservations) are unknown; kvledger says what memory the
+    # logged counts take instead of guessing the fraction.
+    assert rows["#tokens (KV pool)"].status is Status.DIFFERS
+    assert "8.30 GiB of pool holds it" in rows["#tokens (KV pool)"].reason
+    assert "7.42 GiB of pool holds it" in rows["max_mamba_cache_size (state slots)"].reason
+
+
+def test_without_the_memory_line_counts_are_not_derivable_but_the_layout_is_checked():
+    text = "\n".join(line for line in KT_1870.read_text().splitlines() if "Load weight" not in line)
+    r = check_log(text, model=QWEN35_397B, flags=("--tp", "2", "--context-length", "8192"))
+    rows = by_quantity(r)
+    assert rows["#tokens (KV pool)"].status is Status.INFO
+    assert "not derivable" in rows["#tokens (KV pool)"].reason
+    assert rows["K size (GB)"].status is Status.EQUAL and not r.differs
+    # the same excerpt under the wrong TP: the layout check catches it (2 KV heads per rank)
+    wrong = check_log(text, model=QWEN35_397B, flags=("--tp", "1", "--context-length", "8192"))
+    assert "K size (GB)" in [d.quantity for d in wrong.differs]
+
+
+def test_sglang_kv_line_with_dtype_and_launch_command_anywhere():
+    # 0.5.2x's line carries the dtype first; the command is read wherever it is in the paste
+    text = ("some chatter\n"
+            "KV Cache is allocated. dtype: torch.bfloat16, #tokens: 100000, K size: 3.05 GB, "
+            "V size: 3.05 GB\n"
+            "python3 -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B \\\n"
+            "  --tp 2 --host 0.0.0.0\n")
+    rows = by_quantity(check_log(text))
+    assert rows["K size (GB)"].status is Status.EQUAL and rows["KV cache dtype"].status is Status.EQUAL
+
+
+def test_clipped_server_args_take_the_keys_there():
+    text = ("server_args=ServerArgs(model_path='meta-llama/Llama-3.1-8B', tp_size=2, ...\n"
+            "KV Cache is allocated. #tokens: 100000, K size: 3.05 GB, V size: 3.05 GB\n")
+    r = check_log(text)
+    assert by_quantity(r)["K size (GB)"].status is Status.EQUAL
+    assert any("clipped" in n for n in r.notes)
+
+
+def test_two_servers_in_one_paste_are_refused_with_the_line():
+    one = "KV Cache is allocated. #tokens: 100000, K size: 3.05 GB, V size: 3.05 GB\n"
+    with pytest.raises(LogError, match="two servers in one paste.*line 2"):
+        check_log(one + one.replace("100000", "90000"), model="llama-3.1-8b")
+
+
+def test_per_rank_memory_lines_take_the_smallest():
+    # ranks log their own free memory; SGLang sizes every rank from the MIN over ranks
+    text = KT_1870.read_text().replace("TP1] Load weight end. elapsed=654.79 s, type=Qwen3_5"
+                                       "MoeForConditionalGeneration, dtype=torch.bfloat16, "
+                                       "avail mem=19.08", "TP1] Load weight end. elapsed=654.79 "
+                                       "s, type=Qwen3_5MoeForConditionalGeneration, dtype=torch"
+                                       ".bfloat16, avail mem=19.01")
+    r = check_log(text, model=QWEN35_397B, flags=("--tp", "2", "--context-length", "8192"))
+    assert by_quantity(r)["avail mem after weights (GB = GiB)"].logged == "19.01"
+
+
+def test_vllm_clipped_args_and_host_line():
+    text = ("INFO [core.py:1] Initializing a V1 LLM engine (v0.13.0) with config: model='x'\n"
+            "non-default args: {'model': 'Qwen/Qwen3-Next-80B-A3B-Instruct', "
+            "'tensor_parallel_size': 2, 'max_model_len': 2621\n"
+            "Available KV cache memory: 44.59 GiB\n"
+            "GPU + host KV cache size: 2,000,000 tokens, Maximum concurrency for 262,144 "
+            "tokens per request: 20.00x\n")
+    r = check_log(text, flags=("--max-model-len", "262144"))
+    rows = by_quantity(r)
+    assert rows["GPU + host KV cache size (tokens)"].status is Status.INFO
+    assert "973,760" in rows["GPU + host KV cache size (tokens)"].reason
+    assert rows["Maximum concurrency (GPU + host)"].status is Status.INFO
+    assert any("clipped" in n for n in r.notes)
