@@ -101,3 +101,81 @@ def test_vllm_clipped_args_and_host_line():
     assert "973,760" in rows["GPU + host KV cache size (tokens)"].reason
     assert rows["Maximum concurrency (GPU + host)"].status is Status.INFO
     assert any("clipped" in n for n in r.notes)
+
+
+# --- one test per real excerpt (fixture header: source, version, how it is checked) ---
+
+LMCACHE_1739 = LOGS / "vllm-qwen3-14b-lmcache1739.log"
+CLUB_594 = LOGS / "vllm-qwen3.6-27b-fp8-tp2-club3090-594.log"
+TALOS_1995 = LOGS / "vllm-qwen3.8-27b-fp8-tp2-talos1995.log"
+VLLM_10517 = LOGS / "vllm-v0-llama-3.1-8b-rtx3090-vllm10517.log"
+SGL_11309 = LOGS / "sglang-deepseek-v3.2-exp-b200-tp8dp8-sglang11309.log"
+SGL_11309_MAIN = LOGS / "sglang-deepseek-v3.2-exp-b200-main-sglang11309.log"
+QWEN3_14B = str(LOGS / "configs" / "qwen3-14b.json")
+QWEN36_27B = str(LOGS / "configs" / "qwen3.6-27b.json")
+
+
+def test_lmcache_1739_qwen3_14b_reconciles():
+    # 40 layers x 8 KV heads x 128 x 2 (K, V) x 2 B = 163,840 B/token, block 16: 2,621,440 B
+    # per block; 6.51 GiB ± 0.005 gives 2,664 … 2,668 blocks, 42,656 = 2,666 x 16 among them;
+    # 2,666 / 2,048 blocks per 32,768-token request = 1.30.
+    r = check_log(LMCACHE_1739.read_text(), model=QWEN3_14B, rules="vllm-0.13")
+    rows = by_quantity(r)
+    assert rows["GPU KV cache size (tokens)"].status is Status.EQUAL
+    assert rows["Maximum concurrency"].status is Status.EQUAL
+    assert dict(r.derived)["bytes per block"] == "2,621,440" and not r.differs
+
+
+def test_talos_1995_inverted_count_says_what_memory_explains_it():
+    # Two lines only: 302,921 tokens inverts to 208 blocks of 25,690,112 B (block 1,568, the
+    # PR's own figure); 208 / 90 blocks per 131,072-token request = 2.31 as logged. The memory
+    # is not in the paste: 208 blocks need 4.98 … 5.00 GiB (the PR measured 4.99 GiB per GPU).
+    r = check_log(TALOS_1995.read_text(), model=QWEN36_27B, rules="vllm-0.24",
+                  flags=("--tensor-parallel-size", "2", "--kv-cache-dtype", "fp8_e4m3",
+                         "--enable-prefix-caching"))
+    rows = by_quantity(r)
+    assert rows["Maximum concurrency"].status is Status.EQUAL
+    assert dict(r.derived)["attention block size (tokens)"] == "1,568"
+    assert rows["GPU KV cache size (tokens)"].reason == ("4.98 … 5.00 GiB of KV cache memory "
+                                                         "gives 208 blocks")
+
+
+def test_club3090_594_clipped_args_known_difference():
+    # The args dict is clipped inside 'specula…': its speculative (draft) config is lost.
+    # Known difference, not a rule error: with the keys that remain, 5.33 GiB holds 222
+    # blocks (1.28x at 262,144) where vLLM logged 1.15x; the missing draft is what kvledger
+    # cannot see (a draft's KV layers and num_speculative_blocks change blocks per request).
+    r = check_log(CLUB_594.read_text(), model=QWEN36_27B, rules="vllm-0.24")
+    rows = by_quantity(r)
+    assert any("clipped" in n for n in r.notes)
+    assert rows["Maximum concurrency"].status is Status.DIFFERS
+    assert (rows["Maximum concurrency"].logged, rows["Maximum concurrency"].kvledger) == ("1.15", "1.28")
+    assert dict(r.derived)["num_gpu_blocks"] == "222"
+
+
+def test_vllm_10517_v0_log_is_refused_by_name():
+    with pytest.raises(LogError, match=r"line 7: a V0-engine log .*before 0\.10"):
+        check_log(VLLM_10517.read_text(), model="llama-3.1-8b")
+
+
+def test_sglang_11309_dsa_pool_with_index_keys_exact_at_the_logged_count():
+    # (975,424 + 64) rows x 61 layers x (656 scaled-fp8 latent + 132 index key) B = 43.67 GiB
+    # (fp8: B200, where DSA's auto KV dtype is fp8). The command is read from the paste.
+    r = check_log(SGL_11309.read_text(), model="deepseek-v3.2", flags=("--kv-cache-dtype", "fp8_e4m3"))
+    rows = by_quantity(r)
+    assert rows["KV size (GB)"].status is Status.EQUAL and rows["KV size (GB)"].logged == "43.67"
+    assert rows["#tokens (KV pool)"].status is Status.INFO
+    assert any("launch command on line 5" in n for n in r.notes)
+
+
+def test_sglang_11309_main_known_difference_the_log_left_out_the_index():
+    # Known engine difference: before sglang#11309 the allocation line's "KV size" excluded
+    # the index-key cache. kvledger's 65.49 GiB is the figure that PR states for the same
+    # pool ("KV size including index is actually 65.49 GB"); the logged 54.52 is the latent
+    # rows alone: 1,462,848 x 61 x 656 B.
+    r = check_log(SGL_11309_MAIN.read_text(), model="deepseek-v3.2",
+                  flags=("--tp", "8", "--dp", "8", "--enable-dp-attention",
+                         "--kv-cache-dtype", "fp8_e4m3"))
+    row = by_quantity(r)["KV size (GB)"]
+    assert (row.status, row.logged, row.kvledger) == (Status.DIFFERS, "54.52", "65.49")
+    assert round(1_462_848 * 61 * 656 / 2**30, 2) == 54.52

@@ -193,10 +193,14 @@ def _anchor_blocks(scan: LogScan, lay: VllmLayout, rule_set: VllmRules, rows: li
         blocks = [fact.int()]
     elif fact := scan.get("vllm_tokens"):
         blocks = _blocks_from_tokens(lay, fact.int())
+        # the count cannot be derived without the memory line: say what memory explains it
+        explain = (f"{blocks[0] * per_block / GiB:.2f} … {(blocks[-1] + 1) * per_block / GiB:.2f}"
+                   f" GiB of KV cache memory gives {span([f'{b:,}' for b in blocks])} blocks"
+                   if blocks else "")
         rows.append(Row(line_no=fact.line_no, quantity="GPU KV cache size (tokens)",
                         logged=f"{fact.int():,}", kvledger="(inverted to num_gpu_blocks)",
                         status=Status.INPUT if blocks else Status.DIFFERS,
-                        reason="" if blocks else "no num_gpu_blocks gives this token count "
+                        reason=explain if blocks else "no num_gpu_blocks gives this token count "
                         f"under {rule_set.name} with block {lay.block_tokens}"))
         notes.append("no 'Available KV cache memory' line: num_gpu_blocks inverted from the "
                      "logged token count")
