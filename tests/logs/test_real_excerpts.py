@@ -179,3 +179,19 @@ def test_sglang_11309_main_known_difference_the_log_left_out_the_index():
     row = by_quantity(r)["KV size (GB)"]
     assert (row.status, row.logged, row.kvledger) == (Status.DIFFERS, "54.52", "65.49")
     assert round(1_462_848 * 61 * 656 / 2**30, 2) == 54.52
+
+
+def test_a_named_sglang_release_picks_its_rule_set():
+    # the DSA page is 64 tokens under 0.5.21's rules and 64 x kpool under 0.5.23's
+    # (SPEC §2); a paste naming the image tag picks the rule set without --rules
+    body = "KV Cache is allocated. #tokens: 100000, K size: 3.05 GB, V size: 3.05 GB\n"
+    cmd = ("docker run lmsysorg/sglang:v0.5.23-cu129 python3 -m sglang.launch_server "
+           "--model-path meta-llama/Llama-3.1-8B --tp 2\n")
+    r = check_log(cmd + body)
+    assert (r.rules, r.version) == ("sglang-0.5.23", "0.5.23-cu129")
+    older = check_log(cmd.replace("v0.5.23-cu129", "v0.5.19") + body)
+    assert older.rules == "sglang-0.5.21"
+    assert any("checked against sglang-0.5.21, read from 0.5.21" in n for n in older.notes)
+    assert check_log(cmd + body, rules="sglang-0.5.21").rules == "sglang-0.5.21"
+    with pytest.raises(LogError, match="0.5.x"):
+        check_log(cmd.replace("v0.5.23-cu129", "v0.4.6") + body)

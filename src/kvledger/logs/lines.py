@@ -66,6 +66,9 @@ PATTERNS: tuple[Pattern, ...] = (
     # SGLang
     # the repr as logged, or clipped by the paste (no closing parenthesis: clipped.py)
     _p("sglang_server_args", Engine.SGLANG, r"server_args=ServerArgs\((.*?)(\)?)\s*$"),
+    # the release a paste names (the boot lines do not): image tag, pin, or stated version
+    _p("sglang_version", Engine.SGLANG,
+       r"(?:lmsysorg/sglang:v?|\bsglang==|\b[Ss][Gg][Ll]ang [Vv]ersion:? v?)([0-9]+\.[0-9]+\.[0-9][^\s,]*)"),
     _p("sglang_command", Engine.SGLANG,
        r"((?:python[0-9.]*\s+-m\s+sglang\.launch_server|sglang\s+serve)(?:\s.*)?)$"),
     _p("sglang_load_weight", Engine.SGLANG,

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 
 from kvledger.core.units import GiB
 from kvledger.logs.clipped import keyword_values
+from kvledger.logs.detect import sglang_rules_for
 from kvledger.logs.expected import missing_sglang_lines
 from kvledger.logs.lines import Engine, LogError, LogScan
 from kvledger.logs.reconcile import Reconciliation, Row, Status
@@ -105,6 +106,26 @@ def stated_deployment(scan: LogScan, flags: Sequence[str] = ()) -> _Stated:
         model = extra.model_ref or model
         notes.append(f"deployment flags after --: {' '.join(flags)}")
     return _Stated(deployment=dep, model=model, notes=tuple(notes))
+
+
+def _release(scan: LogScan, rules: str | None, notes: list[str]) -> tuple[str, str | None]:
+    """--rules when given, else the release the paste names (detect.sglang_rules_for), else
+    the default."""
+    fact = scan.get("sglang_version")
+    version = fact.value if fact else None
+    if rules is not None:
+        return rules, version
+    if fact is None:
+        notes.append(f"the paste names no SGLang version: checked against {DEFAULT_RULES} "
+                     "(pass --rules)")
+        return DEFAULT_RULES, None
+    try:
+        rule_set, note = sglang_rules_for(fact.value)
+    except LogError as exc:
+        raise LogError(f"line {fact.line_no}: {exc}") from None
+    notes.append(f"line {fact.line_no} names SGLang v{fact.value.lstrip('v')}: {rule_set}"
+                 + (f" ({note})" if note else ""))
+    return rule_set, version
 
 
 def _plans(scan: LogScan, model: str, dep: Deployment, rules: str
@@ -250,9 +271,7 @@ def reconcile_sglang(scan: LogScan, *, model: str | None = None, rules: str | No
     name = model or stated.model
     if name is None:
         raise LogError("the log names no model; pass --model")
-    rule_set = rules or DEFAULT_RULES
-    if rules is None:
-        notes.append(f"SGLang logs carry no version: checked against {rule_set} (pass --rules)")
+    rule_set, version = _release(scan, rules, notes)
     plans = _plans(scan, name, stated.deployment, rule_set)
     lay = plans[0].layout if plans else _layout(name, stated.deployment, rule_set)
     rows: list[Row] = []
@@ -272,7 +291,7 @@ def reconcile_sglang(scan: LogScan, *, model: str | None = None, rules: str | No
         notes.append("no 'Load weight end' line: the pools' layout is checked at the logged "
                      "counts; the counts themselves are not derivable")
     binding = plans[0].capacity.binding.value if plans else "not derivable (no free-memory line)"
-    return Reconciliation(engine=Engine.SGLANG, version=None, rules=rule_set, model=lay.model.name,
+    return Reconciliation(engine=Engine.SGLANG, version=version, rules=rule_set, model=lay.model.name,
                           rows=tuple(rows), binding=binding, derived=tuple(derived),
                           notes=tuple(notes + (list(plans[0].notes) if plans else list(lay.notes))),
                           missing=missing_sglang_lines(scan, has_state_pool=lay.state is not None))
