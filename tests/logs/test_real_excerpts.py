@@ -195,3 +195,19 @@ def test_a_named_sglang_release_picks_its_rule_set():
     assert check_log(cmd + body, rules="sglang-0.5.21").rules == "sglang-0.5.21"
     with pytest.raises(LogError, match="0.5.x"):
         check_log(cmd.replace("v0.5.23-cu129", "v0.4.6") + body)
+
+
+def test_miaai_94_one_line_capacity_is_read_known_difference_fork_drafter():
+    # Both quantities of vLLM's one-line capacity log are read (tokens, and the concurrency
+    # with its max_model_len 1,000,000). Known difference, not a rule error: the fork's
+    # layout (3,584-token blocks, a DFlash2 drafter's sliding-window groups, per the PR) is
+    # not upstream vLLM's; under vllm-0.33's rules (block 2,176, 469 blocks per request) no
+    # num_gpu_blocks gives the logged count, and kvledger says so instead of guessing.
+    path = LOGS / "vllm-fork-glm-5.3-flash-dgxspark-miaai94.log"
+    r = check_log(path.read_text(), model="glm-5.3-flash", rules="vllm-0.33",
+                  flags=("--tensor-parallel-size", "2", "--enable-prefix-caching"))
+    rows = by_quantity(r)
+    assert rows["GPU KV cache size (tokens)"].logged == "1,553,140"
+    assert rows["Maximum concurrency"].logged == "1.55"
+    assert "no num_gpu_blocks gives this token count" in rows["GPU KV cache size (tokens)"].reason
+    assert dict(r.derived)["attention block size (tokens)"] == "2,176"
