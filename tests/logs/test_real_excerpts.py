@@ -211,3 +211,31 @@ def test_miaai_94_one_line_capacity_is_read_known_difference_fork_drafter():
     assert rows["Maximum concurrency"].logged == "1.55"
     assert "no num_gpu_blocks gives this token count" in rows["GPU KV cache size (tokens)"].reason
     assert dict(r.derived)["attention block size (tokens)"] == "2,176"
+
+
+QWEN3_235B_KV = str(LOGS / "configs" / "qwen3-235b-a22b-kv-as-dense.json")
+
+
+def test_vllm_21348_sglang_half_layout_exact_count_not_derivable():
+    # (367,404 + 1) rows x 94 layers x 1 KV head per rank (4 / TP 4) x 128 x 2 B = 8.23 GiB
+    # each of K and V; the paste has no free-memory line, so the count itself is not derivable.
+    path = LOGS / "sglang-qwen3-235b-a22b-fp8-tp4-vllm21348.log"
+    with pytest.raises(LogError, match="not a config kvledger can read.*pass --model"):
+        check_log(path.read_text())
+    rows = by_quantity(check_log(path.read_text(), model=QWEN3_235B_KV))
+    assert rows["K size (GB)"].status is Status.EQUAL and rows["V size (GB)"].status is Status.EQUAL
+    assert rows["#tokens (KV pool)"].status is Status.INFO
+    assert "16.47 GiB of pool holds it" in rows["#tokens (KV pool)"].reason
+
+
+def test_vllm_21348_vllm_half_known_difference_unexplained():
+    # Known difference, not explained: 8.11 GiB holds 11,301 … 11,315 blocks of 770,048 B
+    # (94 layers x 8,192 B), 180,816 … 181,040 tokens; vLLM logged 178,880 (11,180 blocks,
+    # 8.02 GiB). The paste predates the releases kvledger's vLLM rules were read from (no
+    # version line; July 2025) and runs an LMCache connector; neither is modelled.
+    path = LOGS / "vllm-qwen3-235b-a22b-fp8-tp4-vllm21348.log"
+    r = check_log(path.read_text(), model=QWEN3_235B_KV, rules="vllm-0.13")
+    row = by_quantity(r)["GPU KV cache size (tokens)"]
+    assert (row.status, row.kvledger) == (Status.DIFFERS, "180,816 … 181,040")
+    assert dict(r.derived)["bytes per block"] == "770,048"
+    assert any("command on line 9" in n for n in r.notes)

@@ -134,6 +134,7 @@ def _plans(scan: LogScan, model: str, dep: Deployment, rules: str
     if load is None:
         return None
     avail, usage = float(load.groups[0]), float(load.groups[1])
+    _layout(model, dep, rules)  # an unreadable model is named as such, not as a misfit
     try:
         low = make_plan(model, dep, rules=rules, available_gib=avail - HALF_CENT,
                         weights_gib=usage + HALF_CENT)
@@ -146,7 +147,12 @@ def _plans(scan: LogScan, model: str, dep: Deployment, rules: str
 
 def _layout(model: str, dep: Deployment, rules: str) -> CacheLayout:
     try:
-        return resolve(load_model(model), dep, get_rules(rules))
+        arch = load_model(model)
+    except (ValueError, OSError) as exc:
+        raise LogError(f"the log's model {model!r} is not a config kvledger can read ({exc}); "
+                       "pass --model with an embedded name or a config.json") from None
+    try:
+        return resolve(arch, dep, get_rules(rules))
     except ValueError as exc:
         raise LogError(f"the log's deployment does not fit {model}: {exc}") from None
 
