@@ -239,3 +239,34 @@ def test_vllm_21348_vllm_half_known_difference_unexplained():
     assert (row.status, row.kvledger) == (Status.DIFFERS, "180,816 … 181,040")
     assert dict(r.derived)["bytes per block"] == "770,048"
     assert any("command on line 9" in n for n in r.notes)
+
+
+QWEN3_30B_KV = str(LOGS / "configs" / "qwen3-30b-a3b-kv-as-dense.json")
+
+
+def test_vllm_25350_fp8_kv_reconciles():
+    # 48 layers x 4 KV heads x 128 x 2 x 1 B (fp8) x 16 = 786,432 B per block; 10.55 GiB
+    # gives 14,397 … 14,411 blocks, 230,528 = 14,408 x 16 among them; 14,408 / 6,250 blocks
+    # per 100,000-token request = 2.31.
+    path = LOGS / "vllm-qwen3-30b-a3b-fp8kv-vllm25350.log"
+    r = check_log(path.read_text(), model=QWEN3_30B_KV, rules="vllm-0.13",
+                  flags=("--kv-cache-dtype", "fp8"))
+    rows = by_quantity(r)
+    assert rows["GPU KV cache size (tokens)"].status is Status.EQUAL
+    assert rows["Maximum concurrency"].status is Status.EQUAL and not r.differs
+    # without the flag after --, the bf16 default halves the blocks: the paste needs it
+    assert check_log(path.read_text(), model=QWEN3_30B_KV, rules="vllm-0.13").differs
+
+
+def test_vllm_17327_tp4_inverted_reconciles_concurrency():
+    # TP 4: one of 4 KV heads per rank, 48 x 128 x 2 x 2 B x 16 = 393,216 B per block;
+    # 198,784 tokens invert to 12,424 blocks, 12,424 / 512 = 24.27 as logged; the memory
+    # the paste lacks would be 4.55 GiB.
+    path = LOGS / "vllm-qwen3-30b-a3b-tp4-vllm17327.log"
+    r = check_log(path.read_text(), model=QWEN3_30B_KV, rules="vllm-0.13",
+                  flags=("--tensor-parallel-size", "4"))
+    rows = by_quantity(r)
+    assert rows["Maximum concurrency"].status is Status.EQUAL
+    assert dict(r.derived)["num_gpu_blocks"] == "12,424"
+    assert rows["GPU KV cache size (tokens)"].reason.startswith("4.55 … 4.55 GiB")
+    assert rows["Model loading (GiB)"].status is Status.INFO  # four ranks, one value
