@@ -26,86 +26,23 @@ line a count is not derivable, and its row says how much memory would explain it
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from kvledger.core.units import GiB
-from kvledger.logs.clipped import keyword_values
 from kvledger.logs.detect import sglang_rules_for
 from kvledger.logs.expected import missing_sglang_lines
 from kvledger.logs.lines import Engine, LogError, LogScan
 from kvledger.logs.reconcile import Reconciliation, Row, Status
+from kvledger.logs.sglang_args import stated_deployment
 from kvledger.model.config import load_model
 from kvledger.sglang.choices import KVDtype
-from kvledger.sglang.deploy import FIELD_FLAGS, Deployment
-from kvledger.sglang.launch import parse_flags
-from kvledger.sglang.launch.command import split_launch
-from kvledger.sglang.launch.parse import DIRECT_FIELDS
+from kvledger.sglang.deploy import Deployment
 from kvledger.sglang.ledger import draft_token_ledger, token_ledger
 from kvledger.sglang.plan import SglangPlan, make_plan
 from kvledger.sglang.resolve import CacheLayout, resolve
 from kvledger.sglang.rules import DEFAULT_RULES, get_rules
 
 HALF_CENT = 0.005  # half the last printed digit of a two-decimal GB figure
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Stated:
-    """The deployment a paste states, and where it came from."""
-    deployment: Deployment
-    model: str | None
-    notes: tuple[str, ...]
-
-
-def _server_args(text: str, whole: bool, line_no: int) -> tuple[list[str], str | None, list[str]]:
-    values, _, clipped = keyword_values(text, whole=whole)
-    if not values:
-        raise LogError(f"line {line_no}: ServerArgs(…) holds no key=value kvledger can read")
-    words: list[str] = []
-    for field in sorted(DIRECT_FIELDS):
-        flag = FIELD_FLAGS[field]
-        value = values.get(flag[2:].replace("-", "_"))
-        if value is None or value is False:
-            continue
-        words += [flag] if value is True else [flag, str(value)]
-    model = values.get("model_path")
-    notes = [f"line {line_no}: ServerArgs(…) is clipped; the {len(values)} keys it holds are "
-             "read, SGLang's defaults assumed for the rest"] if clipped else []
-    return words, model if isinstance(model, str) else None, notes
-
-
-def _parsed(words: Sequence[str] | str, where: str):
-    try:
-        return parse_flags(words)
-    except ValueError as exc:
-        raise LogError(f"{where}: {exc}") from None
-
-
-def stated_deployment(scan: LogScan, flags: Sequence[str] = ()) -> _Stated:
-    """ServerArgs, else a launch command, then `flags` (given after `--`) over either."""
-    notes: list[str] = []
-    model = None
-    if (args := scan.get("sglang_server_args")) is not None:
-        words, model, notes = _server_args(args.groups[0], args.groups[1] == ")", args.line_no)
-        parsed = _parsed(words, f"line {args.line_no}")
-    elif (cmd := scan.get("sglang_command")) is not None:
-        try:
-            launch = split_launch(cmd.value)
-        except ValueError as exc:
-            raise LogError(f"line {cmd.line_no}: {exc}") from None
-        parsed = _parsed(list(launch.flags), f"line {cmd.line_no}")
-        model = launch.model_ref or parsed.model_ref
-        notes.append(f"deployment taken from the launch command on line {cmd.line_no}")
-    else:
-        parsed = _parsed([], "defaults")
-        if not flags:
-            notes.append("no server_args line or launch command: SGLang's defaults assumed")
-    dep = parsed.deployment
-    if flags:
-        extra = _parsed(list(flags), "the flags after --")
-        dep = replace(dep, **{f: getattr(extra.deployment, f) for f in extra.set_fields})
-        model = extra.model_ref or model
-        notes.append(f"deployment flags after --: {' '.join(flags)}")
-    return _Stated(deployment=dep, model=model, notes=tuple(notes))
 
 
 def _release(scan: LogScan, rules: str | None, notes: list[str]) -> tuple[str, str | None]:
