@@ -270,3 +270,17 @@ def test_vllm_17327_tp4_inverted_reconciles_concurrency():
     assert dict(r.derived)["num_gpu_blocks"] == "12,424"
     assert rows["GPU KV cache size (tokens)"].reason.startswith("4.55 … 4.55 GiB")
     assert rows["Model loading (GiB)"].status is Status.INFO  # four ranks, one value
+
+
+def test_club3090_1261_target_and_draft_pools_are_not_two_servers():
+    # Each rank logs two allocation lines with the same #tokens: the target's pool, then the
+    # speculative draft's (it shares the target's token allocator). The target's layout is
+    # exact at the logged count: 454,113 rows x 16 layers x 2 KV heads x 256 x 1 B (fp8) =
+    # 3.46 GiB; the draft's layers are not in the model's config, so it is shown, not checked.
+    path = LOGS / "sglang-qwen3.6-27b-nvfp4-fp8kv-2x5090-club3090-1261.log"
+    r = check_log(path.read_text(), model=QWEN36_27B, flags=("--tp", "2", "--kv-cache-dtype", "fp8_e4m3"))
+    rows = by_quantity(r)
+    assert rows["K size (GB)"].status is Status.EQUAL and rows["KV cache dtype"].logged == "float8_e4m3fn"
+    draft = rows["draft model's token pool (GB)"]
+    assert (draft.status, draft.logged, draft.line_no) == (Status.INFO, "1.08, 1.08", 10)
+    assert not r.differs

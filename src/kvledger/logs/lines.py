@@ -15,7 +15,7 @@ engine-init line: the version and the config); each key is read once per line.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kvledger.core.engines import Engine  # re-exported: logs name the engine that wrote them
 
@@ -118,7 +118,7 @@ class LogScan:
         return self.facts.get(key)
 
     def engines(self) -> set[Engine]:
-        by_key = {p.key: p.engine for p in PATTERNS}
+        by_key = {p.key: p.engine for p in PATTERNS} | {"sglang_kv_draft": Engine.SGLANG}
         return {by_key[k] for k in self.facts}
 
 
@@ -170,6 +170,11 @@ def scan_log(text: str) -> LogScan:
             seen = facts.get(pattern.key)
             if seen is None:
                 facts[pattern.key] = fact
+            elif (pattern.key == "sglang_kv" and seen.groups[0] == fact.groups[0]
+                  and seen.groups != fact.groups):
+                # same #tokens, other bytes: the speculative draft model's pool, which
+                # shares the target's token allocator (the draft worker logs it second)
+                facts.setdefault("sglang_kv_draft", replace(fact, key="sglang_kv_draft"))
             elif pattern.key in PER_RANK_MIN:
                 if float(fact.groups[0]) < float(seen.groups[0]):
                     facts[pattern.key] = fact

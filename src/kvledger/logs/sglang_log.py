@@ -160,6 +160,13 @@ def _pool_rows(scan: LogScan, lay: CacheLayout, plans: tuple[SglangPlan, SglangP
         for i, label in labels:
             at = pool // 2 if half else pool
             rows.append(_gb_row(fact.line_no, label, fact.groups[i], at, at))
+    if fact := scan.get("sglang_kv_draft"):
+        # the draft model's layers are not in the target's config: shown, not checked
+        per_token = round(float(fact.groups[1]) * GiB / (fact.int(0) + lay.page_tokens))
+        rows.append(Row(line_no=fact.line_no, quantity="draft model's token pool (GB)",
+                        logged=", ".join(fact.groups[1:]), kvledger="—", status=Status.INFO,
+                        reason=f"a second pool of {fact.int(0):,} tokens: the speculative "
+                        f"draft's; about {per_token:,} B per token per K/V tensor, not checked"))
     if (fact := scan.get("sglang_kv_dtype")) and lay.deployment.kv_cache_dtype in _TORCH_KV:
         want = _TORCH_KV[lay.deployment.kv_cache_dtype]
         ok = fact.value == want
