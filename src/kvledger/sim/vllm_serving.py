@@ -1,5 +1,5 @@
-"""A serving run through vLLM's prefix cache (`kvledger.blocks`): the first piece of
-`simulate --engine vllm`, as a library call (the command still refuses vllm).
+"""A serving run through vLLM's prefix cache (`kvledger.blocks`): the loop behind
+`simulate --engine vllm` (`kvledger.sim.vllm_setup` builds its config from vLLM's plan).
 
 A discrete-event loop over engine steps of vLLM's v1 `Scheduler.schedule`
 (`vllm/v1/core/sched/scheduler.py`), sync scheduler (one step in flight):
@@ -46,7 +46,7 @@ from kvledger.blocks import BlockHashChain, CacheHit, Coordinator, GroupSpec, al
 from kvledger.blocks.pool import PoolError
 from kvledger.blocks.specs import MambaAlignSpec
 from kvledger.sim.pages import PageKeyer
-from kvledger.sim.timing import StepCost, StepWork
+from kvledger.sim.timing import Roofline, StepCost, StepWork
 from kvledger.sim.workload import Request
 
 
@@ -56,7 +56,7 @@ class VllmServeConfig:
     num_blocks: int  # the one pool (block 0 is the null block)
     max_num_batched_tokens: int = 8192  # vLLM's token budget per step
     max_num_seqs: int = 256  # running requests at most
-    step_cost: StepCost = StepCost()
+    step_cost: StepCost | Roofline = StepCost()  # prices a step (`StepWork`)
 
     def __post_init__(self) -> None:
         for flag, value in (("--max-num-batched-tokens", self.max_num_batched_tokens),
@@ -75,6 +75,10 @@ class ServeRecord:
     hit_tokens: int  # the hit of the admission that completed (after any preemption)
     steps: int  # steps the request was scheduled in
     preemptions: int
+    admitted_ms: float = 0.0  # start of the step of the admission that completed
+    prompt_tokens: int = 0
+    output_tokens: int = 0  # sampled (at least one)
+    attention_hit_tokens: int = 0  # the attention group's cached KV (≥ hit_tokens)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +88,8 @@ class VllmServeResult:
     num_steps: int
     preemptions: int
     evicted_blocks: tuple[int, ...]  # per group
+    duration_ms: float = 0.0  # the clock when the last request finished
+    prefill_tokens: int = 0  # prompt tokens computed, recomputation after preemption included
 
 
 class _Live:
@@ -98,7 +104,7 @@ class _Live:
         self.hit: CacheHit | None = None
         self.boundaries: set[int] = set()
         self.junction = 0
-        self.first_token_ms = -1.0
+        self.first_token_ms = self.admitted_ms = -1.0
         self.steps = self.preemptions = 0
 
     def reset(self) -> None:
@@ -122,6 +128,7 @@ class _Loop:
         self.records: list[ServeRecord] = []
         self.unfinished: list[int] = []
         self.now_ms, self.num_steps, self.preemptions = 0.0, 0, 0
+        self.prefill_tokens = 0
 
     def _chunk_end(self, live: _Live, budget: int) -> int:
         start = live.computed
@@ -192,7 +199,7 @@ class _Loop:
                     self.unfinished.append(self.waiting.popleft().request.rid)
                     continue
                 break
-            live.hit = hit
+            live.hit, live.admitted_ms = hit, self.now_ms
             self.waiting.popleft()
             self.running.append(live)
             scheduled[live.request.rid] = (live, live.computed, end)
@@ -218,7 +225,9 @@ class _Loop:
                     rid=rid, arrival_ms=live.request.arrival_ms,
                     first_token_ms=live.first_token_ms, finish_ms=self.now_ms,
                     hit_tokens=live.hit.hit_tokens, steps=live.steps,
-                    preemptions=live.preemptions))
+                    preemptions=live.preemptions, admitted_ms=live.admitted_ms,
+                    prompt_tokens=live.prompt_tokens, output_tokens=live.generated,
+                    attention_hit_tokens=live.hit.attention_hit_tokens))
 
     def run(self) -> VllmServeResult:
         while self.arrivals or self.waiting or self.running:
@@ -237,12 +246,14 @@ class _Loop:
                                     if s < live.prompt_tokens),
                 decode_contexts=tuple(e for live, s, e in scheduled.values()
                                       if s >= live.prompt_tokens))
+            self.prefill_tokens += work.prefill_tokens
             self.now_ms += self.config.step_cost.step_ms(work)
             self.num_steps += 1
             self._finish_step(scheduled)
         return VllmServeResult(records=tuple(self.records), unfinished=tuple(self.unfinished),
                                num_steps=self.num_steps, preemptions=self.preemptions,
-                               evicted_blocks=tuple(self.coord.pool.evicted_blocks))
+                               evicted_blocks=tuple(self.coord.pool.evicted_blocks),
+                               duration_ms=self.now_ms, prefill_tokens=self.prefill_tokens)
 
 
 def vllm_serve(requests: Sequence[Request], config: VllmServeConfig) -> VllmServeResult:

@@ -1,0 +1,102 @@
+"""What vLLM's plan gives `simulate --engine vllm`: the block pool, its groups, the budgets.
+
+From a `VllmPlan` (kvledger.vllm.plan), as vLLM 0.33 builds them:
+
+- one pool of ``num_gpu_blocks`` blocks (`get_kv_cache_configs`, vllm/v1/core/kv_cache_utils.py;
+  block 0 is the null block, `BlockPool.__init__`), shared by every KV-cache group;
+- the groups in vLLM's order (`_get_kv_cache_groups_uniform_page_size`; GLM-5.3-Flash:
+  `_get_kv_cache_groups_glm5_next`): one attention group and one `MambaAlignSpec` per Mamba
+  group, so a cached state costs one block in each Mamba group (GLM-5.3-Flash: 4, Qwen3-Next
+  at TP 1: 3, Nemotron-H: 1 per state group the layout makes);
+- the block size the layout aligned (`_align_hybrid_block_size`), the prefill checkpoint block
+  when the prefill kernel exports one (`MambaSpec.num_prefill_checkpoint_blocks`);
+- ``max_num_seqs`` as the plan resolved it and ``max_num_batched_tokens`` from
+  `EngineArgs._set_default_args` (vllm/engine/arg_utils.py): 8192 for the OpenAI server on a
+  GPU of at least 70 GiB that is not an A100, 2048 otherwise (the rule set's fields).
+
+Assumptions: GLM-5.3-Flash's kpool tail (one scratch block per running request,
+`KpoolTailSpec`) is not drawn from the pool, so the pool holds that many blocks more than
+vLLM's when every request runs; mamba_cache_mode none (prefix caching off) has no cache to
+simulate and is refused.
+
+>>> from kvledger.vllm.deploy import VllmDeployment
+>>> from kvledger.vllm.plan import make_vllm_plan
+>>> p = make_vllm_plan("qwen3-next-80b-a3b-instruct", VllmDeployment(tensor_parallel_size=2),
+...                    gpu="h200")
+>>> s = vllm_sim_setup(p, timer=StepCost())
+>>> s.num_mamba_groups, s.config.groups[-1].block_size_tokens, s.config.max_num_batched_tokens
+(3, 576, 8192)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvledger.blocks import FullAttentionSpec, GroupSpec, MambaAlignSpec
+from kvledger.core.gpus import GPU
+from kvledger.core.units import GiB
+from kvledger.sim.timing import Roofline, StepCost
+from kvledger.sim.vllm_serving import VllmServeConfig
+from kvledger.sim.workload import WorkloadError
+from kvledger.vllm.plan import VllmPlan
+from kvledger.vllm.rules import MambaCacheMode
+
+# EngineArgs._set_default_args, OpenAI server: the token budget per step by GPU class.
+LARGE_GPU_MAX_NUM_BATCHED_TOKENS = 8192
+SMALL_GPU_MAX_NUM_BATCHED_TOKENS = 2048
+
+
+def default_max_num_batched_tokens(gpu: GPU | None) -> int:
+    """vLLM's default token budget; without a GPU the large-GPU one (as `max_num_seqs`)."""
+    if gpu is not None and (gpu.memory_bytes < 70 * GiB or "A100" in gpu.name.upper()):
+        return SMALL_GPU_MAX_NUM_BATCHED_TOKENS
+    return LARGE_GPU_MAX_NUM_BATCHED_TOKENS
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VllmSimSetup:
+    config: VllmServeConfig
+    num_mamba_groups: int  # blocks one cached state costs
+    bytes_per_block: int
+    notes: tuple[str, ...]
+
+
+def vllm_sim_setup(plan: VllmPlan, *, timer: StepCost | Roofline,
+                   max_num_batched_tokens: int | None = None) -> VllmSimSetup:
+    """The serving loop's config for one DP rank of ``plan``; a deployment without a prefix
+    cache is a `WorkloadError`."""
+    lay = plan.layout
+    if not lay.prefix_caching:
+        raise WorkloadError("simulate --engine vllm: prefix caching is off "
+                            "(--no-enable-prefix-caching), so nothing to simulate")
+    if lay.mamba is not None and lay.mamba_cache_mode is not MambaCacheMode.ALIGN:
+        raise WorkloadError(f"simulate --engine vllm: --mamba-cache-mode "
+                            f"{lay.mamba_cache_mode.value if lay.mamba_cache_mode else 'none'}"
+                            " caches no states; only align is simulated")
+    if lay.deployment.data_parallel_size > 1:
+        raise WorkloadError(f"--data-parallel-size {lay.deployment.data_parallel_size}: "
+                            "simulate --engine vllm serves one engine's pool; data parallel "
+                            "is not simulated")
+    block = lay.block_tokens
+    num_mamba = sum(g.kind == "mamba" for g in lay.groups)
+    groups: tuple[GroupSpec, ...] = (FullAttentionSpec(block_size_tokens=block),)
+    if num_mamba:
+        assert lay.mamba is not None
+        mamba = MambaAlignSpec(block_size_tokens=block,
+                               num_prefill_checkpoint_blocks=lay.mamba.checkpoint_blocks)
+        groups = (mamba,) * num_mamba + groups  # state groups first, as the oracle layout
+    budget = max_num_batched_tokens or default_max_num_batched_tokens(lay.gpu)
+    dep = lay.deployment
+    assert dep.max_num_seqs is not None
+    notes = [f"vLLM pool: {plan.capacity.num_blocks:,} blocks of {block} tokens shared by "
+             f"{len(groups)} groups ({num_mamba} Mamba: a cached state costs {num_mamba} "
+             f"blocks); max_num_seqs {dep.max_num_seqs}, max_num_batched_tokens {budget:,}; "
+             "sync scheduler (async scheduling's step-ahead is not modelled)"]
+    if lay.kpool_tail:
+        notes.append("GLM-5.3-Flash's kpool tail (one scratch block per running request) is "
+                     "not drawn from the simulated pool")
+    config = VllmServeConfig(groups=groups, num_blocks=plan.capacity.num_blocks,
+                             max_num_batched_tokens=budget, max_num_seqs=dep.max_num_seqs,
+                             step_cost=timer)
+    return VllmSimSetup(config=config, num_mamba_groups=num_mamba,
+                        bytes_per_block=plan.capacity.bytes_per_block, notes=tuple(notes))
