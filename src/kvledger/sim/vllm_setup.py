@@ -11,8 +11,9 @@ From a `VllmPlan` (kvledger.vllm.plan), as vLLM 0.33 builds them:
 - the block size the layout aligned (`_align_hybrid_block_size`), the prefill checkpoint block
   when the prefill kernel exports one (`MambaSpec.num_prefill_checkpoint_blocks`);
 - ``max_num_seqs`` as the plan resolved it and ``max_num_batched_tokens`` from
-  `EngineArgs._set_default_args` (vllm/engine/arg_utils.py): 8192 for the OpenAI server on a
-  GPU of at least 70 GiB that is not an A100, 2048 otherwise (the rule set's fields).
+  `EngineArgs.get_batch_defaults` (vllm/engine/arg_utils.py): 8192 for the OpenAI server on a
+  GPU of at least 70 GiB that is not an A100, 2048 otherwise (the rule set's fields,
+  `VllmRules.default_max_num_batched_tokens`).
 
 Assumptions: GLM-5.3-Flash's kpool tail (one scratch block per running request,
 `KpoolTailSpec`) is not drawn from the pool, so the pool holds that many blocks more than
@@ -33,25 +34,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvledger.blocks import FullAttentionSpec, GroupSpec, MambaAlignSpec
-from kvledger.core.gpus import GPU
-from kvledger.core.units import GiB
 from kvledger.sim.timing import Roofline, StepCost
 from kvledger.sim.vllm_serving import VllmServeConfig
 from kvledger.sim.workload import WorkloadError
 from kvledger.vllm.plan import VllmPlan
 from kvledger.vllm.rules import MambaCacheMode
-
-# EngineArgs._set_default_args, OpenAI server: the token budget per step by GPU class.
-LARGE_GPU_MAX_NUM_BATCHED_TOKENS = 8192
-SMALL_GPU_MAX_NUM_BATCHED_TOKENS = 2048
-
-
-def default_max_num_batched_tokens(gpu: GPU | None) -> int:
-    """vLLM's default token budget; without a GPU the large-GPU one (as `max_num_seqs`)."""
-    if gpu is not None and (gpu.memory_bytes < 70 * GiB or "A100" in gpu.name.upper()):
-        return SMALL_GPU_MAX_NUM_BATCHED_TOKENS
-    return LARGE_GPU_MAX_NUM_BATCHED_TOKENS
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class VllmSimSetup:
@@ -85,7 +72,7 @@ def vllm_sim_setup(plan: VllmPlan, *, timer: StepCost | Roofline,
         mamba = MambaAlignSpec(block_size_tokens=block,
                                num_prefill_checkpoint_blocks=lay.mamba.checkpoint_blocks)
         groups = (mamba,) * num_mamba + groups  # state groups first, as the oracle layout
-    budget = max_num_batched_tokens or default_max_num_batched_tokens(lay.gpu)
+    budget = max_num_batched_tokens or lay.rules.default_max_num_batched_tokens(lay.gpu)
     dep = lay.deployment
     assert dep.max_num_seqs is not None
     notes = [f"vLLM pool: {plan.capacity.num_blocks:,} blocks of {block} tokens shared by "
