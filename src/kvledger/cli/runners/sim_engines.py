@@ -35,6 +35,9 @@ def _plans(inputs: PlanInputs, engine: str, extra: list[str]
 
     choice = choose_engines(engine, inputs.rules, extra)
     engines = tuple(Engine(e) for e in choice.engines)
+    if len(engines) > 1 and inputs.gpu is None:
+        raise ValueError("--gpu: --engine sglang,vllm needs the GPU (one deployment's memory "
+                         "for both engines; --available-gib means a different figure to each)")
     ask = PlanAsk(model=inputs.model, family=inputs.family, gpu=inputs.gpu,
                   gpu_memory_gib=inputs.gpu_memory_gib,
                   terms=MemoryTerms(weights_gib=inputs.weights_gib,
