@@ -40,6 +40,7 @@ from kvledger.sim.workload import WorkloadError
 from kvledger.vllm.plan import VllmPlan
 from kvledger.vllm.rules import MambaCacheMode
 
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class VllmSimSetup:
     config: VllmServeConfig
