@@ -14,6 +14,7 @@ from kvledger.sim.vllm_summary import vllm_summary
 from kvledger.sim.workload import Request, WorkloadError
 from kvledger.vllm.deploy import VllmDeployment
 from kvledger.vllm.plan import make_vllm_plan
+from kvledger.vllm.rules import MambaCacheMode
 
 B = 64
 COST = StepCost(overhead_ms=1.0, prefill_ms_per_token=0.01, decode_ms_per_token=0.1)
@@ -108,6 +109,8 @@ def test_an_a100_gets_the_small_token_budget_and_a_flag_overrides_it():
 @pytest.mark.parametrize(("deployment", "flag"), [
     (VllmDeployment(tensor_parallel_size=2, enable_prefix_caching=False), "prefix caching"),
     (VllmDeployment(tensor_parallel_size=2, data_parallel_size=2), "--data-parallel-size 2"),
+    (VllmDeployment(tensor_parallel_size=2, mamba_cache_mode=MambaCacheMode.NONE),
+     "--mamba-cache-mode none"),
 ])
 def test_deployments_it_cannot_serve_are_refused_by_name(deployment, flag):
     plan = make_vllm_plan("qwen3-next-80b-a3b-instruct", deployment, gpu="h200")

@@ -38,7 +38,6 @@ from kvledger.sim.timing import Roofline, StepCost
 from kvledger.sim.vllm_serving import VllmServeConfig
 from kvledger.sim.workload import WorkloadError
 from kvledger.vllm.plan import VllmPlan
-from kvledger.vllm.rules import MambaCacheMode
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,11 +55,11 @@ def vllm_sim_setup(plan: VllmPlan, *, timer: StepCost | Roofline,
     lay = plan.layout
     if not lay.prefix_caching:
         raise WorkloadError("simulate --engine vllm: prefix caching is off "
-                            "(--no-enable-prefix-caching), so nothing to simulate")
-    if lay.mamba is not None and lay.mamba_cache_mode is not MambaCacheMode.ALIGN:
-        raise WorkloadError(f"simulate --engine vllm: --mamba-cache-mode "
-                            f"{lay.mamba_cache_mode.value if lay.mamba_cache_mode else 'none'}"
-                            " caches no states; only align is simulated")
+                            "(--no-enable-prefix-caching, or a hybrid's --mamba-cache-mode "
+                            "none), so nothing to simulate")
+    if lay.mamba is not None and not lay.mamba.align:  # the layout's resolved mode
+        raise WorkloadError("simulate --engine vllm: --mamba-cache-mode none caches no "
+                            "states; only align is simulated")
     if lay.deployment.data_parallel_size > 1:
         raise WorkloadError(f"--data-parallel-size {lay.deployment.data_parallel_size}: "
                             "simulate --engine vllm serves one engine's pool; data parallel "
