@@ -77,7 +77,7 @@ def test_vllm_alone_is_the_vllm_side_of_the_comparison(both):
     body = {k: v for k, v in doc.items()
             if k not in ("schema", "kvledger_version", "ignored_flags", "notes")}
     assert _without_wall(body) == _without_wall(both["engines"]["vllm"])
-    assert any("async scheduling" in n for n in doc["notes"])
+    assert any("async scheduler: two steps in flight" in n for n in doc["notes"])
 
 
 @pytest.mark.slow  # two serving runs of 60 requests: several seconds
@@ -92,13 +92,14 @@ def test_vllm_alone_reports_vllms_pool_and_the_shared_metric_names():
                                  "--no-progress", "--json", "--model",
                                  "qwen3-next-80b-a3b-instruct", "--gpu", "h200", "--engine",
                                  "vllm", "--tensor-parallel-size", "2",
-                                 "--max-num-batched-tokens", "2048"])
+                                 "--max-num-batched-tokens", "2048", "--scheduler", "sync"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert doc["schema"] == "kvledger.simulate-vllm/1"
     assert doc["pools"]["max_num_batched_tokens"] == 2048
     assert doc["pools"]["max_num_seqs"] == 1024  # vLLM's default on an H200
     assert doc["requests"]["finished"] == 15
+    assert any("sync scheduler: one step in flight" in n for n in doc["notes"])
     assert set(doc["rates"]) == {"token_hit", "usable_hit"}
     assert set(doc["evictions"]) >= {"full_kv_tokens", "mamba_states"}
     assert doc["latency"]["ttft_ms"]["p50"] > 0 and doc["latency"]["tpot_ms"]["p50"] > 0
@@ -112,6 +113,7 @@ def test_vllm_alone_reports_vllms_pool_and_the_shared_metric_names():
     (("--engine", "vllm", "--chunked-prefill-size", "4096"), "--chunked-prefill-size"),
     (("--engine", "vllm", "--max-num-batched-tokens", "0"), "--max-num-batched-tokens 0"),
     (("--max-num-batched-tokens", "4096"), "--max-num-batched-tokens"),
+    (("--scheduler", "sync"), "--scheduler sync"),
     (("--engine", "sglang,vllm", "--available-gib", "40"), "--available-gib"),
 ])
 def test_bad_input_exits_2_naming_the_flag(args, flag):

@@ -2,7 +2,8 @@
 `simulate --engine vllm` (`kvledger.sim.vllm_setup` builds its config from vLLM's plan).
 
 A discrete-event loop over engine steps of vLLM's v1 `Scheduler.schedule`
-(`vllm/v1/core/sched/scheduler.py`), sync scheduler (one step in flight):
+(`vllm/v1/core/sched/scheduler.py`), the sync scheduler or, with ``steps_in_flight=2``,
+`AsyncScheduler`'s step-ahead as the block cache sees it:
 
 1. running requests first, in order: each gets its next prefill chunk or one decode token
    within the step's token budget (``max_num_batched_tokens``); a hybrid prefill chunk ends
@@ -20,10 +21,15 @@ A discrete-event loop over engine steps of vLLM's v1 `Scheduler.schedule`
 
 Assumptions and what is not modelled yet: only prompt blocks are cached (output tokens of a
 Mooncake trace are unique, so cached output blocks would change only the LRU order, not a
-later hit); no async step-ahead (vLLM's default `AsyncScheduler`); no speculative decoding,
-no KV connector. With requests spaced so that each finishes before the next arrives, an
-unbounded budget and one output token, the run is the sequential replay with the sync
-scheduler, request for request (tests/sim/test_vllm_serving.py checks it).
+later hit). Async step-ahead (`EngineCore.step_with_batch_queue`, two steps in flight) is
+modelled where it changes the cache: a request scheduled in the previous step still has those
+tokens in flight, so `remove_skipped_blocks` frees only what the step before passed (as
+`replay --scheduler async`); its CPU overlap, and finished requests freed one step later, are
+not. Blocks are cached when a step completes, not when `allocate_slots` schedules them. No
+speculative decoding, no KV connector. With requests spaced so that each finishes before the
+next arrives, an unbounded budget and one output token, the run is the sequential replay with
+the same scheduler, request for request (tests/sim/test_vllm_serving.py and
+tests/sim/test_vllm_sim.py check both).
 
 >>> from kvledger.blocks import FullAttentionSpec, MambaAlignSpec
 >>> from kvledger.sim.workload import Request
@@ -57,6 +63,9 @@ class VllmServeConfig:
     max_num_batched_tokens: int = 8192  # vLLM's token budget per step
     max_num_seqs: int = 256  # running requests at most
     step_cost: StepCost | Roofline = StepCost()  # prices a step (`StepWork`)
+    # 1: the sync Scheduler; 2: AsyncScheduler's batch queue (VllmConfig's default), whose
+    # next step is scheduled before the last one's output is processed
+    steps_in_flight: int = 1
 
     def __post_init__(self) -> None:
         for flag, value in (("--max-num-batched-tokens", self.max_num_batched_tokens),
@@ -64,6 +73,9 @@ class VllmServeConfig:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{flag} {value!r}: expected a positive integer")
         self.step_cost.validate()
+        if self.steps_in_flight not in (1, 2):
+            raise ValueError(f"--scheduler: {self.steps_in_flight!r} steps in flight; expected "
+                             "1 (sync) or 2 (async)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +112,8 @@ class _Live:
         self.prompt_tokens = request.prompt_tokens
         self.total_tokens = request.prompt_tokens + max(1, request.output_tokens)
         self.computed = 0  # tokens whose KV is computed
+        self.last_start = 0  # `computed` when its last step was scheduled
+        self.last_step = 0  # the number of that step
         self.generated = 0
         self.hit: CacheHit | None = None
         self.boundaries: set[int] = set()
@@ -108,7 +122,7 @@ class _Live:
         self.steps = self.preemptions = 0
 
     def reset(self) -> None:
-        self.computed, self.generated, self.hit = 0, 0, None
+        self.computed, self.last_start, self.generated, self.hit = 0, 0, 0, None
 
 
 class _Loop:
@@ -144,6 +158,13 @@ class _Loop:
                 end = end // self.block * self.block
         return end
 
+    def _settled(self, live: _Live) -> int:
+        """The computed tokens `remove_skipped_blocks` sees (`KVCacheManager.allocate_slots`:
+        computed − in flight): with the async batch queue the previous step is still in
+        flight when this one is scheduled, so its tokens do not count yet."""
+        in_flight = self.config.steps_in_flight > 1 and live.last_step == self.num_steps
+        return live.last_start if in_flight else live.computed
+
     def _preempt(self, victim: _Live) -> None:
         self.running.remove(victim)
         self.coord.free(victim.request.rid)
@@ -163,7 +184,7 @@ class _Loop:
                 continue
             while True:
                 try:
-                    self.coord.remove_skipped_blocks(live.request.rid, live.computed)
+                    self.coord.remove_skipped_blocks(live.request.rid, self._settled(live))
                     self.coord.allocate_slots(live.request.rid, None, end_tokens=end,
                                               boundaries=live.boundaries)
                     break
@@ -208,7 +229,8 @@ class _Loop:
 
     def _finish_step(self, scheduled: dict[int, tuple[_Live, int, int]]) -> None:
         for live, start, end in scheduled.values():
-            live.computed, live.steps = end, live.steps + 1
+            live.last_start, live.computed, live.steps = start, end, live.steps + 1
+            live.last_step = self.num_steps
             rid = live.request.rid
             if start < live.prompt_tokens:
                 self.coord.cache_blocks(rid, live.hashes, min(end, live.prompt_tokens),

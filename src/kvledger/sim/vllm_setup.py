@@ -8,6 +8,7 @@ From a `VllmPlan` (kvledger.vllm.plan), as vLLM 0.33 builds them:
   `_get_kv_cache_groups_glm5_next`): one attention group and one `MambaAlignSpec` per Mamba
   group, so a cached state costs one block in each Mamba group (GLM-5.3-Flash: 4, Qwen3-Next
   at TP 1: 3, Nemotron-H: 1 per state group the layout makes);
+- async scheduling, vLLM's default (two steps in flight), unless the sync scheduler is asked;
 - the block size the layout aligned (`_align_hybrid_block_size`), the prefill checkpoint block
   when the prefill kernel exports one (`MambaSpec.num_prefill_checkpoint_blocks`);
 - ``max_num_seqs`` as the plan resolved it and ``max_num_batched_tokens`` from
@@ -39,6 +40,8 @@ from kvledger.sim.vllm_serving import VllmServeConfig
 from kvledger.sim.workload import WorkloadError
 from kvledger.vllm.plan import VllmPlan
 
+ASYNC_STEPS_IN_FLIGHT = 2  # EngineCore.step_with_batch_queue's depth under async scheduling
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class VllmSimSetup:
@@ -49,9 +52,11 @@ class VllmSimSetup:
 
 
 def vllm_sim_setup(plan: VllmPlan, *, timer: StepCost | Roofline,
-                   max_num_batched_tokens: int | None = None) -> VllmSimSetup:
+                   max_num_batched_tokens: int | None = None,
+                   steps_in_flight: int = ASYNC_STEPS_IN_FLIGHT) -> VllmSimSetup:
     """The serving loop's config for one DP rank of ``plan``; a deployment without a prefix
-    cache is a `WorkloadError`."""
+    cache is a `WorkloadError`. ``steps_in_flight``: 2, the AsyncScheduler's batch queue that
+    `VllmConfig` resolves by default, or 1 (the sync `Scheduler`)."""
     lay = plan.layout
     if not lay.prefix_caching:
         raise WorkloadError("simulate --engine vllm: prefix caching is off "
@@ -78,12 +83,14 @@ def vllm_sim_setup(plan: VllmPlan, *, timer: StepCost | Roofline,
     notes = [f"vLLM pool: {plan.capacity.num_blocks:,} blocks of {block} tokens shared by "
              f"{len(groups)} groups ({num_mamba} Mamba: a cached state costs {num_mamba} "
              f"blocks); max_num_seqs {dep.max_num_seqs}, max_num_batched_tokens {budget:,}; "
-             "sync scheduler (async scheduling's step-ahead is not modelled)"]
+             + ("async scheduler: two steps in flight, modelled where the block cache sees "
+                "them (skipped state blocks freed a step later), its CPU overlap not timed"
+                if steps_in_flight > 1 else "sync scheduler: one step in flight")]
     if lay.kpool_tail:
         notes.append("GLM-5.3-Flash's kpool tail (one scratch block per running request) is "
                      "not drawn from the simulated pool")
     config = VllmServeConfig(groups=groups, num_blocks=plan.capacity.num_blocks,
                              max_num_batched_tokens=budget, max_num_seqs=dep.max_num_seqs,
-                             step_cost=timer)
+                             step_cost=timer, steps_in_flight=steps_in_flight)
     return VllmSimSetup(config=config, num_mamba_groups=num_mamba,
                         bytes_per_block=plan.capacity.bytes_per_block, notes=tuple(notes))

@@ -13,6 +13,7 @@ from kvledger.cli.options.plan import JsonOpt, PlanInputs, plan_from
 from kvledger.cli.options.sim import LossyOpt, SimInputs
 from kvledger.cli.runners.simulation import run_simulation
 from kvledger.core.limits import MAX_COUNT, check_int
+from kvledger.sequential.vllm_spec import Scheduler
 
 # SimInputs fields that drive SGLang's replay only: with --engine vllm alone they are refused
 SGLANG_ONLY = ("chunked_prefill_size", "mamba_track_interval", "state_admission",
@@ -79,6 +80,9 @@ def simulate(ctx: typer.Context, inputs: PlanInputs, sim: SimInputs,
                  "--max-num-batched-tokens", help="vLLM's token budget per step (default "
                  "vLLM's: 8192 on GPUs of at least 70 GiB that are not A100s, else 2048); "
                  "needs --engine vllm.")] = None,
+             scheduler: Annotated[Scheduler | None, typer.Option(
+                 "--scheduler", help="vLLM's scheduler: async (default, vLLM's: two steps in "
+                 "flight) or sync; needs --engine vllm.")] = None,
              json: JsonOpt = False) -> None:
     from kvledger.report.sim_json import sim_json
     from kvledger.report.sim_view import render_sim
@@ -92,6 +96,9 @@ def simulate(ctx: typer.Context, inputs: PlanInputs, sim: SimInputs,
                                  "--chunked-prefill-size)")
             check_int("--max-num-batched-tokens", max_num_batched_tokens, low=1,
                       high=MAX_COUNT)
+        if scheduler is not None and "vllm" not in engines:
+            raise ValueError(f"--scheduler {scheduler.value}: vLLM's scheduler; needs --engine "
+                             "vllm or sglang,vllm")
         if "vllm" in engines:
             _check_vllm_run(sim, engines, **{"--compare": compare, "--csv": csv,
                                              "--figure-dir": figure_dir,
@@ -100,8 +107,9 @@ def simulate(ctx: typer.Context, inputs: PlanInputs, sim: SimInputs,
             from kvledger.cli.runners.sim_engines import run_engines
 
             run_engines(inputs, sim, list(ctx.args), engine=",".join(engines),
-                        max_num_batched_tokens=max_num_batched_tokens, json=json,
-                        progress=not no_progress)
+                        max_num_batched_tokens=max_num_batched_tokens,
+                        steps_in_flight=(scheduler or Scheduler.ASYNC).steps_in_flight,
+                        json=json, progress=not no_progress)
             return
         plan, ignored = plan_from(inputs, ctx.args)
         if figure_dir is not None and not compare:

@@ -55,12 +55,13 @@ def _plans(inputs: PlanInputs, engine: str, extra: list[str]
 
 
 def serve_vllm(vplan: VllmPlan, workload: Workload, *, timer, timing: str,
-               max_num_batched_tokens: int | None) -> VllmSimSummary:
+               max_num_batched_tokens: int | None, steps_in_flight: int) -> VllmSimSummary:
     from kvledger.sim.vllm_serving import vllm_serve
     from kvledger.sim.vllm_setup import vllm_sim_setup
     from kvledger.sim.vllm_summary import vllm_summary
 
-    setup = vllm_sim_setup(vplan, timer=timer, max_num_batched_tokens=max_num_batched_tokens)
+    setup = vllm_sim_setup(vplan, timer=timer, max_num_batched_tokens=max_num_batched_tokens,
+                           steps_in_flight=steps_in_flight)
     cfg = setup.config
     start = time.perf_counter()
     result = vllm_serve(workload.requests, cfg)
@@ -74,7 +75,8 @@ def serve_vllm(vplan: VllmPlan, workload: Workload, *, timer, timing: str,
 
 
 def run_engines(inputs: PlanInputs, work: SimInputs, extra: list[str], *, engine: str,
-                max_num_batched_tokens: int | None, json: bool, progress: bool) -> None:
+                max_num_batched_tokens: int | None, steps_in_flight: int, json: bool,
+                progress: bool) -> None:
     from rich.progress import Progress, SpinnerColumn, TimeElapsedColumn
 
     from kvledger.core.envelope import envelope
@@ -101,7 +103,8 @@ def run_engines(inputs: PlanInputs, work: SimInputs, extra: list[str], *, engine
             sglang = simulate(splan, workload, config).summary
         bar.update(task, description=f"vLLM on {workload.name}")
         vllm = serve_vllm(vplan, workload, timer=timer, timing=timing,
-                          max_num_batched_tokens=max_num_batched_tokens)
+                          max_num_batched_tokens=max_num_batched_tokens,
+                          steps_in_flight=steps_in_flight)
     notes = [*vplan.notes, *vllm.notes]
     if sglang is None:
         if json:
