@@ -135,6 +135,8 @@ def test_glm_flash_on_h200_takes_vllm_plans_pool_groups_and_budget():
     # _get_kv_cache_groups_glm5_next: 34 KDA layers over 11 MLA layers → 4 state groups
     assert setup.num_mamba_groups == 4 == sum(isinstance(g, MambaAlignSpec) for g in cfg.groups)
     assert cfg.num_blocks == plan.capacity.num_blocks
+    # and the MLA group first, as _get_kv_cache_groups_glm5_next orders them
+    assert isinstance(cfg.groups[0], FullAttentionSpec) and setup.attention_group == 0
     assert {g.block_size_tokens for g in cfg.groups} == {plan.layout.block_tokens}
     # EngineArgs.get_batch_defaults: an H200 (≥ 70 GiB, not an A100) → 8192, max_num_seqs 1024
     assert (cfg.max_num_batched_tokens, cfg.max_num_seqs) == (8192, 1024)
@@ -144,7 +146,10 @@ def test_glm_flash_on_h200_takes_vllm_plans_pool_groups_and_budget():
 def test_an_a100_gets_the_small_token_budget_and_a_flag_overrides_it():
     plan = make_vllm_plan("qwen3-next-80b-a3b-instruct", VllmDeployment(tensor_parallel_size=4),
                           gpu="a100")
-    assert vllm_sim_setup(plan, timer=COST).config.max_num_batched_tokens == 2048
+    setup = vllm_sim_setup(plan, timer=COST)
+    assert setup.config.max_num_batched_tokens == 2048
+    # layer 0 is linear attention: the uniform-page grouping puts the 3 Mamba groups first
+    assert setup.attention_group == 3 and setup.num_mamba_groups == 3
     assert vllm_sim_setup(plan, timer=COST, max_num_batched_tokens=4096
                           ).config.max_num_batched_tokens == 4096
 

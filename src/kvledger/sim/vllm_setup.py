@@ -35,9 +35,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvledger.blocks import FullAttentionSpec, GroupSpec, MambaAlignSpec
+from kvledger.model.arch import LayerKind
 from kvledger.sim.timing import Roofline, StepCost
 from kvledger.sim.vllm_serving import VllmServeConfig
 from kvledger.sim.workload import WorkloadError
+from kvledger.vllm.layout import VllmLayout
 from kvledger.vllm.plan import VllmPlan
 
 ASYNC_STEPS_IN_FLIGHT = 2  # EngineCore.step_with_batch_queue's depth under async scheduling
@@ -47,8 +49,19 @@ ASYNC_STEPS_IN_FLIGHT = 2  # EngineCore.step_with_batch_queue's depth under asyn
 class VllmSimSetup:
     config: VllmServeConfig
     num_mamba_groups: int  # blocks one cached state costs
+    attention_group: int  # the attention group's place in `config.groups`
     bytes_per_block: int
     notes: tuple[str, ...]
+
+
+def _attention_first(lay: VllmLayout) -> bool:
+    """vLLM's group order, which sets the order blocks are allocated and freed (and so the
+    LRU order): `_get_kv_cache_groups_glm5_next` puts the MLA group first; the uniform-page
+    grouping buckets layers in layer order, so the kind of layer 0 comes first (the oracle
+    cells' hybrid, layer 0 linear: the Mamba groups, then attention)."""
+    if lay.kpool_tail or lay.indexer is not None:  # sparse MLA + states: glm5_next groups
+        return True
+    return lay.model.layers[0].kind is not LayerKind.LINEAR
 
 
 def vllm_sim_setup(plan: VllmPlan, *, timer: StepCost | Roofline,
@@ -76,7 +89,8 @@ def vllm_sim_setup(plan: VllmPlan, *, timer: StepCost | Roofline,
         assert lay.mamba is not None
         mamba = MambaAlignSpec(block_size_tokens=block,
                                num_prefill_checkpoint_blocks=lay.mamba.checkpoint_blocks)
-        groups = (mamba,) * num_mamba + groups  # state groups first, as the oracle layout
+        states = (mamba,) * num_mamba
+        groups = groups + states if _attention_first(lay) else states + groups
     budget = max_num_batched_tokens or lay.rules.default_max_num_batched_tokens(lay.gpu)
     dep = lay.deployment
     assert dep.max_num_seqs is not None
@@ -92,5 +106,8 @@ def vllm_sim_setup(plan: VllmPlan, *, timer: StepCost | Roofline,
     config = VllmServeConfig(groups=groups, num_blocks=plan.capacity.num_blocks,
                              max_num_batched_tokens=budget, max_num_seqs=dep.max_num_seqs,
                              step_cost=timer, steps_in_flight=steps_in_flight)
+    attention_group = next(i for i, g in enumerate(groups)
+                           if isinstance(g, FullAttentionSpec))
     return VllmSimSetup(config=config, num_mamba_groups=num_mamba,
+                        attention_group=attention_group,
                         bytes_per_block=plan.capacity.bytes_per_block, notes=tuple(notes))

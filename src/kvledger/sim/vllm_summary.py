@@ -76,15 +76,17 @@ class VllmSimSummary:
 def vllm_summary(result: VllmServeResult, *, workload: str, num_requests: int,
                  block_tokens: int, num_blocks: int, num_mamba_groups: int, max_num_seqs: int,
                  max_num_batched_tokens: int, bytes_per_block: int, timing: str, wall_s: float,
-                 notes: tuple[str, ...] = ()) -> VllmSimSummary:
-    """The summary of one run; the attention group is the last (the state groups first)."""
+                 attention_group: int = -1, notes: tuple[str, ...] = ()) -> VllmSimSummary:
+    """The summary of one run; ``attention_group``: the attention group's index in the run's
+    groups (default the last), every other group a Mamba group."""
     records = [RequestRecord(rid=r.rid, arrival_ms=r.arrival_ms, admitted_ms=r.admitted_ms,
                              first_token_ms=r.first_token_ms, finished_ms=r.finish_ms,
                              prompt_tokens=r.prompt_tokens, output_tokens=r.output_tokens,
                              hit_tokens=r.attention_hit_tokens,
                              usable_hit_tokens=r.hit_tokens) for r in result.records]
-    evicted = result.evicted_blocks
-    state_blocks = sum(evicted[:num_mamba_groups])
+    evicted = list(result.evicted_blocks)
+    kv_blocks = evicted.pop(attention_group)
+    state_blocks = sum(evicted)
     return VllmSimSummary(
         workload=workload, num_requests=num_requests, block_tokens=block_tokens,
         num_blocks=num_blocks, num_mamba_groups=num_mamba_groups, max_num_seqs=max_num_seqs,
@@ -95,7 +97,7 @@ def vllm_summary(result: VllmServeResult, *, workload: str, num_requests: int,
         usable_hit_tokens=sum(r.usable_hit_tokens for r in records),
         prefill_tokens=result.prefill_tokens,
         decode_tokens=sum(r.output_tokens for r in records),
-        evicted_kv_blocks=evicted[-1],
+        evicted_kv_blocks=kv_blocks,
         evicted_states=state_blocks // num_mamba_groups if num_mamba_groups else 0,
         preemptions=result.preemptions, steps=result.num_steps,
         duration_ms=result.duration_ms, wall_s=wall_s, timing=timing,

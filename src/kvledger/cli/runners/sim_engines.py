@@ -66,7 +66,8 @@ def serve_vllm(vplan: VllmPlan, workload: Workload, *, timer, timing: str,
     start = time.perf_counter()
     result = vllm_serve(workload.requests, cfg)
     return vllm_summary(result, workload=workload.name, num_requests=len(workload.requests),
-                        block_tokens=cfg.groups[-1].block_size_tokens,
+                        block_tokens=cfg.groups[0].block_size_tokens,
+                        attention_group=setup.attention_group,
                         num_blocks=cfg.num_blocks, num_mamba_groups=setup.num_mamba_groups,
                         max_num_seqs=cfg.max_num_seqs,
                         max_num_batched_tokens=cfg.max_num_batched_tokens,
