@@ -1,6 +1,7 @@
 """`--engine` never reads as an ignored SGLang flag: SGLang's argparse would take `--engine`
 for `--engine-info-bootstrap-port` (an unambiguous prefix), a flag kvledger ignores. It is a
-real option of `replay` and `simulate` (simulate refuses vllm by name), and every other
+real option of `replay` and `simulate` (simulate runs vllm and sglang,vllm, and refuses
+SGLang-only modes with vllm by name), and every other
 command that takes deployment flags refuses it (exit 2, one error line)."""
 
 from __future__ import annotations
@@ -25,14 +26,19 @@ def test_replay_and_simulate_own_the_engine_option():
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang,vllm"])
-def test_simulate_refuses_vllm_by_name(engine):
+def test_simulate_with_vllm_refuses_sglang_only_modes_by_name(engine):
     result = runner.invoke(app, ["simulate", "--engine", engine, "--workload", "chat",
-                                 "--num-requests", "2", "--no-progress"])
+                                 "--num-requests", "2", "--no-progress", "--compare"])
     assert result.exit_code == 2
     assert _errors(result) == [
-        f"error: --engine {engine}: `simulate` serves SGLang's radix tree only; a serving "
-        "simulation of vLLM's prefix cache is not implemented yet (its sequential replay is "
-        "`kvledger replay --engine vllm`)"]
+        f"error: --compare: an SGLang simulation mode; not with --engine {engine}"]
+
+
+def test_both_engines_need_one_gpu():
+    result = runner.invoke(app, ["simulate", "--engine", "sglang,vllm", "--workload", "chat",
+                                 "--num-requests", "2", "--no-progress"])
+    assert result.exit_code == 2
+    assert _errors(result)[0].startswith("error: --gpu: --engine sglang,vllm needs the GPU")
 
 
 def test_simulate_reads_engine_sglang_and_refuses_other_words():

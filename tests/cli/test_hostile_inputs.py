@@ -209,10 +209,10 @@ BIG = str(2**64)
     # values that do not parse name the option, not a pydantic sentence
     (("plan", "--context", "32x"), "--context '32x': expected an integer"),
     (("simulate", "--workload", "chat", "--rate", "abc"), "--rate 'abc': expected a number"),
-    # --engine is simulate's own option now (never --engine-info-bootstrap-port), and vllm
-    # is refused by name
-    (("simulate", "--engine", "vllm", "--workload", "chat"),
-     "--engine vllm: `simulate` serves SGLang's radix tree only"),
+    # --engine is simulate's own option now (never --engine-info-bootstrap-port), and an
+    # SGLang-only option with vllm alone is refused by name
+    (("simulate", "--engine", "vllm", "--workload", "chat", "--state-admission", "marconi"),
+     "--state-admission: an option of SGLang's replay; --engine vllm takes"),
     (("pools", "--engine", "vllm"),
      "--engine: unknown flag; it abbreviates only --engine-info-bootstrap-port"),
     (("plan", "--max-mod", "32k"), "--max-mod: unknown flag; did you mean --max-model-len"),

@@ -53,6 +53,7 @@ def test_table_names_the_router_and_the_fleet_row():
     (("--replicas", "300"), "--replicas 300: expected a positive integer (at most 256)"),
     (("--replicas", "2", "--rate-scale", "0"), "--rate-scale 0: expected a finite number in (0, 1,000,000]"),
     (("--replicas", "2", "--compare"), "--replicas: runs on its own"),
+    (("--replicas", "2", "--engine", "vllm"), "--replicas: fleets are of SGLang replicas"),
 ])
 def test_bad_fleet_input_is_one_error_line_and_exit_2(args, message):
     result = invoke(*args)

@@ -111,6 +111,7 @@ BOUNDS: dict[str, Bound] = {
     "--rate": Bound(kind=Kind.NUMBER, low=MIN_RATE_PER_S, high=MAX_RATE_PER_S),
     "--time-scale": Bound(kind=Kind.NUMBER, high=MAX_TIME_SCALE, low_open=True),
     "--chunked-prefill-size": _count(), "--mamba-track-interval": _count(),
+    "--max-num-batched-tokens": _count(),
     "--step-overhead-ms": Bound(kind=Kind.NUMBER, low=MIN_STEP_MS, high=MAX_STEP_MS),
     "--prefill-ms-per-token": _MS, "--decode-ms-per-token": _MS,
     "--roofline-overhead-ms": _MS,

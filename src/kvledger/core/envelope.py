@@ -38,6 +38,8 @@ SCHEMAS: dict[str, int] = {
     "pools": 2,  # 2: `ignored` became the envelope's `ignored_flags`
     "simulate": 2,
     "simulate-compare": 1,  # simulate --compare: rows per state policy, then the ceiling; the offline bound  # 2: binding/blocked_ms keys are machine codes; host tokens renamed
+    "simulate-vllm": 1,  # simulate --engine vllm: a serving run through vLLM's block cache
+    "simulate-engines": 1,  # simulate --engine sglang,vllm: both engines, one trace and memory
     "simulate-fleet": 1,  # simulate --replicas R: per replica and fleet, the overload verdict
     "simulate-slot-economy": 1,  # simulate --slot-economy: the shared track-pool what-if
     "simulate-lossy-checkpoints": 1,  # simulate --lossy-checkpoints: 8-bit checkpoint what-if

@@ -2,7 +2,8 @@
 
 - lines.py: the line patterns and the scan of a log into facts;
 - detect.py: which engine and release wrote it;
-- vllm_args.py: the deployment in vLLM's `non-default args` line;
+- clipped.py: reprs and dicts as pasted, whole or clipped;
+- vllm_args.py / sglang_args.py: the deployment a vLLM / SGLang paste states;
 - engine_config.py: the deployment the engine ran, from vLLM's engine-config line;
 - expected.py: the lines an engine prints for a deployment, and the ones a log lacks;
 - reconcile.py: rows (logged, kvledger, equal or why not) and the verdict;

@@ -15,7 +15,7 @@ engine-init line: the version and the config); each key is read once per line.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kvledger.core.engines import Engine  # re-exported: logs name the engine that wrote them
 
@@ -47,7 +47,8 @@ PATTERNS: tuple[Pattern, ...] = (
        r"Initializing a V1 LLM engine \([^)]*\) with config: *(\S.*?)\s*$"),
     _p("vllm_version", Engine.VLLM, r"vLLM API server version ([0-9][^\s,]*)"),
     _p("vllm_version", Engine.VLLM, r"█\s+version ([0-9][^\s]*)"),
-    _p("vllm_args", Engine.VLLM, r"non-default args: (\{.*\})\s*$"),
+    # the dict as logged, or clipped by the paste (kvledger.logs.clipped)
+    _p("vllm_args", Engine.VLLM, r"non-default args: (\{.*?)\s*$"),
     _p("vllm_command", Engine.VLLM, r"((?:^|\s)vllm serve .*|python[0-9.]* -m vllm\.entrypoints\..*)$"),
     _p("vllm_model_loading_gib", Engine.VLLM, rf"Model loading took {_DEC} GiB"),
     _p("vllm_available_gib", Engine.VLLM, rf"Available KV cache memory: {_DEC} GiB"),
@@ -57,19 +58,33 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("vllm_padding_layers", Engine.VLLM,
        rf"Add {_NUM} padding layers, may waste at most {_DEC}% KV cache memory"),
     _p("vllm_tokens", Engine.VLLM, rf"GPU KV cache size: {_NUM} tokens"),
+    # with a host (CPU offload) tier the line counts both tiers; kvledger models GPU only
+    _p("vllm_tokens_host", Engine.VLLM, rf"GPU \+ host KV cache size: {_NUM} tokens"),
     _p("vllm_concurrency", Engine.VLLM,
        rf"Maximum concurrency for {_NUM} tokens per request: {_DEC}x"),
     _p("vllm_v0_blocks", Engine.VLLM, rf"# GPU blocks: {_NUM}"),
     # SGLang
-    _p("sglang_server_args", Engine.SGLANG, r"server_args=ServerArgs\((.*)\)\s*$"),
+    # the repr as logged, or clipped by the paste (no closing parenthesis: clipped.py)
+    _p("sglang_server_args", Engine.SGLANG, r"server_args=ServerArgs\((.*?)(\)?)\s*$"),
+    # the release a paste names (the boot lines do not): image tag, pin, or stated version
+    _p("sglang_version", Engine.SGLANG,
+       r"(?:lmsysorg/sglang:v?|\bsglang==|\b[Ss][Gg][Ll]ang [Vv]ersion:? v?)([0-9]+\.[0-9]+\.[0-9][^\s,]*)"),
+    _p("sglang_command", Engine.SGLANG,
+       r"((?:python[0-9.]*\s+-m\s+sglang\.launch_server|sglang\s+serve)(?:\s.*)?)$"),
     _p("sglang_load_weight", Engine.SGLANG,
        rf"Load weight end\..*avail mem={_DEC} GB, mem usage={_DEC} GB"),
     _p("sglang_mamba", Engine.SGLANG,
        rf"Mamba Cache is allocated\. max_mamba_cache_size: {_NUM}, conv_state size: {_DEC}\s*GB, "
        rf"ssm_state size: {_DEC}\s*GB"),
-    _p("sglang_kv", Engine.SGLANG, rf"KV Cache is allocated\. #tokens: {_NUM}, KV size: {_DEC} GB"),
+    # 0.5.2x print the dtype first: "KV Cache is allocated. dtype: torch.bfloat16, #tokens: …"
     _p("sglang_kv", Engine.SGLANG,
-       rf"KV Cache is allocated\. #tokens: {_NUM}, K size: {_DEC} GB, V size: {_DEC} GB"),
+       rf"KV Cache is allocated\. (?:dtype: \S+, )?#tokens: {_NUM}, KV size: {_DEC}\s*GB"),
+    _p("sglang_kv", Engine.SGLANG,
+       rf"KV Cache is allocated\. (?:dtype: \S+, )?#tokens: {_NUM}, K size: {_DEC}\s*GB, "
+       rf"V size: {_DEC}\s*GB"),
+    _p("sglang_kv_dtype", Engine.SGLANG,
+       r"(?:KV Cache is allocated\. dtype|Using KV cache dtype): torch\.(\w+)"),
+    _p("sglang_pool_end", Engine.SGLANG, rf"Memory pool end\. avail mem={_DEC}\s*GB"),
     _p("sglang_totals", Engine.SGLANG,
        rf"max_total_num_tokens={_NUM},.*max_running_requests={_NUM},\s*context_len={_NUM},"
        rf"\s*available_gpu_mem={_DEC} GB"),
@@ -103,17 +118,46 @@ class LogScan:
         return self.facts.get(key)
 
     def engines(self) -> set[Engine]:
-        by_key = {p.key: p.engine for p in PATTERNS}
+        by_key = {p.key: p.engine for p in PATTERNS} | {"sglang_kv_draft": Engine.SGLANG}
         return {by_key[k] for k in self.facts}
 
 
+# Logged once per rank with the rank's own value (free memory differs by a few MiB between
+# GPUs): the engines size every rank from the smallest (SGLang: get_available_gpu_memory with
+# distributed=True, a MIN all-reduce; vLLM: the minimum num_blocks over workers), so the
+# smallest logged value is the fact.
+PER_RANK_MIN = frozenset({"sglang_load_weight", "sglang_pool_end", "vllm_available_gib"})
+# Read wherever they are, never compared: a paste may quote its command twice.
+REPEATABLE = frozenset({"vllm_command", "sglang_command"})
+
+
+def _logical_lines(lines: list[str]) -> list[tuple[int, str]]:
+    """(first line number, text) with shell continuations (`… \\`) joined: a pasted
+    command often spans lines."""
+    out: list[tuple[int, str]] = []
+    pending: tuple[int, str] | None = None
+    for no, line in enumerate(lines, start=1):
+        if pending is not None:
+            line = pending[1] + " " + line.strip()
+            no = pending[0]
+            pending = None
+        if line.rstrip().endswith("\\"):
+            pending = (no, line.rstrip()[:-1].rstrip())
+            continue
+        out.append((no, line))
+    if pending is not None:
+        out.append(pending)
+    return out
+
+
 def scan_log(text: str) -> LogScan:
-    """Facts of a log; a quantity logged twice with different values is an error."""
+    """Facts of a log; a quantity logged twice with different values is an error (two
+    servers in one paste), except the per-rank memory lines (PER_RANK_MIN)."""
     if "\x00" in text:
         raise LogError("the input is binary, not a text log")
     facts: dict[str, Fact] = {}
     lines = text.splitlines()
-    for no, line in enumerate(lines, start=1):
+    for no, line in _logical_lines(lines):
         keys_here: set[str] = set()
         for pattern in PATTERNS:
             if pattern.key in keys_here:
@@ -126,8 +170,18 @@ def scan_log(text: str) -> LogScan:
             seen = facts.get(pattern.key)
             if seen is None:
                 facts[pattern.key] = fact
-            elif seen.groups != fact.groups and pattern.key not in ("vllm_command",):
+            elif (pattern.key == "sglang_kv" and seen.groups[0] == fact.groups[0]
+                  and seen.groups != fact.groups):
+                # same #tokens, other bytes: the speculative draft model's pool, which
+                # shares the target's token allocator (the draft worker logs it second)
+                facts.setdefault("sglang_kv_draft", replace(fact, key="sglang_kv_draft"))
+            elif pattern.key in PER_RANK_MIN:
+                if float(fact.groups[0]) < float(seen.groups[0]):
+                    facts[pattern.key] = fact
+            elif seen.groups != fact.groups and pattern.key not in REPEATABLE:
                 raise LogError(f"line {no} logs {pattern.key.split('_', 1)[1]} as "
                                f"{', '.join(fact.groups)} but line {seen.line_no} logged "
-                               f"{', '.join(seen.groups)}; split a multi-server log first")
+                               f"{', '.join(seen.groups)}: two servers in one paste; check "
+                               f"each server's lines on their own (split the paste at line "
+                               f"{no})")
     return LogScan(facts=facts, num_lines=len(lines), last_line=lines[-1] if lines else "")

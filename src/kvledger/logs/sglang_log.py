@@ -1,72 +1,103 @@
 """Reconcile an SGLang boot log with kvledger's SGLang plan (kvledger.sglang.plan.make_plan).
 
 The deployment comes from the logged `server_args=ServerArgs(…)` (its attribute names are the
-flags' names, `--tp-size` ↔ `tp_size`), the memory from `Load weight end … avail mem=X GB,
-mem usage=Y GB` (GiB, printed with two decimals: kvledger plans at both ends of the interval
-and a logged number reconciles when it lies between the two plans' values). Rows: the state
-pool (`Mamba Cache is allocated`: slots, conv and ssm bytes), the token pool (`KV Cache is
-allocated`: #tokens and bytes), the totals line (max_total_num_tokens, max_running_requests,
-context_len) and the request cap by the state pool. SGLang writes GiB as "GB".
+flags' names, `--tp-size` ↔ `tp_size`; a repr clipped by the paste gives the keys it still
+holds, kvledger.logs.clipped), else from a launch command anywhere in the paste (`python -m
+sglang.launch_server …`, `sglang serve …`), then the deployment flags given after `--` on
+kvledger's command line override both. The memory comes from `Load weight end … avail mem=X
+GB, mem usage=Y GB` (GiB, printed with two decimals: kvledger plans at both ends of the
+interval and a logged count reconciles when it lies between the two plans' values).
+
+Layout and capacity are separate checks. A pool's logged size is checked against the layout
+at the *logged* count: the token pool holds `(#tokens + page) × bytes per token` (SGLang's
+MHATokenToKVPool/MLATokenToKVPool allocate `size + page_size` rows, mem_cache/memory_pool.py),
+the state pool `(max_mamba_cache_size + 1) × bytes per slot` per tensor (MambaPool: slot 0 is
+padding). That holds whether or not the counts can be derived: without the `Load weight end`
+line a count is not derivable, and its row says how much memory would explain it.
+
+>>> from kvledger.logs.lines import scan_log
+>>> r = reconcile_sglang(scan_log(
+...     "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B --tp 2\\n"
+...     "KV Cache is allocated. #tokens: 100000, K size: 3.05 GB, V size: 3.05 GB\\n"))
+>>> [(row.quantity, row.status.value) for row in r.rows]
+[('#tokens (KV pool)', 'not reconciled'), ('K size (GB)', 'equal'), ('V size (GB)', 'equal')]
 """
 
 from __future__ import annotations
 
-import ast
-from dataclasses import fields
+from collections.abc import Sequence
+from dataclasses import replace
 
 from kvledger.core.units import GiB
+from kvledger.logs.detect import sglang_rules_for
 from kvledger.logs.expected import missing_sglang_lines
 from kvledger.logs.lines import Engine, LogError, LogScan
 from kvledger.logs.reconcile import Reconciliation, Row, Status
-from kvledger.sglang.deploy import FIELD_FLAGS
-from kvledger.sglang.launch import parse_flags
-from kvledger.sglang.launch.parse import DIRECT_FIELDS
+from kvledger.logs.sglang_args import stated_deployment
+from kvledger.model.config import load_model
+from kvledger.sglang.choices import KVDtype
+from kvledger.sglang.deploy import Deployment
+from kvledger.sglang.ledger import draft_token_ledger, token_ledger
 from kvledger.sglang.plan import SglangPlan, make_plan
-from kvledger.sglang.rules import DEFAULT_RULES
+from kvledger.sglang.resolve import CacheLayout, resolve
+from kvledger.sglang.rules import DEFAULT_RULES, get_rules
 
 HALF_CENT = 0.005  # half the last printed digit of a two-decimal GB figure
 
 
-def _server_args(text: str, line_no: int) -> tuple[list[str], str | None]:
+def _release(scan: LogScan, rules: str | None, notes: list[str]) -> tuple[str, str | None]:
+    """--rules when given, else the release the paste names (detect.sglang_rules_for), else
+    the default."""
+    fact = scan.get("sglang_version")
+    version = fact.value if fact else None
+    if rules is not None:
+        return rules, version
+    if fact is None:
+        notes.append(f"the paste names no SGLang version: checked against {DEFAULT_RULES} "
+                     "(pass --rules)")
+        return DEFAULT_RULES, None
     try:
-        call = ast.parse(f"f({text})", mode="eval").body
-    except SyntaxError:
-        raise LogError(f"line {line_no}: ServerArgs(…) does not parse (a truncated line?)") from None
-    assert isinstance(call, ast.Call)
-    values: dict[str, object] = {}
-    for kw in call.keywords:
-        try:
-            values[kw.arg] = ast.literal_eval(kw.value)
-        except ValueError:
-            continue  # an object repr (not a literal): no memory flag prints that way
-    words: list[str] = []
-    for field in sorted(DIRECT_FIELDS):
-        flag = FIELD_FLAGS[field]
-        value = values.get(flag[2:].replace("-", "_"))
-        if value is None or value is False:
-            continue
-        words += [flag] if value is True else [flag, str(value)]
-    model = values.get("model_path")
-    return words, model if isinstance(model, str) else None
+        rule_set, note = sglang_rules_for(fact.value)
+    except LogError as exc:
+        raise LogError(f"line {fact.line_no}: {exc}") from None
+    notes.append(f"line {fact.line_no} names SGLang v{fact.value.lstrip('v')}: {rule_set}"
+                 + (f" ({note})" if note else ""))
+    return rule_set, version
 
 
-def _plans(scan: LogScan, model: str, words: list[str], rules: str, gpu: str | None
-           ) -> tuple[SglangPlan, SglangPlan]:
+def _plans(scan: LogScan, model: str, dep: Deployment, rules: str
+           ) -> tuple[SglangPlan, SglangPlan] | None:
     load = scan.get("sglang_load_weight")
     if load is None:
-        raise LogError(f"truncated: no 'Load weight end … avail mem=' line in {scan.num_lines} "
-                       "lines, so the free memory the pools are sized from is unknown")
+        return None
     avail, usage = float(load.groups[0]), float(load.groups[1])
+    _layout(model, dep, rules)  # an unreadable model is named as such, not as a misfit
     try:
-        dep = parse_flags(words).deployment
         low = make_plan(model, dep, rules=rules, available_gib=avail - HALF_CENT,
                         weights_gib=usage + HALF_CENT)
         high = make_plan(model, dep, rules=rules, available_gib=avail + HALF_CENT,
                          weights_gib=max(0.0, usage - HALF_CENT))
     except ValueError as exc:
         raise LogError(f"the log's deployment does not fit {model}: {exc}") from None
-    del gpu  # SGLang's sizing here needs no GPU: the log gives the free memory
     return low, high
+
+
+def _layout(model: str, dep: Deployment, rules: str) -> CacheLayout:
+    try:
+        arch = load_model(model)
+    except (ValueError, OSError) as exc:
+        raise LogError(f"the log's model {model!r} is not a config kvledger can read ({exc}); "
+                       "pass --model with an embedded name or a config.json") from None
+    try:
+        return resolve(arch, dep, get_rules(rules))
+    except ValueError as exc:
+        raise LogError(f"the log's deployment does not fit {model}: {exc}") from None
+
+
+def _token_bytes(lay: CacheLayout) -> int:
+    """Bytes per token of the token pool (capacity.plan_capacity's C_token, draft included)."""
+    draft = draft_token_ledger(lay)
+    return token_ledger(lay).total_bytes + (draft.total_bytes if draft else 0)
 
 
 def _int_row(line_no: int, quantity: str, logged: int, lo: int, hi: int, why: str) -> Row:
@@ -85,76 +116,132 @@ def _gb_row(line_no: int, quantity: str, logged: str, lo_bytes: int, hi_bytes: i
                reason="" if ok else "pool bytes differ")
 
 
-def reconcile_sglang(scan: LogScan, *, model: str | None = None, rules: str | None = None,
-                     gpu: str | None = None) -> Reconciliation:
-    notes: list[str] = []
-    args = scan.get("sglang_server_args")
-    words: list[str] = []
-    logged_model = None
-    if args is not None:
-        words, logged_model = _server_args(args.value, args.line_no)
-    else:
-        notes.append("no server_args line: SGLang's defaults assumed")
-    name = model or logged_model
-    if name is None:
-        raise LogError("the log names no model; pass --model")
-    rule_set = rules or DEFAULT_RULES
-    if rules is None:
-        notes.append(f"SGLang logs carry no version: checked against {rule_set} (pass --rules)")
-    low, high = _plans(scan, name, words, rule_set, gpu)
-    lay = low.layout
+# SGLang's torch dtype names for kvledger's KV dtypes (model_runner.py sets kv_cache_dtype
+# to torch.bfloat16 for auto on bf16 models, torch.float8_e4m3fn for fp8_e4m3)
+_TORCH_KV = {KVDtype.BF16: "bfloat16", KVDtype.FP8_E4M3: "float8_e4m3fn"}
+
+
+def _count_row(line_no: int, quantity: str, logged: int, span: tuple[int, int] | None,
+               explain_bytes: int, why: str) -> Row:
+    """A logged count: against the plan's when memory is known, else not derivable, with
+    the pool memory that explains it."""
+    need = f"{explain_bytes / GiB:.2f} GiB of pool holds it"
+    if span is None:
+        return Row(line_no=line_no, quantity=quantity, logged=f"{logged:,}", kvledger="—",
+                   status=Status.INFO, reason=f"not derivable: no 'Load weight end … avail "
+                   f"mem=' line; {need}")
+    row = _int_row(line_no, quantity, logged, span[0], span[1], why)
+    return row if row.status is Status.EQUAL else replace(row, reason=f"{why}; {need}")
+
+
+def _pool_rows(scan: LogScan, lay: CacheLayout, plans: tuple[SglangPlan, SglangPlan] | None
+               ) -> list[Row]:
+    """Layout at the logged counts, and the counts against the plans."""
     rows: list[Row] = []
-    if fact := scan.get("sglang_load_weight"):
-        rows.append(Row(line_no=fact.line_no, quantity="avail mem after weights (GB = GiB)",
-                        logged=fact.groups[0], kvledger="±0.005", status=Status.INPUT))
+    low, high = plans if plans else (None, None)
     if fact := scan.get("sglang_mamba"):
-        lc, hc = low.capacity, high.capacity
-        rows.append(_int_row(fact.line_no, "max_mamba_cache_size (state slots)", fact.int(0),
-                             lc.state_slots, hc.state_slots, "state pool sizing differs"))
+        slots = fact.int(0)
         layers = lay.model.num_linear_layers
         conv, ssm = (lay.state.conv_bytes, lay.state.temporal_bytes) if lay.state else (0, 0)
-        rows.append(_gb_row(fact.line_no, "conv_state size (GB)", fact.groups[1],
-                            (lc.state_slots + 1) * conv * layers, (hc.state_slots + 1) * conv * layers))
-        rows.append(_gb_row(fact.line_no, "ssm_state size (GB)", fact.groups[2],
-                            (lc.state_slots + 1) * ssm * layers, (hc.state_slots + 1) * ssm * layers))
+        span = (low.capacity.state_slots, high.capacity.state_slots) if low and high else None
+        rows.append(_count_row(fact.line_no, "max_mamba_cache_size (state slots)", slots, span,
+                               (slots + 1) * (conv + ssm) * layers, "state pool sizing differs"))
+        for i, label, unit in ((1, "conv_state size (GB)", conv), (2, "ssm_state size (GB)", ssm)):
+            at = (slots + 1) * unit * layers
+            rows.append(_gb_row(fact.line_no, f"{label} at {slots:,} slots", fact.groups[i], at, at))
     if fact := scan.get("sglang_kv"):
-        lc, hc = low.capacity, high.capacity
-        rows.append(_int_row(fact.line_no, "#tokens (KV pool)", fact.int(0), lc.max_total_tokens,
-                             hc.max_total_tokens, "token pool sizing differs"))
+        tokens = fact.int(0)
+        pool = (tokens + lay.page_tokens) * _token_bytes(lay)
+        span = (low.capacity.max_total_tokens, high.capacity.max_total_tokens) if low and high else None
+        rows.append(_count_row(fact.line_no, "#tokens (KV pool)", tokens, span, pool,
+                               "token pool sizing differs"))
         half = len(fact.groups) == 3  # K size and V size, each half of a GQA row
-        for i, label in ((1, "K size (GB)" if half else "KV size (GB)"),) + (
-                ((2, "V size (GB)"),) if half else ()):
-            lo, hi = lc.token_pool_bytes, hc.token_pool_bytes
-            if half:
-                lo, hi = lo // 2, hi // 2
-            rows.append(_gb_row(fact.line_no, label, fact.groups[i], lo, hi))
+        labels = ((1, "K size (GB)"), (2, "V size (GB)")) if half else ((1, "KV size (GB)"),)
+        for i, label in labels:
+            at = pool // 2 if half else pool
+            rows.append(_gb_row(fact.line_no, label, fact.groups[i], at, at))
+    if fact := scan.get("sglang_kv_draft"):
+        # the draft model's layers are not in the target's config: shown, not checked
+        per_token = round(float(fact.groups[1]) * GiB / (fact.int(0) + lay.page_tokens))
+        rows.append(Row(line_no=fact.line_no, quantity="draft model's token pool (GB)",
+                        logged=", ".join(fact.groups[1:]), kvledger="—", status=Status.INFO,
+                        reason=f"a second pool of {fact.int(0):,} tokens: the speculative "
+                        f"draft's; about {per_token:,} B per token per K/V tensor, not checked"))
+    if (fact := scan.get("sglang_kv_dtype")) and lay.deployment.kv_cache_dtype in _TORCH_KV:
+        want = _TORCH_KV[lay.deployment.kv_cache_dtype]
+        ok = fact.value == want
+        rows.append(Row(line_no=fact.line_no, quantity="KV cache dtype", logged=fact.value,
+                        kvledger=want, status=Status.EQUAL if ok else Status.DIFFERS,
+                        reason="" if ok else "the KV dtype differs: pass --kv-cache-dtype "
+                        "after --"))
+    return rows
+
+
+def _totals_rows(scan: LogScan, lay: CacheLayout, plans: tuple[SglangPlan, SglangPlan] | None
+                 ) -> list[Row]:
+    rows: list[Row] = []
+    low, high = plans if plans else (None, None)
+    token_bytes = _token_bytes(lay)
     if fact := scan.get("sglang_totals"):
-        lc, hc = low.capacity, high.capacity
-        rows.append(_int_row(fact.line_no, "max_total_num_tokens", fact.int(0),
-                             lc.max_total_tokens, hc.max_total_tokens, "token pool sizing differs"))
-        rows.append(_int_row(fact.line_no, "max_running_requests", fact.int(1),
-                             lc.max_running_requests, hc.max_running_requests,
-                             "request limit differs"))
+        tokens = fact.int(0)
+        span = (low.capacity.max_total_tokens, high.capacity.max_total_tokens) if low and high else None
+        rows.append(_count_row(fact.line_no, "max_total_num_tokens", tokens, span,
+                               (tokens + lay.page_tokens) * token_bytes,
+                               "token pool sizing differs"))
+        if low and high:
+            rows.append(_int_row(fact.line_no, "max_running_requests", fact.int(1),
+                                 low.capacity.max_running_requests,
+                                 high.capacity.max_running_requests, "request limit differs"))
+        else:
+            rows.append(Row(line_no=fact.line_no, quantity="max_running_requests",
+                            logged=f"{fact.int(1):,}", kvledger="—", status=Status.INFO,
+                            reason="not derivable without the 'Load weight end' line"))
         rows.append(_int_row(fact.line_no, "context_len", fact.int(2), lay.context_tokens,
                              lay.context_tokens, "context length differs"))
         rows.append(Row(line_no=fact.line_no, quantity="available_gpu_mem (GB)",
                         logged=fact.groups[3], kvledger="—", status=Status.INFO,
                         reason="what the pools left free; not derived from the log"))
-    if fact := scan.get("sglang_capped"):
+    if (fact := scan.get("sglang_capped")) and low and high:
         rows.append(_int_row(fact.line_no, "max_running_requests capped by the state pool",
                              fact.int(0), low.capacity.max_running_requests,
                              high.capacity.max_running_requests, "request cap differs"))
-    if len(rows) <= 1:
+    if fact := scan.get("sglang_pool_end"):
+        rows.append(Row(line_no=fact.line_no, quantity="Memory pool end, avail mem (GB)",
+                        logged=fact.value, kvledger="—", status=Status.INFO,
+                        reason="what the pools left free (smallest rank); not derived"))
+    return rows
+
+
+def reconcile_sglang(scan: LogScan, *, model: str | None = None, rules: str | None = None,
+                     gpu: str | None = None, flags: Sequence[str] = ()) -> Reconciliation:
+    """The deployment, the layout, then every logged pool and count (module doc)."""
+    del gpu  # SGLang's sizing here needs no GPU: the log gives the free memory
+    stated = stated_deployment(scan, flags)
+    notes = list(stated.notes)
+    name = model or stated.model
+    if name is None:
+        raise LogError("the log names no model; pass --model")
+    rule_set, version = _release(scan, rules, notes)
+    plans = _plans(scan, name, stated.deployment, rule_set)
+    lay = plans[0].layout if plans else _layout(name, stated.deployment, rule_set)
+    rows: list[Row] = []
+    if fact := scan.get("sglang_load_weight"):
+        rows.append(Row(line_no=fact.line_no, quantity="avail mem after weights (GB = GiB)",
+                        logged=fact.groups[0], kvledger="±0.005", status=Status.INPUT))
+    rows += _pool_rows(scan, lay, plans) + _totals_rows(scan, lay, plans)
+    if not any(r.status in (Status.EQUAL, Status.DIFFERS) for r in rows):
         raise LogError(f"truncated: the log ends at line {scan.num_lines} before SGLang logs its "
                        "pools ('KV Cache is allocated', 'max_total_num_tokens=')")
     rows.sort(key=lambda r: r.line_no)
-    cap = low.capacity
-    derived = (("state slot bytes", f"{cap.slot_bytes:,}"), ("token bytes", f"{cap.token_bytes:,}"),
-               ("page (tokens)", f"{lay.page_tokens}"),
-               ("slots per request", f"{lay.slots_per_request}"))
-    dep = lay.deployment
-    assert {f.name for f in fields(dep)}
-    return Reconciliation(engine=Engine.SGLANG, version=None, rules=rule_set, model=lay.model.name,
-                          rows=tuple(rows), binding=cap.binding.value, derived=derived,
-                          notes=tuple(notes + list(low.notes)),
+    derived = [("token bytes", f"{_token_bytes(lay):,}"), ("page (tokens)", f"{lay.page_tokens}"),
+               ("slots per request", f"{lay.slots_per_request}")]
+    if plans:
+        derived.insert(0, ("state slot bytes", f"{plans[0].capacity.slot_bytes:,}"))
+    else:
+        notes.append("no 'Load weight end' line: the pools' layout is checked at the logged "
+                     "counts; the counts themselves are not derivable")
+    binding = plans[0].capacity.binding.value if plans else "not derivable (no free-memory line)"
+    return Reconciliation(engine=Engine.SGLANG, version=version, rules=rule_set, model=lay.model.name,
+                          rows=tuple(rows), binding=binding, derived=tuple(derived),
+                          notes=tuple(notes + (list(plans[0].notes) if plans else list(lay.notes))),
                           missing=missing_sglang_lines(scan, has_state_pool=lay.state is not None))

@@ -4,7 +4,7 @@ The args line is a Python dict literal (vllm/entrypoints/utils.py `log_non_defau
 its keys are EngineArgs field names. Keys that change memory map onto VllmDeployment; the
 model comes from `model` / `model_tag`.
 
->>> d, model, ignored = vllm_deployment_from_args(
+>>> d, model, ignored, clipped = vllm_deployment_from_args(
 ...     "{'model': 'x', 'tensor_parallel_size': 2, 'max_model_len': 8192, 'host': '0.0.0.0'}")
 >>> d.tensor_parallel_size, d.max_model_len, model, ignored
 (2, 8192, 'x', ('host',))
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 
+from kvledger.logs.clipped import dict_values
 from kvledger.logs.lines import LogError
 from kvledger.vllm.deploy import VllmDeployment
 from kvledger.vllm.rules import MambaCacheMode
@@ -25,11 +26,18 @@ _FIELDS = {"tensor_parallel_size", "data_parallel_size", "gpu_memory_utilization
 _REFUSED = {"pipeline_parallel_size": 1, "cpu_offload_gb": 0, "num_gpu_blocks_override": None}
 
 
-def vllm_deployment_from_args(text: str) -> tuple[VllmDeployment, str | None, tuple[str, ...]]:
+def vllm_deployment_from_args(text: str
+                              ) -> tuple[VllmDeployment, str | None, tuple[str, ...], bool]:
+    """(deployment, model, ignored keys, clipped?): a dict cut by the paste gives the keys
+    it still holds (kvledger.logs.clipped)."""
+    clipped = False
     try:
         args = ast.literal_eval(text)
-    except (ValueError, SyntaxError) as exc:
-        raise LogError(f"the non-default args are not a Python dict literal ({exc})") from None
+    except (ValueError, SyntaxError):
+        args, _, clipped = dict_values(text)  # a paste clipped mid-dict: the keys there
+        if not args:
+            raise LogError("the non-default args hold no 'key': value kvledger can read"
+                           ) from None
     if not isinstance(args, dict):
         raise LogError("the non-default args are not a dict")
     values: dict[str, object] = {}
@@ -51,6 +59,6 @@ def vllm_deployment_from_args(text: str) -> tuple[VllmDeployment, str | None, tu
             ignored.append(key)
     model = args.get("model") or args.get("model_tag")
     try:
-        return VllmDeployment(**values), model, tuple(ignored)
+        return VllmDeployment(**values), model, tuple(ignored), clipped
     except (TypeError, ValueError) as exc:
         raise LogError(f"the non-default args: {exc}") from None

@@ -20,6 +20,7 @@ gives — `Available KV cache memory` (an interval: vLLM prints two decimals of 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 
 from kvledger.core.gpus import get_gpu
@@ -38,13 +39,29 @@ from kvledger.vllm.layout import VllmLayout, vllm_layout
 from kvledger.vllm.rules import LoggedTokens, VllmRules, get_vllm_rules
 
 
+def _with_flags(dep: VllmDeployment, model: str | None, flags: Sequence[str]
+                ) -> tuple[VllmDeployment, str | None, list[str]]:
+    """The deployment flags given after `--` over what the log states."""
+    if not flags:
+        return dep, model, []
+    try:
+        extra = parse_vllm_command(list(flags))
+        dep = replace(dep, **{f: getattr(extra.deployment, f) for f in extra.set_fields})
+    except ValueError as exc:
+        raise LogError(f"the flags after --: {exc}") from None
+    return dep, extra.model_ref or model, [f"deployment flags after --: {' '.join(flags)}"]
+
+
 def _deployment(scan: LogScan) -> tuple[VllmDeployment, str | None, list[str]]:
     notes: list[str] = []
     if fact := scan.get("vllm_args"):
         try:
-            dep, model, _ = vllm_deployment_from_args(fact.value)
+            dep, model, _, clipped = vllm_deployment_from_args(fact.value)
         except LogError as exc:
             raise LogError(f"line {fact.line_no}: {exc}") from None
+        if clipped:
+            notes.append(f"line {fact.line_no}: the non-default args are clipped; the keys "
+                         "they hold are read, vLLM's defaults assumed for the rest")
         return dep, model, notes
     if fact := scan.get("vllm_command"):
         try:
@@ -176,10 +193,14 @@ def _anchor_blocks(scan: LogScan, lay: VllmLayout, rule_set: VllmRules, rows: li
         blocks = [fact.int()]
     elif fact := scan.get("vllm_tokens"):
         blocks = _blocks_from_tokens(lay, fact.int())
+        # the count cannot be derived without the memory line: say what memory explains it
+        explain = (f"{blocks[0] * per_block / GiB:.2f} … {(blocks[-1] + 1) * per_block / GiB:.2f}"
+                   f" GiB of KV cache memory gives {span([f'{b:,}' for b in blocks])} blocks"
+                   if blocks else "")
         rows.append(Row(line_no=fact.line_no, quantity="GPU KV cache size (tokens)",
                         logged=f"{fact.int():,}", kvledger="(inverted to num_gpu_blocks)",
                         status=Status.INPUT if blocks else Status.DIFFERS,
-                        reason="" if blocks else "no num_gpu_blocks gives this token count "
+                        reason=explain if blocks else "no num_gpu_blocks gives this token count "
                         f"under {rule_set.name} with block {lay.block_tokens}"))
         notes.append("no 'Available KV cache memory' line: num_gpu_blocks inverted from the "
                      "logged token count")
@@ -202,8 +223,21 @@ def _capacity_rows(scan: LogScan, lay: VllmLayout, arch: ModelArch, rule_set: Vl
         rows.append(compare(fact.line_no, "GPU KV cache size (tokens)", f"{fact.int():,}",
                             [f"{_tokens(lay, b):,}" for b in blocks],
                             f"logged as {rule_set.logged_tokens.value}"))
+    if fact := scan.get("vllm_tokens_host"):
+        rows.append(Row(line_no=fact.line_no, quantity="GPU + host KV cache size (tokens)",
+                        logged=f"{fact.int():,}", kvledger="—", status=Status.INFO,
+                        reason="counts the host (offload) tier, which kvledger's vLLM rules "
+                        "do not model; the GPU blocks alone give "
+                        f"{span([f'{_tokens(lay, b):,}' for b in blocks])}"))
     per_request = lay.blocks_per_request()
-    if (conc := scan.get("vllm_concurrency")) is not None:
+    conc = scan.get("vllm_concurrency")
+    host = scan.get("vllm_tokens_host")
+    if conc is not None and host is not None and host.line_no == conc.line_no:
+        rows.append(Row(line_no=conc.line_no, quantity="Maximum concurrency (GPU + host)",
+                        logged=conc.groups[1], kvledger="—", status=Status.INFO,
+                        reason="includes the host tier; GPU alone: "
+                        f"{span([f'{b / per_request:.2f}' for b in blocks])}"))
+    elif conc is not None:
         rows.append(compare(conc.line_no, "Maximum concurrency", conc.groups[1],
                             [f"{b / per_request:.2f}" for b in blocks],
                             f"{per_request} blocks per max_model_len request"))
@@ -238,7 +272,7 @@ def _derived(lay: VllmLayout, blocks: list[int]) -> tuple[tuple[str, str], ...]:
 
 
 def reconcile_vllm(scan: LogScan, *, model: str | None = None, rules: str | None = None,
-                   gpu: str | None = None) -> Reconciliation:
+                   gpu: str | None = None, flags: Sequence[str] = ()) -> Reconciliation:
     """The release, the deployment, the model and the layout, then every logged number
     against the layout's (module doc for the order)."""
     notes: list[str] = []
@@ -246,7 +280,8 @@ def reconcile_vllm(scan: LogScan, *, model: str | None = None, rules: str | None
     rule_set = get_vllm_rules(rules)
     dep, logged_model, dep_notes = _deployment(scan)
     dep, logged_model, config_notes = apply_engine_config(scan, dep, logged_model)
-    notes += dep_notes + config_notes
+    dep, logged_model, flag_notes = _with_flags(dep, logged_model, flags)
+    notes += dep_notes + config_notes + flag_notes
     dep = _logged_max_model_len(scan, dep)
     arch = _model(model, logged_model)
     lay = _layout(arch, dep, rule_set, gpu)

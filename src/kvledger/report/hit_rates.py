@@ -23,3 +23,8 @@ SIMULATE = ("hit rates: serving replay (arrival times, requests in flight pin pa
 CEILING = ("FULL-only ceiling: no states, the KV and state pools' bytes as one KV pool, "
            "sequential prompts only: an upper bound on the hit rate for this memory, not a "
            "policy (docs: Three hit rates)")
+SIMULATE_VLLM = ("hit rates: serving replay through vLLM's block cache (arrival times, running "
+                 "requests hold their blocks, states cached where align mode caches them): "
+                 "token hit = the attention group's cached KV, usable hit = that cut back to "
+                 "the deepest cached state; the same quantities as SGLang's `simulate` (docs: "
+                 "Three hit rates)")

@@ -26,6 +26,9 @@ DSA_PAGE_KEYS = 64
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RuleSet:
     name: str
+    # The 0.5.x patch release whose source these rules were read from (a log naming another
+    # release is checked against the next rule set up: kvledger.logs.detect).
+    read_from_patch: int
     # True: the DSA page holds 64 pooled keys (64·kpool tokens); False: 64 tokens.
     page_scales_with_kpool: bool
     # True: the index cache reserves ceil(row/kpool) bytes per token per layer; False: a full row.
@@ -75,6 +78,7 @@ RULES: RuleRegistry[RuleSet] = RuleRegistry(
     (
         RuleSet(
             name="sglang-0.5.21",
+            read_from_patch=21,
             page_scales_with_kpool=False,
             indexer_reserves_pooled=False,
             host_row_matches_device=False,
@@ -82,6 +86,7 @@ RULES: RuleRegistry[RuleSet] = RuleRegistry(
         ),
         RuleSet(
             name="sglang-0.5.23",
+            read_from_patch=23,
             page_scales_with_kpool=True,
             indexer_reserves_pooled=True,
             host_row_matches_device=True,

@@ -1,8 +1,9 @@
-"""A serving run through vLLM's prefix cache (`kvledger.blocks`): the first piece of
-`simulate --engine vllm`, as a library call (the command still refuses vllm).
+"""A serving run through vLLM's prefix cache (`kvledger.blocks`): the loop behind
+`simulate --engine vllm` (`kvledger.sim.vllm_setup` builds its config from vLLM's plan).
 
 A discrete-event loop over engine steps of vLLM's v1 `Scheduler.schedule`
-(`vllm/v1/core/sched/scheduler.py`), sync scheduler (one step in flight):
+(`vllm/v1/core/sched/scheduler.py`), the sync scheduler or, with ``steps_in_flight=2``,
+`AsyncScheduler`'s step-ahead as the block cache sees it:
 
 1. running requests first, in order: each gets its next prefill chunk or one decode token
    within the step's token budget (``max_num_batched_tokens``); a hybrid prefill chunk ends
@@ -20,10 +21,15 @@ A discrete-event loop over engine steps of vLLM's v1 `Scheduler.schedule`
 
 Assumptions and what is not modelled yet: only prompt blocks are cached (output tokens of a
 Mooncake trace are unique, so cached output blocks would change only the LRU order, not a
-later hit); no async step-ahead (vLLM's default `AsyncScheduler`); no speculative decoding,
-no KV connector. With requests spaced so that each finishes before the next arrives, an
-unbounded budget and one output token, the run is the sequential replay with the sync
-scheduler, request for request (tests/sim/test_vllm_serving.py checks it).
+later hit). Async step-ahead (`EngineCore.step_with_batch_queue`, two steps in flight) is
+modelled where it changes the cache: a request scheduled in the previous step still has those
+tokens in flight, so `remove_skipped_blocks` frees only what the step before passed (as
+`replay --scheduler async`); its CPU overlap, and finished requests freed one step later, are
+not. Blocks are cached when a step completes, not when `allocate_slots` schedules them. No
+speculative decoding, no KV connector. With requests spaced so that each finishes before the
+next arrives, an unbounded budget and one output token, the run is the sequential replay with
+the same scheduler, request for request (tests/sim/test_vllm_serving.py and
+tests/sim/test_vllm_sim.py check both).
 
 >>> from kvledger.blocks import FullAttentionSpec, MambaAlignSpec
 >>> from kvledger.sim.workload import Request
@@ -46,7 +52,7 @@ from kvledger.blocks import BlockHashChain, CacheHit, Coordinator, GroupSpec, al
 from kvledger.blocks.pool import PoolError
 from kvledger.blocks.specs import MambaAlignSpec
 from kvledger.sim.pages import PageKeyer
-from kvledger.sim.timing import StepCost, StepWork
+from kvledger.sim.timing import Roofline, StepCost, StepWork
 from kvledger.sim.workload import Request
 
 
@@ -56,7 +62,10 @@ class VllmServeConfig:
     num_blocks: int  # the one pool (block 0 is the null block)
     max_num_batched_tokens: int = 8192  # vLLM's token budget per step
     max_num_seqs: int = 256  # running requests at most
-    step_cost: StepCost = StepCost()
+    step_cost: StepCost | Roofline = StepCost()  # prices a step (`StepWork`)
+    # 1: the sync Scheduler; 2: AsyncScheduler's batch queue (VllmConfig's default), whose
+    # next step is scheduled before the last one's output is processed
+    steps_in_flight: int = 1
 
     def __post_init__(self) -> None:
         for flag, value in (("--max-num-batched-tokens", self.max_num_batched_tokens),
@@ -64,6 +73,9 @@ class VllmServeConfig:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{flag} {value!r}: expected a positive integer")
         self.step_cost.validate()
+        if self.steps_in_flight not in (1, 2):
+            raise ValueError(f"--scheduler: {self.steps_in_flight!r} steps in flight; expected "
+                             "1 (sync) or 2 (async)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +87,10 @@ class ServeRecord:
     hit_tokens: int  # the hit of the admission that completed (after any preemption)
     steps: int  # steps the request was scheduled in
     preemptions: int
+    admitted_ms: float = 0.0  # start of the step of the admission that completed
+    prompt_tokens: int = 0
+    output_tokens: int = 0  # sampled (at least one)
+    attention_hit_tokens: int = 0  # the attention group's cached KV (≥ hit_tokens)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +100,8 @@ class VllmServeResult:
     num_steps: int
     preemptions: int
     evicted_blocks: tuple[int, ...]  # per group
+    duration_ms: float = 0.0  # the clock when the last request finished
+    prefill_tokens: int = 0  # prompt tokens computed, recomputation after preemption included
 
 
 class _Live:
@@ -94,15 +112,17 @@ class _Live:
         self.prompt_tokens = request.prompt_tokens
         self.total_tokens = request.prompt_tokens + max(1, request.output_tokens)
         self.computed = 0  # tokens whose KV is computed
+        self.last_start = 0  # `computed` when its last step was scheduled
+        self.last_step = 0  # the number of that step
         self.generated = 0
         self.hit: CacheHit | None = None
         self.boundaries: set[int] = set()
         self.junction = 0
-        self.first_token_ms = -1.0
+        self.first_token_ms = self.admitted_ms = -1.0
         self.steps = self.preemptions = 0
 
     def reset(self) -> None:
-        self.computed, self.generated, self.hit = 0, 0, None
+        self.computed, self.last_start, self.generated, self.hit = 0, 0, 0, None
 
 
 class _Loop:
@@ -122,6 +142,7 @@ class _Loop:
         self.records: list[ServeRecord] = []
         self.unfinished: list[int] = []
         self.now_ms, self.num_steps, self.preemptions = 0.0, 0, 0
+        self.prefill_tokens = 0
 
     def _chunk_end(self, live: _Live, budget: int) -> int:
         start = live.computed
@@ -136,6 +157,13 @@ class _Loop:
             if end < live.prompt_tokens:
                 end = end // self.block * self.block
         return end
+
+    def _settled(self, live: _Live) -> int:
+        """The computed tokens `remove_skipped_blocks` sees (`KVCacheManager.allocate_slots`:
+        computed − in flight): with the async batch queue the previous step is still in
+        flight when this one is scheduled, so its tokens do not count yet."""
+        in_flight = self.config.steps_in_flight > 1 and live.last_step == self.num_steps
+        return live.last_start if in_flight else live.computed
 
     def _preempt(self, victim: _Live) -> None:
         self.running.remove(victim)
@@ -156,7 +184,7 @@ class _Loop:
                 continue
             while True:
                 try:
-                    self.coord.remove_skipped_blocks(live.request.rid, live.computed)
+                    self.coord.remove_skipped_blocks(live.request.rid, self._settled(live))
                     self.coord.allocate_slots(live.request.rid, None, end_tokens=end,
                                               boundaries=live.boundaries)
                     break
@@ -192,7 +220,7 @@ class _Loop:
                     self.unfinished.append(self.waiting.popleft().request.rid)
                     continue
                 break
-            live.hit = hit
+            live.hit, live.admitted_ms = hit, self.now_ms
             self.waiting.popleft()
             self.running.append(live)
             scheduled[live.request.rid] = (live, live.computed, end)
@@ -201,7 +229,8 @@ class _Loop:
 
     def _finish_step(self, scheduled: dict[int, tuple[_Live, int, int]]) -> None:
         for live, start, end in scheduled.values():
-            live.computed, live.steps = end, live.steps + 1
+            live.last_start, live.computed, live.steps = start, end, live.steps + 1
+            live.last_step = self.num_steps
             rid = live.request.rid
             if start < live.prompt_tokens:
                 self.coord.cache_blocks(rid, live.hashes, min(end, live.prompt_tokens),
@@ -218,7 +247,9 @@ class _Loop:
                     rid=rid, arrival_ms=live.request.arrival_ms,
                     first_token_ms=live.first_token_ms, finish_ms=self.now_ms,
                     hit_tokens=live.hit.hit_tokens, steps=live.steps,
-                    preemptions=live.preemptions))
+                    preemptions=live.preemptions, admitted_ms=live.admitted_ms,
+                    prompt_tokens=live.prompt_tokens, output_tokens=live.generated,
+                    attention_hit_tokens=live.hit.attention_hit_tokens))
 
     def run(self) -> VllmServeResult:
         while self.arrivals or self.waiting or self.running:
@@ -237,12 +268,14 @@ class _Loop:
                                     if s < live.prompt_tokens),
                 decode_contexts=tuple(e for live, s, e in scheduled.values()
                                       if s >= live.prompt_tokens))
+            self.prefill_tokens += work.prefill_tokens
             self.now_ms += self.config.step_cost.step_ms(work)
             self.num_steps += 1
             self._finish_step(scheduled)
         return VllmServeResult(records=tuple(self.records), unfinished=tuple(self.unfinished),
                                num_steps=self.num_steps, preemptions=self.preemptions,
-                               evicted_blocks=tuple(self.coord.pool.evicted_blocks))
+                               evicted_blocks=tuple(self.coord.pool.evicted_blocks),
+                               duration_ms=self.now_ms, prefill_tokens=self.prefill_tokens)
 
 
 def vllm_serve(requests: Sequence[Request], config: VllmServeConfig) -> VllmServeResult:

@@ -138,12 +138,23 @@ class VllmRules:
     # at least 70 GiB that are not A100s, 256 otherwise.
     large_gpu_max_num_seqs: int = 1024
     small_gpu_max_num_seqs: int = 256
+    # EngineArgs.get_batch_defaults (vllm/engine/arg_utils.py), the OpenAI server's token
+    # budget per step (--max-num-batched-tokens) by the same GPU classes.
+    large_gpu_max_num_batched_tokens: int = 8192
+    small_gpu_max_num_batched_tokens: int = 2048
+
+    @staticmethod
+    def _large(gpu: GPU | None) -> bool:
+        return gpu is None or (gpu.memory_bytes >= 70 * GiB and "A100" not in gpu.name.upper())
 
     def default_max_num_seqs(self, gpu: GPU | None) -> int:
         """--max-num-seqs when unset; without a GPU, the large-GPU default."""
-        if gpu is not None and (gpu.memory_bytes < 70 * GiB or "A100" in gpu.name.upper()):
-            return self.small_gpu_max_num_seqs
-        return self.large_gpu_max_num_seqs
+        return self.large_gpu_max_num_seqs if self._large(gpu) else self.small_gpu_max_num_seqs
+
+    def default_max_num_batched_tokens(self, gpu: GPU | None) -> int:
+        """--max-num-batched-tokens when unset; without a GPU, the large-GPU default."""
+        return (self.large_gpu_max_num_batched_tokens if self._large(gpu)
+                else self.small_gpu_max_num_batched_tokens)
 
     def covers(self, minor: int) -> bool:
         """Whether v0.<minor>.x lies in the releases this rule set was read from."""

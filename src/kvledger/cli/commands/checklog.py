@@ -11,7 +11,15 @@ from typing import Annotated
 
 import typer
 
-from kvledger.cli.app import HELP, KvCommand, app, console, emit_json, print_error
+from kvledger.cli.app import (
+    EXTRA_ARGS,
+    KvCommand,
+    app,
+    command_line,
+    console,
+    emit_json,
+    print_error,
+)
 from kvledger.cli.options.plan import JsonOpt
 from kvledger.core.inputs import check_regular, read_capped
 from kvledger.core.limits import MAX_LOG_BYTES
@@ -46,17 +54,23 @@ def _read(path: str) -> str:
         raise ValueError(f"{path}: not UTF-8 text (byte {exc.start})") from None
 
 
-@app.command("check-log", cls=KvCommand, context_settings=HELP, help="Reconcile an SGLang or vLLM boot log with kvledger's rules: "
+@app.command("check-log", cls=KvCommand, context_settings=EXTRA_ARGS, help="Reconcile an SGLang or vLLM boot log with kvledger's rules: "
              "one row per logged number, and one per line the engine prints for the deployment that "
              "the log lacks; exit 0 when the log is complete and every number reconciles, 1 when "
              "a number differs or an expected line is missing (the verdict says which), 2 when "
-             "the log cannot be read.")
-def check_log_cmd(file: FileArg, model: ModelOpt = None, rules: RulesOpt = None,
-                  gpu: GpuOpt = None, json: JsonOpt = False) -> None:
+             "the log cannot be read. Deployment flags the paste lacks go after `--`, in the "
+             "engine's spelling: `kvledger check-log LOG --model M -- --tp 8 --kv-cache-dtype "
+             "fp8_e4m3`.")
+def check_log_cmd(ctx: typer.Context, file: FileArg, model: ModelOpt = None,
+                  rules: RulesOpt = None, gpu: GpuOpt = None, json: JsonOpt = False) -> None:
     from kvledger.logs.check import check_log
 
     try:
-        result = check_log(_read(file), model=model, rules=rules, gpu=gpu)
+        if ctx.args and "--" not in command_line(ctx):
+            raise ValueError(f"{ctx.args[0]}: not a check-log option; deployment flags go "
+                             "after `--` (kvledger check-log LOG -- --tp 8)")
+        result = check_log(_read(file), model=model, rules=rules, gpu=gpu,
+                           flags=tuple(ctx.args))
     except (ValueError, OSError) as exc:
         print_error(str(exc))
         raise typer.Exit(2) from None

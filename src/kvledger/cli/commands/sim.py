@@ -13,22 +13,38 @@ from kvledger.cli.options.groups import option_group
 from kvledger.cli.options.plan import JsonOpt, PlanInputs, plan_from
 from kvledger.cli.options.sim import LossyOpt, SimInputs
 from kvledger.cli.runners.simulation import run_simulation
-from kvledger.core.engines import Engine
+from kvledger.core.limits import MAX_COUNT, check_int
+from kvledger.sequential.vllm_spec import Scheduler
+
+# SimInputs fields that drive SGLang's replay only: with --engine vllm alone they are refused
+SGLANG_ONLY = ("chunked_prefill_size", "mamba_track_interval", "state_admission",
+               "state_eviction", "hicache_write_policy", "host_state_backup", "l3_size",
+               "l3_backend")
 
 
-def _refuse_vllm(engine: str | None) -> None:
-    """`--engine` is a real option, so no prefix of it reads as an SGLang flag; only SGLang
-    simulates a serving run today."""
-    if engine is None:
+def _engines(engine: str | None, rules: str, extra: list[str]) -> tuple[str, ...]:
+    """The engines `--engine` (else `--rules` or a pasted command) names, each checked."""
+    from kvledger.cli.options.plan import choose_engines
+
+    return choose_engines(engine, rules, extra).engines
+
+
+def _check_vllm_run(sim: SimInputs, engines: tuple[str, ...], **alone: object) -> None:
+    """What a run with vLLM cannot take: the SGLang-only modes, and SGLang's replay options
+    when vLLM runs alone."""
+    for flag, value in alone.items():
+        if value not in (None, False):
+            raise ValueError(f"{flag}: an SGLang simulation mode; not with --engine "
+                             f"{','.join(engines)}")
+    if "sglang" in engines:
         return
-    words = [w.strip() for w in engine.split(",")]
-    for word in words:
-        if word not in {e.value for e in Engine}:
-            raise ValueError(f"--engine {engine!r}: expected sglang (vllm is not simulated yet)")
-    if Engine.VLLM.value in words:
-        raise ValueError(f"--engine {engine}: `simulate` serves SGLang's radix tree only; a "
-                         "serving simulation of vLLM's prefix cache is not implemented yet "
-                         "(its sequential replay is `kvledger replay --engine vllm`)")
+    defaults = SimInputs()
+    for name in SGLANG_ONLY:
+        if getattr(sim, name) != getattr(defaults, name):
+            flag = "--" + name.replace("_", "-")
+            raise ValueError(f"{flag}: an option of SGLang's replay; --engine vllm takes "
+                             "--max-num-batched-tokens and vLLM's flags (add sglang to "
+                             "--engine to run both)")
 
 
 @command(help="Replay a workload (a Mooncake trace or a generator) against the prefix tree "
@@ -59,15 +75,48 @@ def simulate(ctx: typer.Context, inputs: PlanInputs, sim: SimInputs, fleet: Flee
                  "the slots freed and the hit they buy.")] = None,
              lossy_checkpoints: LossyOpt = None,
              engine: Annotated[str | None, typer.Option(
-                 "--engine", help="sglang (default; the only engine simulated today).")] = None,
+                 "--engine", help="sglang (default), vllm (its block-hash prefix cache and "
+                 "scheduler, from vLLM's plan), or sglang,vllm: both on the same trace and "
+                 "deployment memory, one comparison table.")] = None,
+             max_num_batched_tokens: Annotated[int | None, typer.Option(
+                 "--max-num-batched-tokens", help="vLLM's token budget per step (default "
+                 "vLLM's: 8192 on GPUs of at least 70 GiB that are not A100s, else 2048); "
+                 "needs --engine vllm.")] = None,
+             scheduler: Annotated[Scheduler | None, typer.Option(
+                 "--scheduler", help="vLLM's scheduler: async (default, vLLM's: two steps in "
+                 "flight) or sync; needs --engine vllm.")] = None,
              json: JsonOpt = False) -> None:
     from kvledger.report.sim_json import sim_json
     from kvledger.report.sim_view import render_sim
 
     with user_errors():
-        _refuse_vllm(engine)
-        plan, ignored = plan_from(inputs, ctx.args)
+        engines = _engines(engine, inputs.rules, ctx.args)
         fleet.check()
+        if fleet.replicas is not None and "vllm" in engines:
+            raise ValueError("--replicas: fleets are of SGLang replicas; not with --engine vllm")
+        if max_num_batched_tokens is not None:
+            if "vllm" not in engines:
+                raise ValueError("--max-num-batched-tokens: vLLM's token budget; needs "
+                                 "--engine vllm or sglang,vllm (SGLang's is "
+                                 "--chunked-prefill-size)")
+            check_int("--max-num-batched-tokens", max_num_batched_tokens, low=1,
+                      high=MAX_COUNT)
+        if scheduler is not None and "vllm" not in engines:
+            raise ValueError(f"--scheduler {scheduler.value}: vLLM's scheduler; needs --engine "
+                             "vllm or sglang,vllm")
+        if "vllm" in engines:
+            _check_vllm_run(sim, engines, **{"--compare": compare, "--csv": csv,
+                                             "--figure-dir": figure_dir,
+                                             "--slot-economy": slot_economy,
+                                             "--lossy-checkpoints": lossy_checkpoints})
+            from kvledger.cli.runners.sim_engines import run_engines
+
+            run_engines(inputs, sim, list(ctx.args), engine=",".join(engines),
+                        max_num_batched_tokens=max_num_batched_tokens,
+                        steps_in_flight=(scheduler or Scheduler.ASYNC).steps_in_flight,
+                        json=json, progress=not no_progress)
+            return
+        plan, ignored = plan_from(inputs, ctx.args)
         if fleet.replicas is not None:
             if compare or csv is not None or slot_economy is not None or lossy_checkpoints:
                 raise ValueError("--replicas: runs on its own (not with --compare, --csv, "

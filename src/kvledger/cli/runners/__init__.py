@@ -3,6 +3,8 @@
 - `engines.py`: one plan per engine asked for (`--engine sglang,vllm`);
 - `compare_sides.py`: the two sides of `compare`, each SGLang's or vLLM's;
 - `simulation.py`: load a workload and replay it, with a progress bar;
+- `sim_engines.py`: `simulate --engine vllm` and `--engine sglang,vllm` (both engines, one
+  trace and memory);
 - `sim_compare.py`, `sim_slot_economy.py`, `sim_lossy.py`: `simulate`'s side-by-side runs
   and what-ifs; `sim_fleet.py`: `simulate --replicas` and every run's overload verdict;
   `verify_lossy.py`: `verify --lossy-checkpoints`.

@@ -1,0 +1,83 @@
+"""The deployment an SGLang paste states: `server_args=ServerArgs(…)` (whole or clipped), else
+a launch command anywhere in it, then the flags given after `--` over either.
+
+ServerArgs' attribute names are the flags' names (`tp_size` ↔ `--tp-size`); only the fields
+that change memory (kvledger.sglang.launch.parse.DIRECT_FIELDS) are read.
+
+>>> from kvledger.logs.lines import scan_log
+>>> s = stated_deployment(scan_log("server_args=ServerArgs(model_path='m', tp_size=4, ...\\n"))
+>>> s.model, s.deployment.tp_size, s.notes[0].split(':')[1].strip()
+('m', 4, "ServerArgs(…) is clipped; the 2 keys it holds are read, SGLang's defaults assumed for the rest")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from kvledger.logs.clipped import keyword_values
+from kvledger.logs.lines import LogError, LogScan
+from kvledger.sglang.deploy import FIELD_FLAGS, Deployment
+from kvledger.sglang.launch import parse_flags
+from kvledger.sglang.launch.command import split_launch
+from kvledger.sglang.launch.parse import DIRECT_FIELDS
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StatedDeployment:
+    """The deployment a paste states, and where it came from."""
+    deployment: Deployment
+    model: str | None
+    notes: tuple[str, ...]
+
+
+def _server_args(text: str, whole: bool, line_no: int) -> tuple[list[str], str | None, list[str]]:
+    values, _, clipped = keyword_values(text, whole=whole)
+    if not values:
+        raise LogError(f"line {line_no}: ServerArgs(…) holds no key=value kvledger can read")
+    words: list[str] = []
+    for field in sorted(DIRECT_FIELDS):
+        flag = FIELD_FLAGS[field]
+        value = values.get(flag[2:].replace("-", "_"))
+        if value is None or value is False:
+            continue
+        words += [flag] if value is True else [flag, str(value)]
+    model = values.get("model_path")
+    notes = [f"line {line_no}: ServerArgs(…) is clipped; the {len(values)} keys it holds are "
+             "read, SGLang's defaults assumed for the rest"] if clipped else []
+    return words, model if isinstance(model, str) else None, notes
+
+
+def _parsed(words: Sequence[str] | str, where: str):
+    try:
+        return parse_flags(words)
+    except ValueError as exc:
+        raise LogError(f"{where}: {exc}") from None
+
+
+def stated_deployment(scan: LogScan, flags: Sequence[str] = ()) -> StatedDeployment:
+    """ServerArgs, else a launch command, then `flags` (given after `--`) over either."""
+    notes: list[str] = []
+    model = None
+    if (args := scan.get("sglang_server_args")) is not None:
+        words, model, notes = _server_args(args.groups[0], args.groups[1] == ")", args.line_no)
+        parsed = _parsed(words, f"line {args.line_no}")
+    elif (cmd := scan.get("sglang_command")) is not None:
+        try:
+            launch = split_launch(cmd.value)
+        except ValueError as exc:
+            raise LogError(f"line {cmd.line_no}: {exc}") from None
+        parsed = _parsed(list(launch.flags), f"line {cmd.line_no}")
+        model = launch.model_ref or parsed.model_ref
+        notes.append(f"deployment taken from the launch command on line {cmd.line_no}")
+    else:
+        parsed = _parsed([], "defaults")
+        if not flags:
+            notes.append("no server_args line or launch command: SGLang's defaults assumed")
+    dep = parsed.deployment
+    if flags:
+        extra = _parsed(list(flags), "the flags after --")
+        dep = replace(dep, **{f: getattr(extra.deployment, f) for f in extra.set_fields})
+        model = extra.model_ref or model
+        notes.append(f"deployment flags after --: {' '.join(flags)}")
+    return StatedDeployment(deployment=dep, model=model, notes=tuple(notes))
