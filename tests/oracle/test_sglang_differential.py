@@ -14,19 +14,29 @@ each answer in tests/data/oracle/sglang-<release>-grid.jsonl. So:
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "oracle" / "sglang"))
 
-import agreement  # noqa: E402
-import grid  # noqa: E402
+
+def _load(name: str):
+    """oracle/sglang/<name>.py under its own module name (oracle/vllm has modules of the same
+    names, which its tests import from sys.path)."""
+    spec = importlib.util.spec_from_file_location(f"sglang_oracle_{name}",
+                                                  ROOT / "oracle" / "sglang" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+agreement = _load("agreement")
+grid = _load("grid")
 
 DATA = ROOT / "tests" / "data" / "oracle"
 ORACLE_HOME = Path(os.environ.get("KVLEDGER_ORACLE_HOME",
