@@ -2,7 +2,7 @@
 
 Full-layer rows: GQA = 2 (K+V) × kv_heads × head_dim × itemsize; MLA = (kv_lora_rank + rope)
 × itemsize; DSA scaled fp8 = 512 + 512/128·4 + rope·2; DSA index keys reserve 132 B on every
-DSA layer. State: conv (K−1) × channels × 2 B (bf16) + temporal heads × d1 × d2 × 4 B (fp32).
+DSA layer that owns an indexer (GLM-5.2's "shared" layers get a 0-row index-K buffer). State: conv (K−1) × channels × 2 B (bf16) + temporal heads × d1 × d2 × 4 B (fp32).
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ GOLDEN = {
     "deepseek-v3": (70_272, 35_136, 0, 1),
     # + 61 × 132 index = 8,052 → 78,324; scaled fp8 656 × 61 = 40,016 + 8,052 = 48,068
     "deepseek-v3.2": (78_324, 48_068, 0, 64),
-    # 78 DSA layers: 1,152 × 78 = 89,856 + 132 × 78 = 10,296 → 100,152; 656 × 78 + 10,296 = 61,464
-    "glm-5.2": (100_152, 61_464, 0, 64),
+    # 78 DSA layers: 1,152 × 78 = 89,856 + 132 × 21 indexer owners = 2,772 → 92,628;
+    # 656 × 78 + 2,772 = 53,940 (SGLang 0.5.21 and 0.5.23 size the same cells:
+    # tests/data/oracle/sglang-*-grid.jsonl, `_compute_dsa_indexer_cell_size`)
+    "glm-5.2": (92_628, 53_940, 0, 64),
     # 11 DSA: 1,024 × 11 + 1,452 = 12,716; 528 × 11 + 1,452 = 7,260; 34 × 4,341,760 = 147,619,840
     "glm-5.3-flash": (12_716, 7_260, 147_619_840, 64),
     # 7 MLA: 1,152 × 7 = 8,064; 20 KDA layers of 32 heads × 128:

@@ -27,7 +27,10 @@ def test_auto_kv_dtype_follows_gpu_architecture():
     # SPEC §2: "auto KV dtype resolves to bf16 on Hopper (H100/H200) and fp8 on Blackwell"
     glm = load_model("glm-5.3-flash")
     assert resolve(glm, Deployment(), R21, blackwell=False).kv_row.layout is RowLayout.BF16
-    assert resolve(glm, Deployment(), R21, blackwell=True).kv_row.layout is RowLayout.FP8_SCALED
+    # on Blackwell SGLang's DSA backend for fp8 is trtllm, whose rows carry no scales
+    # (`_dsa_split_backend_resolution`; SGLang 0.5.21 sizes GLM-5.3-Flash's B200 cell with
+    # 512 B rows: tests/data/oracle/sglang-0.5.21-grid.jsonl)
+    assert resolve(glm, Deployment(), R21, blackwell=True).kv_row.layout is RowLayout.FP8_RAW
     unnamed = resolve(glm, Deployment(), R21)
     assert unnamed.kv_row.layout is RowLayout.FP8_SCALED and unnamed.notes
 

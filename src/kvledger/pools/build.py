@@ -43,7 +43,7 @@ from kvledger.pools.paged import PagedTokenAllocator
 from kvledger.pools.req_to_token import ReqToTokenPool
 from kvledger.pools.state import MambaPool
 from kvledger.sglang.deploy import StateDtype
-from kvledger.sglang.ledger import REQ_TO_TOKEN_EXTRA_TOKENS
+from kvledger.sglang.ledger import REQ_TO_TOKEN_EXTRA_TOKENS, elides_shared_index_keys
 from kvledger.sglang.plan import SglangPlan
 from kvledger.sglang.resolve import CacheLayout
 from kvledger.sglang.scaling import ScaleDown, scale_plan
@@ -98,7 +98,7 @@ def resolve_device(device: torch.device | str) -> torch.device:
 
 
 def _token_pool(lay: CacheLayout, has_indexer: tuple[bool, ...], slots: int,
-                tail: TailSpec | None, device: torch.device) -> FullPool:
+                tail: TailSpec | None, device: torch.device, draft: bool = False) -> FullPool:
     spec = lay.kv_row
     match lay.model.attn:
         case AttnKind.GQA:
@@ -112,7 +112,8 @@ def _token_pool(lay: CacheLayout, has_indexer: tuple[bool, ...], slots: int,
         case AttnKind.DSA:
             assert isinstance(spec, LatentRowSpec) and lay.index_key is not None
             return DsaTokenPool(spec=spec, index_spec=lay.index_key, has_indexer=has_indexer,
-                                num_token_slots=slots, tail=tail, device=device)
+                                num_token_slots=slots, tail=tail, device=device,
+                                elide_shared=elides_shared_index_keys(lay) and not draft)
 
 
 def build_pools(plan: SglangPlan, device: torch.device | str = "cpu",
@@ -130,7 +131,7 @@ def build_pools(plan: SglangPlan, device: torch.device | str = "cpu",
     draft = None
     if plan.ledgers.draft_token is not None:
         # Draft layers each own an indexer (kvledger.sglang.ledger.draft_token_ledger); no tail.
-        draft = _token_pool(lay, (True,) * model.num_draft_layers, slots, None, dev)
+        draft = _token_pool(lay, (True,) * model.num_draft_layers, slots, None, dev, draft=True)
     mamba, state_allocator = None, None
     if lay.state is not None:
         ssm = dep.mamba_ssm_dtype

@@ -33,7 +33,7 @@ from kvledger.sglang.specs import IndexKeySpec, LatentRowSpec, TailSpec
 class DsaTokenPool(LatentKVPool):
     def __init__(self, *, spec: LatentRowSpec, index_spec: IndexKeySpec,
                  has_indexer: tuple[bool, ...], num_token_slots: int, tail: TailSpec | None,
-                 device: torch.device | str) -> None:
+                 device: torch.device | str, elide_shared: bool = False) -> None:
         super().__init__(spec=spec, num_layers=len(has_indexer),
                          num_token_slots=num_token_slots, device=device)
         if num_token_slots % index_spec.page_tokens:
@@ -44,7 +44,9 @@ class DsaTokenPool(LatentKVPool):
         self._indexer_of = tuple(next(dense) if owns else None for owns in has_indexer)
         self.index_keys = IndexKeyCache(spec=index_spec, num_layers=self.num_layers,
                                         num_pages=num_token_slots // index_spec.page_tokens,
-                                        device=device)
+                                        device=device,
+                                        elided=tuple(elide_shared and not owns
+                                                     for owns in has_indexer))
         self.tail = (None if tail is None
                      else CompressTail(spec=tail, num_layers=sum(has_indexer), device=device))
 

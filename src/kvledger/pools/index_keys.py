@@ -37,8 +37,14 @@ from kvledger.sglang.specs import IndexKeySpec
 
 class IndexKeyCache:
     def __init__(self, *, spec: IndexKeySpec, num_layers: int, num_pages: int,
-                 device: torch.device | str) -> None:
+                 device: torch.device | str, elided: tuple[bool, ...] | None = None) -> None:
+        """`elided`: per layer, True for a layer whose buffer has no rows (SGLang gives the
+        shared-top-k layers of GLM-5.2 a 0-row index-K buffer when `_should_elide_dsa_index_k`
+        holds; they write no keys)."""
         self.spec = spec
+        self.elided = elided or (False,) * num_layers
+        if len(self.elided) != num_layers:
+            raise ValueError(f"elided: {len(self.elided)} flags for {num_layers} layers")
         self.device = torch.device(device)
         self.num_layers = num_layers
         self.num_pages = num_pages
@@ -47,8 +53,9 @@ class IndexKeyCache:
         if self.keys_per_page * spec.row_bytes > spec.page_bytes:
             raise ValueError(f"{self.keys_per_page} keys of {spec.row_bytes} B exceed a page")
         self.buffers = [
-            torch.zeros((num_pages, spec.page_bytes), dtype=torch.uint8, device=self.device)
-            for _ in range(num_layers)
+            torch.zeros((0 if gone else num_pages, spec.page_bytes), dtype=torch.uint8,
+                        device=self.device)
+            for gone in self.elided
         ]
 
     @property
@@ -106,10 +113,10 @@ class IndexKeyCache:
         return dequantize_scaled(*self.get_raw(layer, key_locs))
 
     def check_integrity(self) -> None:
-        want = (self.num_pages, self.spec.page_bytes)
         if len(self.buffers) != self.num_layers:
             raise IntegrityError(f"{len(self.buffers)} index buffers for {self.num_layers} layers")
         for i, buf in enumerate(self.buffers):
+            want = (0 if self.elided[i] else self.num_pages, self.spec.page_bytes)
             if tuple(buf.shape) != want or buf.dtype != torch.uint8:
                 raise IntegrityError(f"index buffer {i} is {tuple(buf.shape)} {buf.dtype}, want {want}")
 

@@ -76,8 +76,9 @@ class Deployment:
     # None: the checkpoint's quantization_config (or bf16)
     quantization: QuantMethod | None = _flag(None, "--quantization")
     kv_cache_dtype: KVDtype = _flag(KVDtype.AUTO, "--kv-cache-dtype")
-    dsa_backend: DsaBackend = _flag(
-        DsaBackend.FLASHMLA_SPARSE, "--nsa-prefill-backend/--nsa-decode-backend")
+    # None: SGLang's choice for the GPU and KV dtype (kvledger.sglang.resolve._dsa_backend)
+    dsa_backend: DsaBackend | None = _flag(
+        None, "--nsa-prefill-backend/--nsa-decode-backend")
     mamba_ssm_dtype: StateDtype | None = _flag(None, "--mamba-ssm-dtype")  # None: config's, else fp32
     mamba_strategy: MambaStrategy = _flag(MambaStrategy.AUTO, "--mamba-scheduler-strategy")
     disable_overlap_schedule: bool = _flag(False, "--disable-overlap-schedule")
@@ -123,10 +124,10 @@ class Deployment:
 FIELD_FLAGS: dict[str, str] = {f.name: f.metadata["flag"] for f in fields(Deployment)}
 """Deployment field → the flag named in its errors."""
 
-_ENUM_FIELDS = {"kv_cache_dtype": KVDtype, "dsa_backend": DsaBackend,
-                "disaggregation_mode": DisaggMode,
+_ENUM_FIELDS = {"kv_cache_dtype": KVDtype, "disaggregation_mode": DisaggMode,
                 "mamba_strategy": MambaStrategy, "linear_attn_backend": LinearBackend}
 _OPTIONAL_ENUM_FIELDS = {"mamba_ssm_dtype": StateDtype, "speculative_algorithm": SpecAlgorithm,
+                         "dsa_backend": DsaBackend,
                          "quantization": QuantMethod}
 _BOOL_FIELDS = ("enable_dp_attention", "disable_overlap_schedule", "disable_radix_cache",
                 "enable_hierarchical_cache", "disaggregation_decode_enable_radix_cache")

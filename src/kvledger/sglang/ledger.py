@@ -23,6 +23,7 @@ extra_buffer + overlap, attn_tp 1):
 from __future__ import annotations
 
 from kvledger.core.ledger import Ledger, LedgerRow
+from kvledger.sglang.deploy import DisaggMode
 from kvledger.sglang.resolve import CacheLayout
 from kvledger.sglang.specs import GqaRowSpec, LatentRowSpec
 
@@ -45,11 +46,23 @@ def _kv_row(lay: CacheLayout, layers: int, label: str) -> LedgerRow:
     return LedgerRow(component=name, count=layers, unit_bytes=spec.row_bytes, detail=detail)
 
 
+def elides_shared_index_keys(lay: CacheLayout) -> bool:
+    """Whether the target's shared-top-k layers get 0-row index-K buffers
+    (`_should_elide_dsa_index_k`, mem_cache/kv_cache_configurator.py)."""
+    dep = lay.deployment
+    return lay.rules.elides_index_keys_with_pd_and_hicache or (
+        dep.disaggregation_mode is DisaggMode.NULL and not dep.enable_hierarchical_cache)
+
+
 def _index_rows(
     lay: CacheLayout, reserved_layers: int, written_layers: int, label: str
 ) -> tuple[LedgerRow, LedgerRow] | None:
-    # SGLang's DSA token pool allocates an index-key buffer for every DSA layer; only layers
-    # that own an indexer write keys (GLM-5.2's "shared" layers reuse a neighbour's top-k).
+    # Only layers that own an indexer hold index keys: GLM-5.2's "shared" layers reuse a
+    # neighbour's top-k and get a 0-row index-K buffer, which the cell size leaves out
+    # (pool_configurator.py `_compute_dsa_indexer_cell_size` counts the layers that
+    # `dsa_layer_skips_topk` keeps, unless `_should_elide_dsa_index_k` is False: a draft
+    # worker's pool, HiSparse, and in 0.5.21 a prefill/decode server or the host tier:
+    # `RuleSet.elides_index_keys_with_pd_and_hicache`).
     key = lay.index_key
     if key is None or reserved_layers == 0:
         return None
@@ -73,7 +86,8 @@ def token_ledger(lay: CacheLayout) -> Ledger:
     rows = [_kv_row(lay, lay.model.num_full_layers, "full-layer")]
     memo: list[LedgerRow] = []
     model = lay.model
-    if index := _index_rows(lay, model.num_full_layers, model.num_indexer_layers, "full-layer"):
+    reserved = model.num_indexer_layers if elides_shared_index_keys(lay) else model.num_full_layers
+    if index := _index_rows(lay, reserved, model.num_indexer_layers, "full-layer"):
         rows.append(index[0])
         memo.append(index[1])
     return Ledger(name="per token", per="token", rows=tuple(rows), memo=tuple(memo))

@@ -29,6 +29,7 @@ from kvledger.sglang.dcp import check_dcp, kv_shard_groups
 from kvledger.sglang.deploy import (
     Deployment,
     DeploymentError,
+    DsaBackend,
     KVDtype,
     LinearBackend,
     MambaStrategy,
@@ -202,6 +203,26 @@ def _check_requests_per_worker(dep: Deployment, rules: RuleSet, notes: list[str]
                  f"{rules.name} gives each worker max(1, {requests} // {workers}) = 1")
 
 
+def _dsa_backend(model: ModelArch, dep: Deployment, blackwell: bool | None) -> DsaBackend | None:
+    """The DSA backend that sets the fp8 row layout when the flags leave it to SGLang:
+    `_dsa_split_backend_resolution` (arg_groups/overrides.py, 0.5.21 and 0.5.23) picks trtllm
+    for fp8 on a GPU of capability ≥ 10 (raw rows, no per-128 scales: 576 B for DeepSeek-V3.2
+    instead of 656) and flashmla_kv / flashmla_sparse + fa3 on Hopper (scaled rows). With no GPU
+    named the article's scaled row stands.
+
+    >>> from kvledger.model.config import load_model
+    >>> dsv32 = load_model("deepseek-v3.2")
+    >>> fp8 = Deployment(kv_cache_dtype=KVDtype.FP8_E4M3)
+    >>> _dsa_backend(dsv32, fp8, True).value, _dsa_backend(dsv32, fp8, False).value
+    ('trtllm', 'flashmla_sparse')
+    """
+    if dep.dsa_backend is not None or model.attn is not AttnKind.DSA:
+        return dep.dsa_backend
+    if blackwell and dep.kv_cache_dtype is KVDtype.FP8_E4M3:
+        return DsaBackend.TRTLLM
+    return DsaBackend.FLASHMLA_SPARSE
+
+
 def _check_scale_groups(model: ModelArch, field: str, width: int) -> None:
     # Scaled fp8 stores one 4-byte scale per 128 elements; calculate_mla_kv_cache_dim asserts
     # kv_lora_rank % quant_block_size == 0, and index keys are always scaled fp8.
@@ -225,6 +246,7 @@ def resolve(
     notes += stage_notes + check_dcp(model, dep, rules)
     attn_tp = dep.attn_tp_size
     dep = replace(dep, kv_cache_dtype=_kv_dtype(model, dep, blackwell, notes))
+    dep = replace(dep, dsa_backend=_dsa_backend(model, dep, blackwell))
     dep = _strategy(model, dep, notes)
     page = _page_tokens(model, dep, rules, notes)
     dep = replace(dep, page_size=page)
@@ -255,7 +277,8 @@ def resolve(
         assert model.mla is not None
         if itemsize == 2:
             layout = RowLayout.BF16
-        elif model.attn is AttnKind.DSA and dep.dsa_backend.scaled_fp8:
+        elif model.attn is AttnKind.DSA and (dep.dsa_backend is None
+                                             or dep.dsa_backend.scaled_fp8):
             layout = RowLayout.FP8_SCALED
         else:
             layout = RowLayout.FP8_RAW

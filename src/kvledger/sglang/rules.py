@@ -66,6 +66,12 @@ class RuleSet:
     # which is 0 below the DP size and then reserves nothing (0.5.21).
     decode_extra_slots_floor_one: bool = False
 
+    # True: the shared-top-k layers' index keys are left out of the cell on a prefill/decode
+    # server and with the host tier too (0.5.23 `_should_elide_dsa_index_k` excludes only NPU
+    # cases); False: only an aggregated server without HiCache leaves them out (0.5.21's
+    # checks `disaggregation_mode == "null"` and no hierarchical cache).
+    elides_index_keys_with_pd_and_hicache: bool = False
+
     def dsa_page_tokens(self, kpool: int) -> int:
         return DSA_PAGE_KEYS * kpool if self.page_scales_with_kpool else DSA_PAGE_KEYS
 
@@ -97,6 +103,7 @@ RULES: RuleRegistry[RuleSet] = RuleRegistry(
             cuda_graph_max_bs_capped_by_requests=True,
             dcp_refuses_pooled_index=True,
             decode_extra_slots_floor_one=True,
+            elides_index_keys_with_pd_and_hicache=True,
         ),
     ),
     default="sglang-0.5.21",

@@ -1,0 +1,157 @@
+"""The differential tier: kvledger's SGLang plans against SGLang 0.5.21's and 0.5.23's own code.
+
+The oracle (oracle/sglang/sizing.py) runs SGLang's `ServerArgs(...).resolve_once()` and
+`check_server_args()` on a pretended GPU, then `KVCacheConfigurator._resolve_memory_pool_config`
+end to end (only the free-memory probe answers for it) and the draft worker's configurator;
+oracle/sglang/run_grid.py ran it over the generated grid (oracle/sglang/grid.py) and recorded
+each answer in tests/data/oracle/sglang-<release>-grid.jsonl. So:
+- every recorded answer is compared with kvledger's plan of the same deployment under the
+  release's rule set, number by number (oracle/sglang/agreement.py), with no engine needed;
+- with the oracle's environments present (oracle/sglang/setup_env.sh; KVLEDGER_ORACLE_HOME),
+  a few deployments are sized by SGLang again and must match the recording; without them that
+  test skips and says how to build them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load(name: str):
+    """oracle/sglang/<name>.py under its own module name (oracle/vllm has modules of the same
+    names, which its tests import from sys.path)."""
+    spec = importlib.util.spec_from_file_location(f"sglang_oracle_{name}",
+                                                  ROOT / "oracle" / "sglang" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+agreement = _load("agreement")
+grid = _load("grid")
+
+DATA = ROOT / "tests" / "data" / "oracle"
+ORACLE_HOME = Path(os.environ.get("KVLEDGER_ORACLE_HOME",
+                                  Path.home() / ".cache" / "kvledger-oracle"))
+
+
+def _recorded(release: str) -> list[dict]:
+    path = DATA / f"sglang-{release}-grid.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _miss_key(ident: str) -> str:
+    """The part of a deployment id a known miss is filed under: model|GPU|mode."""
+    _, model, gpu, *_, mode = ident.split("|")
+    return f"{model}|{gpu}|{mode}"
+
+
+# Where kvledger and SGLang still differ, release → {model|GPU|mode (a `*` matches any) → cause}.
+# The test asserts the misses are exactly these (a fix, or a new drift, shows).
+_PAGE_64 = ("SM100 page: SGLang's default attention backend on B200 is trtllm_mha (MHA) or "
+            "trtllm_mla (DeepSeek-V3, arg_groups/model_overrides/deepseek_v2.py), and "
+            "`_mla_backend_page_constraints` (arg_groups/overrides.py) turns page 1 into 64; "
+            "kvledger keeps page 1, so T is off by its rounding to whole pages "
+            "(`get_default_attn_backend`, model_override_base.py)")
+_DSA_DCP = ("--dcp-size with a DSA model: SGLang sizes it; kvledger refuses what it does not "
+            "model (kvledger.sglang.dcp.check_dcp)")
+_DCP_SPEC = ("--dcp-size with speculative decoding: SGLang sizes it; kvledger refuses (the draft "
+             "pools replicated over the DCP group are not modelled, kvledger.sglang.dcp)")
+_VLM = ("Qwen3.5 is multimodal: SGLang's automatic mem_fraction_static is about 0.0125 above "
+        "kvledger's (`adjust_mem_fraction_for_vlm`, arg_groups/memory_hook.py; not traced "
+        "further), so K, T and N follow")
+_GRAPH = ("0.5.21's automatic mem_fraction_static also reserves the prefill CUDA-graph memory "
+          "(`reserve_for_graph_mb`, arg_groups/memory_hook.py: len(prefill bs) × 8 MiB and the "
+          "MLA term); kvledger does not count it (issue 22's SGLang leftover)")
+KNOWN_MISSES: dict[str, dict[str, str]] = {
+    "0.5.21": {
+        **{f"{m}|B200|*": _PAGE_64 for m in ("llama-3.1-8b", "deepseek-v3")},
+        **{f"{m}|*|dcp2": _DSA_DCP for m in ("deepseek-v3.2", "glm-5.2", "glm-5.3-flash")},
+        "qwen3.5-35b-a3b|*|*": _VLM + "; on B200 also " + _PAGE_64,
+        **{key: _GRAPH for key in ("deepseek-v3.2|*|null", "glm-5.2|A100 80GB|null",
+                                   "kimi-linear-48b-a3b-instruct|B200|null",
+                                   "nemotron-h-56b-base-8k|H200|null")},
+    },
+    "0.5.23": {
+        **{f"{m}|B200|*": _PAGE_64 for m in ("deepseek-v3", "nemotron-h-56b-base-8k",
+                                             "qwen3-32b", "qwen3-next-80b-a3b-instruct")},
+        "deepseek-v3.2|*|dcp2": _DSA_DCP,
+        "deepseek-v3|H200|dcp2": _DCP_SPEC,
+        "qwen3.5-35b-a3b|*|*": _VLM + "; with --dcp-size and speculation " + _DCP_SPEC,
+    },
+}
+
+
+def _known(release: str, ident: str) -> bool:
+    model, gpu, mode = _miss_key(ident).split("|")
+    return any(all(p in ("*", v) for p, v in zip(key.split("|"), (model, gpu, mode), strict=True))
+               for key in KNOWN_MISSES[release])
+
+
+def test_the_grid_is_generated_over_every_axis():
+    rows = grid.deployments("0.5.21")
+    models = {p.stem for p in grid.CONFIGS.glob("*.json")} - set(grid.UNLOADABLE)
+    assert {r["model"] for r in rows} == models
+    assert {r["gpu"] for r in rows} == set(grid.GPUS)
+    assert {r["kv_cache_dtype"] for r in rows} == set(grid.KV_DTYPES)
+    assert {(r["tp"], r["dp"], r["dp_attention"]) for r in rows} == set(grid.PARALLEL)
+    assert {r["draft_tokens"] for r in rows} == {0, 4}
+    assert {r["disable_radix_cache"] for r in rows} == {False, True}
+    assert {r["disaggregation_mode"] for r in rows} == {"null", "prefill", "decode"}
+    assert {r["pp"] for r in rows} == {1, 2} and {r["dcp"] for r in rows} == {1, 2}
+    assert len({r["id"] for r in rows}) == len(rows)
+    assert grid.sample(rows, 50) == grid.sample(list(reversed(rows)), 50)  # stable
+
+
+@pytest.mark.parametrize("release", grid.RELEASES)
+def test_the_recording_is_the_grid_sample(release):
+    recorded = [row["id"] for row in _recorded(release)]
+    assert recorded == [row["id"] for row in grid.sample(grid.deployments(release), grid.SAMPLE)]
+
+
+@pytest.mark.parametrize("release", grid.RELEASES)
+def test_every_recorded_deployment_agrees_with_sglang(release):
+    rows = [row for row in _recorded(release) if agreement.comparable(row)]
+    assert len(rows) >= 95
+    misses = {row["id"]: diff for row in rows if (diff := agreement.compare(row))}
+    unexpected = {i: d for i, d in misses.items() if not _known(release, i)}
+    assert not unexpected, f"{len(unexpected)} of {len(rows)} differ: {list(unexpected.items())[:3]}"
+    for key in KNOWN_MISSES[release]:  # each known miss still shows (or it was fixed: drop it)
+        pattern = key.split("|")
+        assert any(all(p in ("*", v) for p, v in zip(pattern, _miss_key(i).split("|"), strict=True))
+                   for i in misses), key
+
+
+def test_refusals_and_scale_out_modes_are_part_of_the_recordings():
+    rows = [row for release in grid.RELEASES for row in _recorded(release)]
+    answers = [row["sglang_answer"] for row in rows]
+    assert sum(not a["starts"] for a in answers) >= 5
+    started = [row for row in rows if row["sglang_answer"]["starts"]]
+    assert {row["disaggregation_mode"] for row in started} == {"null", "prefill", "decode"}
+    assert any(row["pp"] == 2 for row in started) and any(row["dcp"] == 2 for row in started)
+    assert any(row["sglang_answer"].get("K") for row in started)  # hybrids' state slots
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("release", grid.RELEASES)
+def test_sglang_answers_the_recording_again(release):
+    env = ORACLE_HOME / f"sglang-{release}"
+    if not (env / "bin" / "python").exists():
+        pytest.skip(f"SGLang {release} oracle environment absent at {env}: build it with "
+                    f"`bash oracle/sglang/setup_env.sh {release}` (about 2 minutes, 2.5 GB)")
+    rows = [row for row in _recorded(release) if row["gpu"] == "H200"][::5][:4]
+    feed = "".join(json.dumps({k: v for k, v in row.items() if k != "sglang_answer"}) + "\n"
+                   for row in rows)
+    done = subprocess.run([str(env / "bin" / "python"),
+                           str(ROOT / "oracle" / "sglang" / "sizing.py"), "--gpu", "H200"],
+                          input=feed, capture_output=True, text=True, timeout=300, check=True)
+    answers = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert answers == [row["sglang_answer"] for row in rows]
