@@ -30,6 +30,7 @@ import ast
 import re
 from dataclasses import dataclass, fields, replace
 
+from kvledger.logs.clipped import top_level_items
 from kvledger.logs.lines import LogError, LogScan
 from kvledger.vllm.deploy import KV_CACHE_DTYPES, VllmDeployment
 from kvledger.vllm.rules import MambaCacheMode
@@ -44,7 +45,6 @@ _AS_FIELD = {"max_seq_len": "max_model_len", "tensor_parallel_size": "tensor_par
              "gpu_memory_utilization": "gpu_memory_utilization", "max_num_seqs": "max_num_seqs",
              "block_size": "block_size", "mamba_cache_mode": "mamba_cache_mode"}
 _SPEC_TOKENS = re.compile(r"num_spec(?:ulative)?_tokens=(\d+)")
-_OPEN, _CLOSE = "([{", ")]}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,24 +56,8 @@ class EngineConfig:
 
 def _pairs(text: str) -> tuple[dict[str, str], bool]:
     """Top-level `key=value` pairs, and whether the text ends inside a value (a cut line)."""
+    items, tail_open = top_level_items(text)
     pairs: dict[str, str] = {}
-    depth, quote, start = 0, "", 0
-    items: list[str] = []
-    for i, ch in enumerate(text):
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch in _OPEN:
-            depth += 1
-        elif ch in _CLOSE:
-            depth = max(0, depth - 1)
-        elif ch == "," and depth == 0:
-            items.append(text[start:i])
-            start = i + 1
-    tail_open = bool(quote) or depth > 0
-    if not tail_open:
-        items.append(text[start:])
     for item in items:
         key, sep, value = item.strip().partition("=")
         if sep and key.isidentifier():
