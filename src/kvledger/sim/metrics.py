@@ -27,8 +27,23 @@ if TYPE_CHECKING:
     from kvledger.sim.latency import LatencyStats
 
 
+class HitRates:
+    """Hit rates of a counter that has `prompt_tokens`, `hit_tokens` (cached KV found) and
+    `usable_hit_tokens` (KV with its state: what the run skips); 0 with no prompt."""
+
+    __slots__ = ()
+
+    @property
+    def token_hit_rate(self) -> float:
+        return self.hit_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+    @property
+    def usable_hit_rate(self) -> float:
+        return self.usable_hit_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+
 @dataclass(slots=True, kw_only=True)
-class Counters:
+class Counters(HitRates):
     """Running totals, mutated by the replay only."""
 
     arrived: int = 0
@@ -54,13 +69,6 @@ class Counters:
     peak_slots_pinned: int = 0
     peak_running: int = 0
 
-    @property
-    def token_hit_rate(self) -> float:
-        return self.hit_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
-
-    @property
-    def usable_hit_rate(self) -> float:
-        return self.usable_hit_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
 
     @property
     def recomputed_tokens(self) -> int:

@@ -29,12 +29,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvledger.sim.latency import LatencyStats
-from kvledger.sim.metrics import RequestRecord
+from kvledger.sim.metrics import HitRates, RequestRecord
 from kvledger.sim.vllm_serving import VllmServeResult
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class VllmSimSummary:
+class VllmSimSummary(HitRates):
     workload: str
     num_requests: int
     block_tokens: int
@@ -60,13 +60,6 @@ class VllmSimSummary:
     latency: LatencyStats | None  # None: nothing finished
     notes: tuple[str, ...] = ()
 
-    @property
-    def token_hit_rate(self) -> float:
-        return self.hit_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
-
-    @property
-    def usable_hit_rate(self) -> float:
-        return self.usable_hit_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
 
     @property
     def evicted_kv_tokens(self) -> int:

@@ -22,7 +22,7 @@ from kvledger.sim.fleet.capacity import (
 )
 from kvledger.sim.fleet.run import FleetResult
 from kvledger.sim.latency import LatencyStats
-from kvledger.sim.metrics import RequestRecord, SimSummary
+from kvledger.sim.metrics import HitRates, RequestRecord, SimSummary
 
 
 def imbalance(loads: Sequence[int]) -> float:
@@ -31,7 +31,7 @@ def imbalance(loads: Sequence[int]) -> float:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class FleetSummary:
+class FleetSummary(HitRates):
     router: str
     replicas: tuple[SimSummary, ...]
     requests: int
@@ -49,13 +49,6 @@ class FleetSummary:
     overload: Overload
     timing: str
 
-    @property
-    def token_hit_rate(self) -> float:
-        return self.hit_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
-
-    @property
-    def usable_hit_rate(self) -> float:
-        return self.usable_hit_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
