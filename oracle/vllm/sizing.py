@@ -171,8 +171,10 @@ def main(argv: list[str] | None = None) -> int:
         try:
             answer = plan(dep, platform)
         except Exception as exc:  # noqa: BLE001 - one deployment's failure is its answer
-            answer = {"id": dep.get("id"), "oracle_error": f"{type(exc).__name__}: {exc}",
-                      "trace": traceback.format_exc(limit=4)}
+            # The trace goes to stderr: it names this checkout's paths, and a recording must
+            # read the same on any machine that replays it.
+            traceback.print_exc(limit=4, file=sys.stderr)
+            answer = {"id": dep.get("id"), "oracle_error": f"{type(exc).__name__}: {exc}"}
         answer["vllm"] = version
         print(json.dumps(answer), flush=True)
     return 0
