@@ -68,11 +68,12 @@ def test_the_release_and_gpu_are_inputs_to_the_block_size():
 
 def test_padding_layer_warning_is_reconciled():
     # Kimi-Linear: 7 MLA + 20 KDA layers, group size 7: 20 → 3 groups, 1 padding layer,
-    # 1/20 = 5.00% (the warning of _get_kv_cache_groups_uniform_page_size).
+    # 1/20 = 5.00% (the warning of _get_kv_cache_groups_uniform_page_size). The token count is
+    # constructed: 20 blocks of 960 tokens (MLA aligns the hybrid block to 64 in 0.13).
     log = ("Initializing a V1 LLM engine (v0.13.0) with config:\n"
            "non-default args: {'model': 'moonshotai/Kimi-Linear-48B-A3B-Instruct'}\n"
            "WARNING [kv_cache_utils.py:1] Add {n} padding layers, may waste at most {p}% KV cache memory\n"
-           "GPU KV cache size: 18,880 tokens\n")
+           "GPU KV cache size: 19,200 tokens\n")
     ok = check_log(log.replace("{n}", "1").replace("{p}", "5.00"))
     assert statuses(ok)["padding layers, % wasted"] is Status.EQUAL
     bad = check_log(log.replace("{n}", "2").replace("{p}", "10.00"))

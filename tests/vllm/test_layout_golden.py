@@ -105,9 +105,13 @@ def test_kimi_linear_mla_and_kda():
     conv = 3 * (32 * 128 * 3) * 2  # kda_state_shape: heads·dim + 2·k_heads·k_dim
     recurrent = 32 * 128 * 128 * 4  # kda_state_dtype: float32 recurrence
     assert lo.mamba.real_page_bytes == conv + recurrent == 2_170_880
-    assert lo.block_tokens == 16 * -(-2_170_880 // (16 * 1152)) == 1888
+    # 0.13 aligns an MLA hybrid's block in 64s (HybridAttentionMambaModelConfig
+    # .verify_and_update_config, `kernel_block_alignment_size = … 64`); vllm#28228's boot log
+    # agrees (tests/logs/test_real_excerpts.py)
+    assert lo.alignment.granule_tokens == 64
+    assert lo.block_tokens == 64 * -(-2_170_880 // (64 * 1152)) == 1920
     assert [g.num_layers for g in lo.groups] == [7, 7, 7, 6]  # 20 KDA layers into 3 groups
-    assert lo.blocks_per_request() == -(-1_048_576 // 1888) + 3 == 559
+    assert lo.blocks_per_request() == -(-1_048_576 // 1920) + 3 == 550
     lo33 = lay("kimi-linear-48b-a3b-instruct", R33)
     assert lo33.alignment.granule_tokens == 128  # MLA floor, no GDN alignment for KDA
     assert lo33.block_tokens == 128 * -(-2_170_880 // (128 * 1152)) == 1920

@@ -6,7 +6,9 @@ Sources (files under `vllm/` of each release):
 - `vllm-0.13` (the 0.10–0.13 line): `model_executor/models/config.py`
   `MambaModelConfig.verify_and_update_config` turns prefix caching off for hybrid models
   (so `mamba_cache_mode` is `none`); `HybridAttentionMambaModelConfig` /
-  `Platform._align_hybrid_block_size` raise the attention block to a multiple of 16 tokens;
+  `Platform._align_hybrid_block_size` raise the attention block to a multiple of 16 tokens,
+  64 for MLA layers (`kernel_block_alignment_size = 128 if use_cutlass_mla else 64`, read in
+  v0.13.0; v0.11.0 has no MLA hybrid: Kimi-Linear, the first, arrived after it);
   `v1/core/kv_cache_utils.py` `_report_kv_cache_config` logs
   `GPU KV cache size` as `num_blocks // len(groups) × min(block_size)`;
   `Worker.determine_available_memory` does not subtract a CUDA-graph estimate.
@@ -194,7 +196,10 @@ RULES: RuleRegistry[VllmRules] = RuleRegistry(
             mamba_prefix_caching_families=frozenset({Family.NEMOTRON_H, Family.JAMBA,
                                                      Family.FALCON_H1,
                                                      Family.GRANITE_MOE_HYBRID}),
-            mla_granule_floor_tokens=None,
+            # HybridAttentionMambaModelConfig.verify_and_update_config: MLA layers align the
+            # block to 64 (CUTLASS MLA, not modelled: 128); a Kimi-Linear boot of Nov 2025
+            # logs 960-token blocks (vllm#28228, tests/logs/test_real_excerpts.py)
+            mla_granule_floor_tokens=64,
             logged_tokens=LoggedTokens.BLOCKS_PER_GROUP,
             check_reserves_null_block=False,
             subtracts_cudagraph_estimate=False,
