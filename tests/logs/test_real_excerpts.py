@@ -32,10 +32,11 @@ def test_ktransformers_1870_layout_exact_at_the_logged_counts():
               "K size (GB)", "V size (GB)", "KV cache dtype", "context_len"):
         assert rows[q].status is Status.EQUAL, q
     assert (rows["ssm_state size (GB) at 82 slots"].logged, rows["K size (GB)"].logged) == ("7.29", "4.15")
-    # Known difference: the counts. The paste has no ServerArgs line, so mem_fraction_static
+    # The counts are not derivable: the paste has no ServerArgs line, so mem_fraction_static
     # (and ktransformers' fork's own reservations) are unknown; kvledger says what memory the
     # logged counts take instead of guessing the fraction.
-    assert rows["#tokens (KV pool)"].status is Status.DIFFERS
+    assert rows["#tokens (KV pool)"].status is Status.INFO
+    assert "mem_fraction_static is not stated" in rows["#tokens (KV pool)"].reason
     assert "8.30 GiB of pool holds it" in rows["#tokens (KV pool)"].reason
     assert "7.42 GiB of pool holds it" in rows["max_mamba_cache_size (state slots)"].reason
 
@@ -284,3 +285,64 @@ def test_club3090_1261_target_and_draft_pools_are_not_two_servers():
     draft = rows["draft model's token pool (GB)"]
     assert (draft.status, draft.logged, draft.line_no) == (Status.INFO, "1.08, 1.08", 10)
     assert not r.differs
+
+
+KIMI_LINEAR = "kimi-linear-48b-a3b-instruct"
+
+
+def test_vllm_28228_kimi_linear_mla_block_aligns_to_64():
+    # TP 2: MLA 576 x 2 B = 1,152 B/token per layer; 0.13's hybrid alignment takes MLA blocks
+    # in 64s (HybridAttentionMambaModelConfig.verify_and_update_config): 64 x cdiv(KDA page,
+    # 64 x 1,152) = 960 tokens, 7 layers x 1,105,920 B per block. 2.30 GiB holds 318 … 319
+    # blocks; 4 groups: 79 x 960 = 75,840 tokens as logged; 318 / (125 + 3) = 2.48. Under a
+    # 16-token granule (944) the token line would not invert.
+    path = LOGS / "vllm-kimi-linear-48b-tp2-vllm28228.log"
+    r = check_log(path.read_text(), model=KIMI_LINEAR, rules="vllm-0.13",
+                  flags=("--tensor-parallel-size", "2"))
+    rows = by_quantity(r)
+    for q in ("padding layers, % wasted", "GPU KV cache size (tokens)", "Maximum concurrency"):
+        assert rows[q].status is Status.EQUAL, q
+    assert dict(r.derived)["attention block size (tokens)"] == "960"
+    assert dict(r.derived)["num_gpu_blocks"] == "318 … 319"
+
+
+def test_sglang_17830_kimi_linear_clipped_args_command_and_radix_warning():
+    # The ServerArgs repr is clipped before tp_size: the paste's launch command gives --tp 2;
+    # the radix-cache warning gives disable_radix_cache, so the state pool is
+    # max_running_requests = 16 slots (+1 padding): 17 x 20 KDA layers per rank = 0.33 GB ssm.
+    path = LOGS / "sglang-0.5.8-kimi-linear-48b-tp2-h20-sglang17830.log"
+    r = check_log(path.read_text(), model=KIMI_LINEAR)
+    rows = by_quantity(r)
+    for q in ("max_mamba_cache_size (state slots)", "conv_state size (GB) at 16 slots",
+              "ssm_state size (GB) at 16 slots", "KV size (GB)", "KV cache dtype"):
+        assert rows[q].status is Status.EQUAL, q
+    assert any("gives what the clip lost: page_size, tp_size" in n for n in r.notes)
+    assert any("disabled the radix cache for KimiLinearForCausalLM" in n for n in r.notes)
+    # Known difference, a release rule not modelled: 0.5.8 charges the state budget K slots
+    # (model_runner_kv_cache_mixin.handle_max_mamba_cache, `max_mamba_cache_size *
+    # mamba_cache_per_req`), 0.5.21 K + 1 (kv_cache_configurator._handle_max_mamba_cache,
+    # "+1 accounts for each pool's padding slot"). One slot of 21,708,800 B is 2,692 tokens of
+    # 8,064 B: kvledger's span moved by it holds the logged count.
+    row = rows["#tokens (KV pool)"]
+    assert row.status is Status.DIFFERS
+    lo, hi = (int(v.replace(",", "")) for v in row.kvledger.split(" … "))
+    slot = int(dict(r.derived)["state slot bytes"].replace(",", "")) // 8_064
+    assert slot == 2_692 and lo + slot <= 2_167_843 <= hi + slot
+
+
+def test_xinference_3481_qwen3_14b_layout_exact_count_needs_the_fraction():
+    # (91,749 + 1) rows x 40 layers x 8 KV heads x 128 x 2 B = 7.00 GiB each of K and V. The
+    # paste states no mem_fraction_static, so the count is not derivable (SGLang's default is
+    # not 1.0); a fraction given after -- makes it checkable, and the check can fail.
+    path = LOGS / "sglang-qwen3-14b-1gpu-xinference3481.log"
+    r = check_log(path.read_text(), model=QWEN3_14B)
+    rows = by_quantity(r)
+    assert rows["K size (GB)"].status is Status.EQUAL and rows["V size (GB)"].status is Status.EQUAL
+    assert rows["#tokens (KV pool)"].status is Status.INFO and not r.differs
+    assert "mem_fraction_static is not stated" in rows["#tokens (KV pool)"].reason
+    assert "14.00 GiB of pool holds it" in rows["#tokens (KV pool)"].reason
+    # 0.88 gives 91,725 … 91,791 tokens (the logged count among them); 0.90 does not
+    fit = check_log(path.read_text(), model=QWEN3_14B, flags=("--mem-fraction-static", "0.88"))
+    assert by_quantity(fit)["#tokens (KV pool)"].status is Status.EQUAL
+    off = check_log(path.read_text(), model=QWEN3_14B, flags=("--mem-fraction-static", "0.90"))
+    assert by_quantity(off)["#tokens (KV pool)"].status is Status.DIFFERS

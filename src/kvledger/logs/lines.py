@@ -71,6 +71,9 @@ PATTERNS: tuple[Pattern, ...] = (
        r"(?:lmsysorg/sglang:v?|\bsglang==|\b[Ss][Gg][Ll]ang [Vv]ersion:? v?)([0-9]+\.[0-9]+\.[0-9][^\s,]*)"),
     _p("sglang_command", Engine.SGLANG,
        r"((?:python[0-9.]*\s+-m\s+sglang\.launch_server|sglang\s+serve)(?:\s.*)?)$"),
+    # server_args.py turning the radix cache off for a model class without support
+    _p("sglang_radix_off", Engine.SGLANG,
+       r"Disabling Radix Cache for (\w+) as it is not yet supported"),
     _p("sglang_load_weight", Engine.SGLANG,
        rf"Load weight end\..*avail mem={_DEC} GB, mem usage={_DEC} GB"),
     _p("sglang_mamba", Engine.SGLANG,

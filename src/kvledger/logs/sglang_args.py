@@ -31,7 +31,9 @@ class StatedDeployment:
     notes: tuple[str, ...]
 
 
-def _server_args(text: str, whole: bool, line_no: int) -> tuple[list[str], str | None, list[str]]:
+def _server_args(text: str, whole: bool, line_no: int
+                 ) -> tuple[list[str], str | None, list[str], frozenset[str] | None]:
+    """(flag words, model, notes, the fields a clipped repr still holds; None when whole)."""
     values, _, clipped = keyword_values(text, whole=whole)
     if not values:
         raise LogError(f"line {line_no}: ServerArgs(…) holds no key=value kvledger can read")
@@ -45,7 +47,8 @@ def _server_args(text: str, whole: bool, line_no: int) -> tuple[list[str], str |
     model = values.get("model_path")
     notes = [f"line {line_no}: ServerArgs(…) is clipped; the {len(values)} keys it holds are "
              "read, SGLang's defaults assumed for the rest"] if clipped else []
-    return words, model if isinstance(model, str) else None, notes
+    held = frozenset(f for f in DIRECT_FIELDS if f in values) if clipped else None
+    return words, model if isinstance(model, str) else None, notes, held
 
 
 def _parsed(words: Sequence[str] | str, where: str):
@@ -55,26 +58,50 @@ def _parsed(words: Sequence[str] | str, where: str):
         raise LogError(f"{where}: {exc}") from None
 
 
+def _command(scan: LogScan):
+    """(parsed flags, model) of the paste's launch command, or None."""
+    if (cmd := scan.get("sglang_command")) is None:
+        return None
+    try:
+        launch = split_launch(cmd.value)
+    except ValueError as exc:
+        raise LogError(f"line {cmd.line_no}: {exc}") from None
+    parsed = _parsed(list(launch.flags), f"line {cmd.line_no}")
+    return parsed, launch.model_ref or parsed.model_ref, cmd.line_no
+
+
 def stated_deployment(scan: LogScan, flags: Sequence[str] = ()) -> StatedDeployment:
-    """ServerArgs, else a launch command, then `flags` (given after `--`) over either."""
+    """ServerArgs, else a launch command, then `flags` (given after `--`) over either. A
+    clipped ServerArgs keeps the keys it holds; the paste's launch command, when it has one,
+    gives the fields the clip lost (`--tp 2` after `max_running_requests=16, …`)."""
     notes: list[str] = []
     model = None
+    command = _command(scan)
     if (args := scan.get("sglang_server_args")) is not None:
-        words, model, notes = _server_args(args.groups[0], args.groups[1] == ")", args.line_no)
+        words, model, notes, held = _server_args(args.groups[0], args.groups[1] == ")",
+                                                 args.line_no)
         parsed = _parsed(words, f"line {args.line_no}")
-    elif (cmd := scan.get("sglang_command")) is not None:
-        try:
-            launch = split_launch(cmd.value)
-        except ValueError as exc:
-            raise LogError(f"line {cmd.line_no}: {exc}") from None
-        parsed = _parsed(list(launch.flags), f"line {cmd.line_no}")
-        model = launch.model_ref or parsed.model_ref
-        notes.append(f"deployment taken from the launch command on line {cmd.line_no}")
+        dep = parsed.deployment
+        if held is not None and command is not None:
+            lost = sorted(command[0].set_fields - held)
+            dep = replace(dep, **{f: getattr(command[0].deployment, f) for f in lost})
+            if lost:
+                notes.append(f"line {command[2]}'s launch command gives what the clip lost: "
+                             + ", ".join(lost))
+    elif command is not None:
+        parsed, model, line_no = command
+        dep = parsed.deployment
+        notes.append(f"deployment taken from the launch command on line {line_no}")
     else:
-        parsed = _parsed([], "defaults")
+        dep = _parsed([], "defaults").deployment
         if not flags:
             notes.append("no server_args line or launch command: SGLang's defaults assumed")
-    dep = parsed.deployment
+    if (off := scan.get("sglang_radix_off")) is not None and not dep.disable_radix_cache:
+        # server_args.py turns the radix cache off for models without support and says so
+        # ("Disabling Radix Cache for KimiLinearForCausalLM as it is not yet supported.",
+        # 0.5.8 ServerArgs._handle_model_specific_adjustments) before it prints ServerArgs
+        dep = replace(dep, disable_radix_cache=True)
+        notes.append(f"line {off.line_no}: SGLang disabled the radix cache for {off.value}")
     if flags:
         extra = _parsed(list(flags), "the flags after --")
         dep = replace(dep, **{f: getattr(extra.deployment, f) for f in extra.set_fields})

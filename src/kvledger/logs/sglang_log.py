@@ -13,7 +13,10 @@ at the *logged* count: the token pool holds `(#tokens + page) × bytes per token
 MHATokenToKVPool/MLATokenToKVPool allocate `size + page_size` rows, mem_cache/memory_pool.py),
 the state pool `(max_mamba_cache_size + 1) × bytes per slot` per tensor (MambaPool: slot 0 is
 padding). That holds whether or not the counts can be derived: without the `Load weight end`
-line a count is not derivable, and its row says how much memory would explain it.
+line, or without a stated mem_fraction_static, a count is not derivable, and its row says how
+much memory would explain it. (SGLang never runs at fraction 1.0 by default: unset, it picks
+the fraction from the GPU's memory and the layout, server_args.py, and a paste without
+ServerArgs states neither; `-- --mem-fraction-static F` gives it.)
 
 >>> from kvledger.logs.lines import scan_log
 >>> r = reconcile_sglang(scan_log(
@@ -65,10 +68,20 @@ def _release(scan: LogScan, rules: str | None, notes: list[str]) -> tuple[str, s
     return rule_set, version
 
 
+def _why_not_derivable(scan: LogScan, dep: Deployment) -> str | None:
+    """Why the pools' counts cannot be derived from this paste (None: they can)."""
+    if scan.get("sglang_load_weight") is None:
+        return "no 'Load weight end … avail mem=' line"
+    if dep.mem_fraction_static is None:
+        return ("mem_fraction_static is not stated (SGLang picks it from the GPU's memory; "
+                "pass -- --mem-fraction-static)")
+    return None
+
+
 def _plans(scan: LogScan, model: str, dep: Deployment, rules: str
            ) -> tuple[SglangPlan, SglangPlan] | None:
     load = scan.get("sglang_load_weight")
-    if load is None:
+    if load is None or _why_not_derivable(scan, dep) is not None:
         return None
     avail, usage = float(load.groups[0]), float(load.groups[1])
     _layout(model, dep, rules)  # an unreadable model is named as such, not as a misfit
@@ -122,20 +135,19 @@ _TORCH_KV = {KVDtype.BF16: "bfloat16", KVDtype.FP8_E4M3: "float8_e4m3fn"}
 
 
 def _count_row(line_no: int, quantity: str, logged: int, span: tuple[int, int] | None,
-               explain_bytes: int, why: str) -> Row:
-    """A logged count: against the plan's when memory is known, else not derivable, with
-    the pool memory that explains it."""
+               explain_bytes: int, why: str, unknown: str = "") -> Row:
+    """A logged count: against the plan's when memory is known, else not derivable
+    (`unknown` says why), with the pool memory that explains it."""
     need = f"{explain_bytes / GiB:.2f} GiB of pool holds it"
     if span is None:
         return Row(line_no=line_no, quantity=quantity, logged=f"{logged:,}", kvledger="—",
-                   status=Status.INFO, reason=f"not derivable: no 'Load weight end … avail "
-                   f"mem=' line; {need}")
+                   status=Status.INFO, reason=f"not derivable: {unknown}; {need}")
     row = _int_row(line_no, quantity, logged, span[0], span[1], why)
     return row if row.status is Status.EQUAL else replace(row, reason=f"{why}; {need}")
 
 
-def _pool_rows(scan: LogScan, lay: CacheLayout, plans: tuple[SglangPlan, SglangPlan] | None
-               ) -> list[Row]:
+def _pool_rows(scan: LogScan, lay: CacheLayout, plans: tuple[SglangPlan, SglangPlan] | None,
+               unknown: str) -> list[Row]:
     """Layout at the logged counts, and the counts against the plans."""
     rows: list[Row] = []
     low, high = plans if plans else (None, None)
@@ -145,7 +157,8 @@ def _pool_rows(scan: LogScan, lay: CacheLayout, plans: tuple[SglangPlan, SglangP
         conv, ssm = (lay.state.conv_bytes, lay.state.temporal_bytes) if lay.state else (0, 0)
         span = (low.capacity.state_slots, high.capacity.state_slots) if low and high else None
         rows.append(_count_row(fact.line_no, "max_mamba_cache_size (state slots)", slots, span,
-                               (slots + 1) * (conv + ssm) * layers, "state pool sizing differs"))
+                               (slots + 1) * (conv + ssm) * layers, "state pool sizing differs",
+                               unknown))
         for i, label, unit in ((1, "conv_state size (GB)", conv), (2, "ssm_state size (GB)", ssm)):
             at = (slots + 1) * unit * layers
             rows.append(_gb_row(fact.line_no, f"{label} at {slots:,} slots", fact.groups[i], at, at))
@@ -154,7 +167,7 @@ def _pool_rows(scan: LogScan, lay: CacheLayout, plans: tuple[SglangPlan, SglangP
         pool = (tokens + lay.page_tokens) * _token_bytes(lay)
         span = (low.capacity.max_total_tokens, high.capacity.max_total_tokens) if low and high else None
         rows.append(_count_row(fact.line_no, "#tokens (KV pool)", tokens, span, pool,
-                               "token pool sizing differs"))
+                               "token pool sizing differs", unknown))
         half = len(fact.groups) == 3  # K size and V size, each half of a GQA row
         labels = ((1, "K size (GB)"), (2, "V size (GB)")) if half else ((1, "KV size (GB)"),)
         for i, label in labels:
@@ -177,8 +190,8 @@ def _pool_rows(scan: LogScan, lay: CacheLayout, plans: tuple[SglangPlan, SglangP
     return rows
 
 
-def _totals_rows(scan: LogScan, lay: CacheLayout, plans: tuple[SglangPlan, SglangPlan] | None
-                 ) -> list[Row]:
+def _totals_rows(scan: LogScan, lay: CacheLayout, plans: tuple[SglangPlan, SglangPlan] | None,
+                 unknown: str) -> list[Row]:
     rows: list[Row] = []
     low, high = plans if plans else (None, None)
     token_bytes = _token_bytes(lay)
@@ -187,7 +200,7 @@ def _totals_rows(scan: LogScan, lay: CacheLayout, plans: tuple[SglangPlan, Sglan
         span = (low.capacity.max_total_tokens, high.capacity.max_total_tokens) if low and high else None
         rows.append(_count_row(fact.line_no, "max_total_num_tokens", tokens, span,
                                (tokens + lay.page_tokens) * token_bytes,
-                               "token pool sizing differs"))
+                               "token pool sizing differs", unknown))
         if low and high:
             rows.append(_int_row(fact.line_no, "max_running_requests", fact.int(1),
                                  low.capacity.max_running_requests,
@@ -195,7 +208,7 @@ def _totals_rows(scan: LogScan, lay: CacheLayout, plans: tuple[SglangPlan, Sglan
         else:
             rows.append(Row(line_no=fact.line_no, quantity="max_running_requests",
                             logged=f"{fact.int(1):,}", kvledger="—", status=Status.INFO,
-                            reason="not derivable without the 'Load weight end' line"))
+                            reason=f"not derivable: {unknown}"))
         rows.append(_int_row(fact.line_no, "context_len", fact.int(2), lay.context_tokens,
                              lay.context_tokens, "context length differs"))
         rows.append(Row(line_no=fact.line_no, quantity="available_gpu_mem (GB)",
@@ -228,7 +241,8 @@ def reconcile_sglang(scan: LogScan, *, model: str | None = None, rules: str | No
     if fact := scan.get("sglang_load_weight"):
         rows.append(Row(line_no=fact.line_no, quantity="avail mem after weights (GB = GiB)",
                         logged=fact.groups[0], kvledger="±0.005", status=Status.INPUT))
-    rows += _pool_rows(scan, lay, plans) + _totals_rows(scan, lay, plans)
+    unknown = _why_not_derivable(scan, stated.deployment) or ""
+    rows += _pool_rows(scan, lay, plans, unknown) + _totals_rows(scan, lay, plans, unknown)
     if not any(r.status in (Status.EQUAL, Status.DIFFERS) for r in rows):
         raise LogError(f"truncated: the log ends at line {scan.num_lines} before SGLang logs its "
                        "pools ('KV Cache is allocated', 'max_total_num_tokens=')")
@@ -238,9 +252,9 @@ def reconcile_sglang(scan: LogScan, *, model: str | None = None, rules: str | No
     if plans:
         derived.insert(0, ("state slot bytes", f"{plans[0].capacity.slot_bytes:,}"))
     else:
-        notes.append("no 'Load weight end' line: the pools' layout is checked at the logged "
-                     "counts; the counts themselves are not derivable")
-    binding = plans[0].capacity.binding.value if plans else "not derivable (no free-memory line)"
+        notes.append(f"{unknown}: the pools' layout is checked at the logged counts; the "
+                     "counts themselves are not derivable")
+    binding = plans[0].capacity.binding.value if plans else f"not derivable ({unknown})"
     return Reconciliation(engine=Engine.SGLANG, version=version, rules=rule_set, model=lay.model.name,
                           rows=tuple(rows), binding=binding, derived=tuple(derived),
                           notes=tuple(notes + (list(plans[0].notes) if plans else list(lay.notes))),
