@@ -346,3 +346,17 @@ def test_xinference_3481_qwen3_14b_layout_exact_count_needs_the_fraction():
     assert by_quantity(fit)["#tokens (KV pool)"].status is Status.EQUAL
     off = check_log(path.read_text(), model=QWEN3_14B, flags=("--mem-fraction-static", "0.90"))
     assert by_quantity(off)["#tokens (KV pool)"].status is Status.DIFFERS
+
+
+def test_club3090_294_inverted_count_reconciles_concurrency():
+    # fp8 KV at TP 2: 16 full layers x 2 KV heads x 2 x 256 x 1 B = 16,384 B/token; the GDN
+    # page sets the block to 1,600 tokens (26,214,400 B per block). 622,408 tokens invert to
+    # 425 blocks: int(425 / 179 x 262,144) = 622,408, 425 / 179 = 2.37 as logged (179 blocks
+X
+    path = LOGS / "vllm-qwen3.6-27b-int4-tp2-club3090-294.log"
+    r = check_log(path.read_text(), model=QWEN36_27B, rules="vllm-0.24")
+    rows = by_quantity(r)
+    assert rows["Maximum concurrency"].status is Status.EQUAL and not r.differs
+    assert dict(r.derived)["num_gpu_blocks"] == "425"
+    assert dict(r.derived)["attention block size (tokens)"] == "1,600"
+    assert int(425 / 179 * 262_144) == 622_408
