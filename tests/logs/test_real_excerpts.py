@@ -352,7 +352,8 @@ def test_club3090_294_inverted_count_reconciles_concurrency():
     # fp8 KV at TP 2: 16 full layers x 2 KV heads x 2 x 256 x 1 B = 16,384 B/token; the GDN
     # page sets the block to 1,600 tokens (26,214,400 B per block). 622,408 tokens invert to
     # 425 blocks: int(425 / 179 x 262,144) = 622,408, 425 / 179 = 2.37 as logged (179 blocks
-X
+    # per request: cdiv(262,144, 1,600) = 164, + 3 GDN groups x (2 + 3 speculative) blocks in
+    # align mode, MambaSpec.max_memory_usage_bytes).
     path = LOGS / "vllm-qwen3.6-27b-int4-tp2-club3090-294.log"
     r = check_log(path.read_text(), model=QWEN36_27B, rules="vllm-0.24")
     rows = by_quantity(r)
