@@ -32,10 +32,16 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import gcd
+from math import gcd, lcm
 from typing import TYPE_CHECKING
 
+from kvledger.core.errors import DeploymentError
+from kvledger.model.arch import AttnKind, ModelArch
+from kvledger.vllm.layers import AttentionLayer, IndexerLayer
+
 if TYPE_CHECKING:
+    from kvledger.core.gpus import GPU
+    from kvledger.vllm.deploy import VllmDeployment
     from kvledger.vllm.rules import VllmRules
 
 DEFAULT_BLOCK = 16  # CacheConfig.DEFAULT_BLOCK_SIZE
@@ -136,6 +142,54 @@ def mla_backend(rules: VllmRules, *, sparse: bool, major: int, quantized: bool,
                 and choice.head_size in (None, head_size)):
             return choice.backend
     return None
+
+
+def mla_backend_for(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
+                    gpu: GPU | None) -> MlaBackend | None:
+    """The MLA backend of the rule set's table for a model on a CUDA GPU (None: GQA, no
+    table, no GPU or ROCm); DeploymentError where vLLM has none ("No valid attention backend
+    found")."""
+    if model.attn is AttnKind.GQA or not rules.mla_backends or gpu is None or gpu.arch.is_rocm:
+        return None
+    assert model.mla is not None
+    sparse = model.attn is AttnKind.DSA
+    major = gpu.compute_capability[0]
+    backend = mla_backend(rules, sparse=sparse, major=major,
+                          quantized=dep.kv_cache_dtype != "auto",
+                          head_size=model.mla.kv_lora_rank + model.mla.qk_rope_head_dim)
+    if backend is None:
+        raise DeploymentError(
+            f"--gpu {gpu.name}: vLLM has no {'sparse ' if sparse else ''}MLA attention backend "
+            f"for SM {major}.x (No valid attention backend found; sparse MLA needs SM 9.0 or "
+            "newer)")
+    return backend
+
+
+def block_stride_alignment_bytes(model: ModelArch, attention: AttentionLayer,
+                                 backend: MlaBackend) -> int:
+    """lcm of the latent's and the indexer's block-stride alignments
+    (`KVCacheSpec.get_block_stride_alignment`, v1/kv_cache_interface.py): the latent's from
+    its backend's `customize_spec`; the indexer's from `Glm5NextIndexerBackend`'s kernel
+    blocks, index_kpool × the paged-MQA page sizes (32 and 64 states, only 64 on SM120:
+    utils/deep_gemm.py), made `MultipleOf(the largest)` by `customize_attention_spec`
+    (v1/worker/utils.py): a page of gcd(that, block) tokens unless that is the whole block.
+
+    >>> from kvledger.model.config import load_model
+    >>> att = AttentionLayer(mla=True, num_kv_heads=1, head_size=512, itemsize=2,
+    ...                      block_tokens=1152)
+    >>> block_stride_alignment_bytes(load_model("glm-5.3-flash"), att, FLASHINFER_MLA_SPARSE_SM90)
+    33792
+    """
+    assert model.indexer is not None
+    block = attention.block_tokens
+    latent = backend.stride_alignment_bytes(block_tokens=block,
+                                            row_bytes=attention.bytes_per_token,
+                                            quantized=attention.itemsize == 1)
+    kpool = model.indexer.kpool
+    kernel = gcd(kpool * 64, block)
+    index = 1 if kernel == block else IndexerLayer(
+        head_dim=model.indexer.head_dim, block_tokens=kernel, tokens_per_state=kpool).page_bytes
+    return lcm(latent, index)
 
 
 # v0.24.0's: the same dense choices; sparse MLA on SM90 is FlashMLA's for either dtype. Matches

@@ -1,9 +1,8 @@
 """VllmLayout: a model on a vLLM deployment, every default resolved the way vLLM resolves it.
 
 Decisions, in vLLM's order:
-1. max_model_len: --max-model-len, else the length the config derives (model.context).
-2. Prefix caching and mamba_cache_mode: a hybrid gets the rule set's default
-   (`MambaModelConfig.verify_and_update_config`): prefix caching on → align, off → none.
+1–2. max_model_len, prefix caching and mamba_cache_mode, the rule set's defaults
+   (kvledger.vllm.resolve); the MLA backend of the rule set's table (kvledger.vllm.backends).
 3. Per-layer specs (kvledger.vllm.layers), sharded by --tensor-parallel-size.
 4. Block size: --block-size or the CUDA default (16; 64 for MLA without Mamba layers, the
    FlashMLA block; always 64 for sparse MLA, FlashMLASparse), then for hybrids
@@ -23,14 +22,13 @@ Decisions, in vLLM's order:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from math import gcd, lcm
 
 from kvledger.core.errors import DeploymentError
 from kvledger.core.gpus import GPU
 from kvledger.core.units import cdiv, round_up
 from kvledger.model.arch import AttnKind, LinearKind, ModelArch, ShardingError
 from kvledger.vllm.align import BlockAlignment, align_block
-from kvledger.vllm.backends import MlaBackend, mla_backend
+from kvledger.vllm.backends import MlaBackend, block_stride_alignment_bytes, mla_backend_for
 from kvledger.vllm.checkpoint import prefill_checkpoint
 from kvledger.vllm.deploy import KV_CACHE_DTYPES, VllmDeployment
 from kvledger.vllm.groups import KVCacheGroup, glm5_next_groups, group_size, kv_cache_groups
@@ -42,6 +40,7 @@ from kvledger.vllm.layers import (
     MambaLayer,
     state_itemsizes,
 )
+from kvledger.vllm.resolve import resolve_deployment
 from kvledger.vllm.rules import MambaCacheMode, VllmRules
 
 CUDA_DEFAULT_BLOCK = 16  # CudaPlatform.check_and_update_config when --block-size is unset
@@ -129,26 +128,6 @@ class VllmLayout:
         return self.blocks_for_len(self.max_model_len)
 
 
-def _backend(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
-             gpu: GPU | None) -> MlaBackend | None:
-    """The MLA backend of the rule set's table on a CUDA GPU; DeploymentError where vLLM has
-    none ("No valid attention backend found")."""
-    if model.attn is AttnKind.GQA or not rules.mla_backends or gpu is None or gpu.arch.is_rocm:
-        return None
-    assert model.mla is not None
-    sparse = model.attn is AttnKind.DSA
-    major = gpu.compute_capability[0]
-    backend = mla_backend(rules, sparse=sparse, major=major,
-                          quantized=dep.kv_cache_dtype != "auto",
-                          head_size=model.mla.kv_lora_rank + model.mla.qk_rope_head_dim)
-    if backend is None:
-        raise DeploymentError(
-            f"--gpu {gpu.name}: vLLM has no {'sparse ' if sparse else ''}MLA attention backend "
-            f"for SM {major}.x (No valid attention backend found; sparse MLA needs SM 9.0 or "
-            "newer)")
-    return backend
-
-
 def _attention(model: ModelArch, dep: VllmDeployment, backend: MlaBackend | None = None,
                sparse_block_from_backend: bool = False) -> AttentionLayer:
     itemsize = KV_CACHE_DTYPES[dep.kv_cache_dtype] or MODEL_ITEMSIZE
@@ -199,63 +178,6 @@ def _mamba(model: ModelArch, dep: VllmDeployment, align: bool) -> MambaLayer:
     spec_rows = 0 if model.state.kind is LinearKind.MAMBA1 else spec
     return MambaLayer(shapes=((rows + spec_rows, channels), temporal), itemsizes=(conv_size, ssm_size),
                       block_tokens=0, spec_blocks=spec, align=align)
-
-
-def _mode(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
-          notes: list[str]) -> tuple[bool, MambaCacheMode | None]:
-    if not model.is_hybrid:
-        return dep.enable_prefix_caching is not False, None
-    caching = dep.enable_prefix_caching
-    if caching is None:
-        caching = dep.mamba_cache_mode is MambaCacheMode.ALIGN or (
-            dep.mamba_cache_mode is None and rules.hybrid_prefix_caching_default)
-    mode = dep.mamba_cache_mode or (MambaCacheMode.ALIGN if caching else MambaCacheMode.NONE)
-    from_flag = dep.mamba_cache_mode is None
-    if (mode not in rules.mamba_cache_modes and from_flag
-            and rules.disables_unsupported_prefix_caching
-            and model.family not in rules.mamba_prefix_caching_families):
-        notes.append(f"--enable-prefix-caching: {rules.name} logs 'Hybrid or mamba-based model "
-                     "detected without support for prefix caching: disabling.' and starts "
-                     "without it")
-        return False, MambaCacheMode.NONE
-    if mode not in rules.mamba_cache_modes:
-        experimental = (from_flag and rules.disables_unsupported_prefix_caching)
-        raise DeploymentError(
-            f"--mamba-cache-mode {mode.value}"
-            + (" (from --enable-prefix-caching)" if from_flag else "")
-            + (f": {rules.name}'s experimental Mamba prefix caching for {model.family.value} "
-               "(mamba_block_size = block_size) is not modelled" if experimental else
-               f": {rules.name} supports "
-               f"{', '.join(sorted(m.value for m in rules.mamba_cache_modes))} for hybrid "
-               "models (it turns prefix caching off for them)"))
-    if caching and mode is MambaCacheMode.NONE:
-        notes.append("prefix caching with mamba_cache_mode none: only attention blocks are cached")
-    return caching, mode
-
-
-def _resolve(model: ModelArch, dep: VllmDeployment, rules: VllmRules, gpu: GPU | None,
-             notes: list[str]) -> VllmDeployment:
-    """Steps 1 and 2: max_model_len, prefix caching, mamba_cache_mode and the rule set's
-    defaults (gpu_memory_utilization, max_num_seqs) written into the deployment."""
-    max_len = dep.max_model_len or model.max_context_tokens
-    if dep.max_model_len and model.max_context_tokens and dep.max_model_len > model.max_context_tokens:
-        raise DeploymentError(
-            f"--max-model-len {dep.max_model_len}: exceeds the model's derived max_model_len "
-            f"{model.max_context_tokens} (vLLM refuses it without VLLM_ALLOW_LONG_MAX_MODEL_LEN)")
-    caching, mode = _mode(model, dep, rules, notes)
-    auto_fp8 = dict(rules.auto_kv_fp8_on_sm100).get(model.family)
-    if (auto_fp8 and dep.kv_cache_dtype == "auto" and gpu is not None and not gpu.arch.is_rocm
-            and gpu.compute_capability[0] == 10):
-        notes.append(f"--kv-cache-dtype auto: vLLM stores {auto_fp8} for {model.family.value} on "
-                     "SM10x (the model class's verify_and_update_config)")
-        dep = replace(dep, kv_cache_dtype=auto_fp8)
-    if dep.max_num_seqs is None and gpu is None:
-        notes.append(f"--max-num-seqs not given and no --gpu: assumed "
-                     f"{rules.default_max_num_seqs(None)} (256 on GPUs under 70 GiB and A100s)")
-    return replace(dep, max_model_len=max_len, enable_prefix_caching=caching, mamba_cache_mode=mode,
-                   gpu_memory_utilization=dep.gpu_memory_utilization
-                   or rules.default_gpu_memory_utilization,
-                   max_num_seqs=dep.max_num_seqs or rules.default_max_num_seqs(gpu))
 
 
 def _block_size(model: ModelArch, dep: VllmDeployment, attention: AttentionLayer,
@@ -326,34 +248,13 @@ def _indexer(model: ModelArch, attention: AttentionLayer,
     return indexer, num_indexer, tail
 
 
-def _block_stride(model: ModelArch, attention: AttentionLayer, backend: MlaBackend,
-                  gpu: GPU | None) -> int:
-    """lcm of the latent's and the indexer's block-stride alignments
-    (`KVCacheSpec.get_block_stride_alignment`): the latent's from its backend's
-    `customize_spec`; the indexer's from `Glm5NextIndexerBackend`'s kernel blocks, index_kpool ×
-    the paged-MQA page sizes (32 and 64 states, only 64 on SM120: utils/deep_gemm.py), made
-    `MultipleOf(the largest)` by `customize_attention_spec` (v1/worker/utils.py): a page of
-    gcd(that, block) tokens unless that is the whole block."""
-    assert model.indexer is not None
-    block = attention.block_tokens
-    latent = backend.stride_alignment_bytes(block_tokens=block,
-                                            row_bytes=attention.bytes_per_token,
-                                            quantized=attention.itemsize == 1)
-    kpool = model.indexer.kpool
-    largest = kpool * 64
-    kernel = gcd(largest, block)
-    index = 1 if kernel == block else IndexerLayer(
-        head_dim=model.indexer.head_dim, block_tokens=kernel, tokens_per_state=kpool).page_bytes
-    return lcm(latent, index)
-
-
 def vllm_layout(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
                 gpu: GPU | None = None) -> VllmLayout:
     """Resolve a vLLM deployment in the module doc's order; errors name the flag
     (DeploymentError)."""
     notes: list[str] = []
-    dep = _resolve(model, dep, rules, gpu, notes)
-    backend = _backend(model, dep, rules, gpu)
+    dep = resolve_deployment(model, dep, rules, gpu, notes)
+    backend = mla_backend_for(model, dep, rules, gpu)
     attention = _attention(model, dep, backend, rules.sparse_block_from_backend)
     if dep.num_speculative_tokens and model.num_draft_layers:
         notes.append(f"speculative decoding: the {model.num_draft_layers} MTP draft layer(s) "
@@ -379,7 +280,7 @@ def vllm_layout(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
     assert dep.max_model_len is not None and dep.enable_prefix_caching is not None
     stride = 1
     if tail and backend is not None:  # GLM-5.3-Flash's block-outermost layout
-        stride = _block_stride(model, attention, backend, gpu)
+        stride = block_stride_alignment_bytes(model, attention, backend)
     return VllmLayout(model=model, deployment=dep, rules=rules, gpu=gpu,
                       max_model_len=dep.max_model_len, prefix_caching=dep.enable_prefix_caching,
                       mamba_cache_mode=dep.mamba_cache_mode, attention=attention,
