@@ -45,6 +45,10 @@ if TYPE_CHECKING:
     from kvledger.vllm.rules import VllmRules
 
 DEFAULT_BLOCK = 16  # CacheConfig.DEFAULT_BLOCK_SIZE
+FLASHMLA_BLOCK = 64  # FlashMLA's only block size
+# CudaPlatform.check_and_update_config: "Forcing kv cache block size to 64 for FlashMLASparse
+# backend" whenever the config has `index_topk` (sparse MLA), whatever --block-size says.
+FLASHMLA_SPARSE_BLOCK = 64
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,9 +107,15 @@ FLASHINFER_MLA_SPARSE_SM90 = MlaBackend(name="FLASHINFER_MLA_SPARSE_SM90",
                                         kernel_multiple_of=64, stride_rows=1)
 FLASHINFER_MLA_SPARSE = MlaBackend(name="FLASHINFER_MLA_SPARSE", kernel_multiple_of=32,
                                    stride_rows=32)
+# v0.33.0's SM120 backend inherits `_FlashInferMLASparseBackendBase.customize_spec`
+# (v1/attention/backends/mla/flashinfer_mla_sparse.py): align_blocks_to_rows(spec, 64), its
+# MultipleOf(64) kernel block; v0.24.0's class has no customize_spec.
 FLASHINFER_MLA_SPARSE_SM120 = MlaBackend(name="FLASHINFER_MLA_SPARSE_SM120",
                                          kernel_multiple_of=64, ds_mla_when_quantized=True,
-                                         ds_mla_when_auto=True)
+                                         ds_mla_when_auto=True, stride_rows=64)
+FLASHINFER_MLA_SPARSE_SM120_024 = MlaBackend(name="FLASHINFER_MLA_SPARSE_SM120",
+                                             kernel_multiple_of=64, ds_mla_when_quantized=True,
+                                             ds_mla_when_auto=True)
 
 # v0.24.0's FlashInfer sparse kernel takes blocks of 32 or 64 (v1/attention/backends/mla/
 # flashinfer_mla_sparse.py); 0.33's is MultipleOf(32) with 32-row strides.
@@ -165,6 +175,19 @@ def mla_backend_for(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
     return backend
 
 
+def indexer_kernel_blocks(kpool: int, gpu: GPU | None) -> tuple[int, ...]:
+    """`Glm5NextIndexerBackend.get_supported_kernel_block_sizes` (v1/attention/backends/mla/
+    indexer.py): index_kpool × the paged-MQA page sizes (`get_paged_mqa_page_sizes`,
+    utils/deep_gemm.py: 32 and 64 states, only 64 on the SM120 family). No GPU: not SM120.
+
+    >>> from kvledger.core.gpus import get_gpu
+    >>> indexer_kernel_blocks(4, get_gpu("h200")), indexer_kernel_blocks(4, get_gpu("RTX PRO 6000"))
+    ((128, 256), (256,))
+    """
+    sm120 = gpu is not None and not gpu.arch.is_rocm and gpu.compute_capability[0] == 12
+    return tuple(kpool * states for states in ((64,) if sm120 else (32, 64)))
+
+
 def block_stride_alignment_bytes(model: ModelArch, attention: AttentionLayer,
                                  backend: MlaBackend) -> int:
     """lcm of the latent's and the indexer's block-stride alignments
@@ -186,7 +209,7 @@ def block_stride_alignment_bytes(model: ModelArch, attention: AttentionLayer,
                                             row_bytes=attention.bytes_per_token,
                                             quantized=attention.itemsize == 1)
     kpool = model.indexer.kpool
-    kernel = gcd(kpool * 64, block)
+    kernel = gcd(kpool * 64, block)  # the largest kernel block, 64 states, on every GPU
     index = 1 if kernel == block else IndexerLayer(
         head_dim=model.indexer.head_dim, block_tokens=kernel, tokens_per_state=kpool).page_bytes
     return lcm(latent, index)
@@ -200,5 +223,5 @@ MLA_CHOICES_024 = (
     MlaChoice(sparse=True, majors=frozenset({10}), quantized=True,
               backend=FLASHINFER_MLA_SPARSE_024),
     MlaChoice(sparse=True, majors=frozenset({10}), quantized=False, backend=FLASHMLA_SPARSE),
-    MlaChoice(sparse=True, majors=frozenset({12}), backend=FLASHINFER_MLA_SPARSE_SM120),
+    MlaChoice(sparse=True, majors=frozenset({12}), backend=FLASHINFER_MLA_SPARSE_SM120_024),
 )
