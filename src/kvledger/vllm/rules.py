@@ -19,6 +19,7 @@ Sources (files under `vllm/` of each release):
   `int(max_concurrency × max_model_len)` (`get_kv_cache_capacity`, v1/core/kv_cache_utils.py);
   `gpu_memory_utilization` 0.92 (config/cache.py); its MLA backends (`MLA_CHOICES_024`:
   sparse MLA is FlashMLA's on SM90, and the first backend's preferred block is the block).
+  Like 0.13, its `kda_state_shape` drops num_spec (no speculative conv rows for KDA).
   Checked against vLLM 0.24.0's own planning on 200 deployments (tests/oracle). (Its `all`
   mode is not modelled.)
 - `vllm-0.27` (v0.27.0–v0.31.0): as 0.24, plus prefix caching on by default for hybrids and
@@ -27,7 +28,9 @@ Sources (files under `vllm/` of each release):
   v0.29.0 adds `MambaSpec.num_prefill_checkpoint_blocks`, set only by Kimi-K3's KDA there.
   No MLA backend table (not checked against these releases' planning): FlashMLA's 64 block.
 - `vllm-0.32` (v0.32.0): Mamba2 mixers and GLM-5.3-Flash's KDA (FlashKDA) set one prefill
-  checkpoint block (`MambaMixer2.get_kv_cache_spec`, models/glm5next/common/kda.py).
+  checkpoint block (`MambaMixer2.get_kv_cache_spec`, models/glm5next/common/kda.py); the
+  aligned block is a multiple of every attention backend's smallest kernel block
+  (`backend_block_alignment` in `_align_hybrid_block_size`).
 - `vllm-0.33` (the default, v0.33.0): Gated DeltaNet with the FlashInfer prefill sets one too
   (`QwenGatedDeltaNetAttention.get_kv_cache_spec`), and in align mode the block granule is
   lcm'd with the layers' checkpoint alignment (`_align_hybrid_block_size`,
