@@ -35,14 +35,10 @@ ORACLE_HOME = Path(os.environ.get("KVLEDGER_ORACLE_HOME",
 ENV = ORACLE_HOME / "vllm-0.33.0"
 
 # Where kvledger and vLLM 0.33 still differ: (model, GPU) → the cause. The test asserts the
-# misses are exactly these deployments' (a fix, or a new drift, shows).
-KNOWN_MISSES: dict[tuple[str, str], str] = {
-    ("glm-5.3-flash", "RTX PRO 6000"):
-        "SM120's FLASHINFER_MLA_SPARSE_SM120 stores fp8_ds_mla latent rows (656 B) while "
-        "_align_hybrid_block_size sizes the block from MLAAttentionSpec's 512 B row, so latent "
-        "and state pages differ and vLLM packs the state layers into 3 groups "
-        "(_get_packed_kv_cache_groups); kvledger models one page size",
-}
+# misses are exactly these deployments' (a fix, or a new drift, shows). None left: the last
+# (GLM-5.3-Flash on SM120's fp8_ds_mla rows, 20 deployments) is modelled by
+# AttentionLayer.align_bytes_per_token, packed_groups and the backends' kernel-block lcm.
+KNOWN_MISSES: dict[tuple[str, str], str] = {}
 
 
 def _recorded(path: Path = RECORDING) -> list[dict]:
@@ -50,15 +46,11 @@ def _recorded(path: Path = RECORDING) -> list[dict]:
 
 
 # vLLM 0.24.0 on a 200-deployment sample of the grid (`run_grid.py --sample 200`): GLM-5.3-Flash
-# has no model class there (its rows are unanswered); the misses left, each with its cause.
+# has no model class there (its rows are unanswered). No miss is left: Kimi-Linear with
+# speculation (v0.24.0's kda_state_shape drops num_spec) is the vllm-0.24 rule set's
+# `conv_without_spec_rows`.
 RECORDING_024 = ROOT / "tests" / "data" / "oracle" / "vllm-0.24.0-sample200.jsonl"
-KNOWN_MISSES_024: dict[tuple[str, str], str] = {
-    ("kimi-linear-48b-a3b-instruct", f"spec={spec}"):
-        "n-gram speculation on Kimi-Linear: v0.24.0 sizes the block as if the KDA conv state had "
-        "no speculative rows (its KimiGatedDeltaNetAttention.get_state_shape passes no num_spec, "
-        "the model class's get_mamba_state_shape_from_config does); not traced further"
-    for spec in (2,)
-}
+KNOWN_MISSES_024: dict[tuple[str, str], str] = {}
 
 
 def test_vllm_024_sample_agrees_under_its_rule_set():
@@ -69,7 +61,7 @@ def test_vllm_024_sample_agrees_under_its_rule_set():
     unexpected = [i for i in misses
                   if (i.split("|")[0], i.split("|")[4]) not in KNOWN_MISSES_024]
     assert not unexpected, unexpected[:5]
-    assert len(rows) - len(misses) >= 163
+    assert {(i.split("|")[0], i.split("|")[4]) for i in misses} == set(KNOWN_MISSES_024)
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "tests" / "data" / "oracle").glob("*.jsonl")),

@@ -132,11 +132,13 @@ def test_glm_flash_on_h200_takes_vllm_plans_pool_groups_and_budget():
     plan = make_vllm_plan("glm-5.3-flash", VllmDeployment(tensor_parallel_size=4), gpu="h200")
     setup = vllm_sim_setup(plan, timer=COST)
     cfg = setup.config
-    # _get_kv_cache_groups_glm5_next: 34 KDA layers over 11 MLA layers → 4 state groups
+    # _get_packed_kv_cache_groups: 34 KDA layers, 11 to a block beside the 11 MLA layers →
+    # 4 state groups
     assert setup.num_mamba_groups == 4 == sum(isinstance(g, MambaAlignSpec) for g in cfg.groups)
     assert cfg.num_blocks == plan.capacity.num_blocks
-    # and the MLA group first, as _get_kv_cache_groups_glm5_next orders them
-    assert isinstance(cfg.groups[0], FullAttentionSpec) and setup.attention_group == 0
+    # and the state groups first (layer 0 is KDA), as vLLM 0.33.0's planning lists them on a
+    # pretended H200 (tests/data/oracle/vllm-0.33.0-grid.jsonl)
+    assert isinstance(cfg.groups[4], FullAttentionSpec) and setup.attention_group == 4
     assert {g.block_size_tokens for g in cfg.groups} == {plan.layout.block_tokens}
     # EngineArgs.get_batch_defaults: an H200 (≥ 70 GiB, not an A100) → 8192, max_num_seqs 1024
     assert (cfg.max_num_batched_tokens, cfg.max_num_seqs) == (8192, 1024)

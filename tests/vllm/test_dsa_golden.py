@@ -9,12 +9,15 @@ Every number is derived by hand from vLLM's source:
   (model_executor/models/deepseek_v2.py): MLAAttentionSpec(head_size = 128 + 128 // 128 × 4,
   uint8) = 132 B per stored state;
 - block: CudaPlatform.check_and_update_config forces 64 for FlashMLASparse; hybrids then go
-  through Platform._align_hybrid_block_size with the latent bytes per token only;
+  through Platform._align_hybrid_block_size with the latent bytes per token only (of a plain
+  MLAAttentionSpec: an fp8_ds_mla row counts 512 B there, not 656);
 - groups: get_kv_cache_groups → UniformTypeKVCacheSpecs (one group of latent + indexer
-  layers) and, for GLM-5.3-Flash, _get_kv_cache_groups_glm5_next (v1/core/kv_cache_planning.py):
-  cdiv(34, 11) = 4 state groups padded to the latent page, plus the kpool tail group;
-- bytes per block: _glm5_next_tensor_layout / get_kv_cache_config_from_groups,
-  Σ latent pages + Σ indexer pages (state and tail pages alias them);
+  layers) and, for GLM-5.3-Flash, _get_packed_kv_cache_groups (v1/core/kv_cache_planning.py):
+  the state layers split until a group fits the latent + indexer block (cdiv(34, 11) = 4
+  groups where the state page is the latent page), the kpool tail a group of its own, in
+  layer order (layer 0 is KDA: the state groups first);
+- bytes per block: _get_kv_cache_bytes_per_block / get_kv_cache_config_from_groups, the
+  widest group's pages, Σ latent pages + Σ indexer pages (state and tail groups alias them);
 - blocks per request: _max_memory_usage_bytes_from_groups: cdiv(max_model_len, block) for the
   attention group + (2 + spec) per state group in align mode + 1 for the tail.
 """
@@ -89,8 +92,9 @@ def test_glm53_flash_tp4_033_align():
     assert lo.alignment.granule_tokens == 128 and lo.block_tokens == 1152
     assert lo.page_bytes == 1152 * 1024 == 1_179_648
     assert lo.indexer.page_bytes == 1152 // 4 * 132 == 38_016  # index_kpool 4
+    # vLLM 0.33's planning on a pretended H200 lists them so (the recording's H200 rows)
     assert [(g.kind, g.num_layers) for g in lo.groups] == [
-        ("attention", 11), ("mamba", 9), ("mamba", 9), ("mamba", 8), ("mamba", 8)]
+        ("mamba", 9), ("mamba", 9), ("mamba", 8), ("mamba", 8), ("attention", 11)]
     assert lo.kpool_tail
     # block-outermost layout: Σ pages raised to lcm(one 1,024 B latent row, FLASHINFER_MLA_
     # SPARSE_SM90's align_blocks_to_rows; the indexer's 128-token page 32 × 132 = 4,224 B):
@@ -124,8 +128,11 @@ def test_glm53_flash_fp8_row_follows_the_backend():
     old = lay("glm-5.3-flash", RULES["vllm-0.27"], tp=2, kv_cache_dtype="fp8",
               num_speculative_tokens=7)
     # a rule set without a backend table (vllm-0.27, not checked against its release's
-    # backends) stores every fp8 sparse row as fp8_ds_mla: the published layout
-    assert old.page_bytes == 3584 * 656 and old.block_stride_alignment_bytes == 1
+    # backends) stores every fp8 sparse row as fp8_ds_mla, but v0.27.0's
+    # _align_hybrid_block_size sizes the block from the plain 512 B row all the same: 4,608
+    # tokens of 656 B rows. The published 3,584 (the block a 656 B row would give) is a fork's.
+    assert old.block_tokens == 4608 and old.page_bytes == 4608 * 656 == 3_022_848
+    assert old.mamba.page_bytes == 4608 * 512 and old.block_stride_alignment_bytes == 1
 
 
 def test_glm53_flash_lost_bytes_itemise_latent_and_indexer_tails():

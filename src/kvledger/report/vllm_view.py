@@ -32,8 +32,14 @@ def layout_table(plan: VllmPlan) -> Table:
                       f"{lay.mamba_cache_mode.value} / {'on' if lay.prefix_caching else 'off'}")
     else:
         table.add_row("block size (tokens)", f"{lay.block_tokens}")
+    own_state_page = lay.mamba is not None and lay.mamba.page_bytes != lay.page_bytes
     table.add_row("page (bytes, every layer)" if lay.indexer is None else
+                  "latent page (bytes, every MLA layer)" if own_state_page else
                   "latent page (bytes, every MLA and state layer)", f"{lay.page_bytes:,}")
+    if own_state_page:
+        assert lay.mamba is not None
+        table.add_row("state page (bytes, block × the plain latent row)",
+                      f"{lay.mamba.page_bytes:,}")
     if lay.indexer is not None:
         table.add_row("indexer page (bytes)",
                       f"{lay.indexer.page_bytes:,} × {lay.num_indexer_layers} layers")

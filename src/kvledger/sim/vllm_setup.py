@@ -5,7 +5,7 @@ From a `VllmPlan` (kvledger.vllm.plan), as vLLM 0.33 builds them:
 - one pool of ``num_gpu_blocks`` blocks (`get_kv_cache_configs`, vllm/v1/core/kv_cache_utils.py;
   block 0 is the null block, `BlockPool.__init__`), shared by every KV-cache group;
 - the groups in vLLM's order (`_get_kv_cache_groups_uniform_page_size`; GLM-5.3-Flash:
-  `_get_kv_cache_groups_glm5_next`): one attention group and one `MambaAlignSpec` per Mamba
+  `_get_packed_kv_cache_groups`): one attention group and one `MambaAlignSpec` per Mamba
   group, so a cached state costs one block in each Mamba group (GLM-5.3-Flash: 4, Qwen3-Next
   at TP 1: 3, Nemotron-H: 1 per state group the layout makes);
 - async scheduling, vLLM's default (two steps in flight), unless the sync scheduler is asked;
@@ -56,11 +56,12 @@ class VllmSimSetup:
 
 def _attention_first(lay: VllmLayout) -> bool:
     """vLLM's group order, which sets the order blocks are allocated and freed (and so the
-    LRU order): `_get_kv_cache_groups_glm5_next` puts the MLA group first; the uniform-page
-    grouping buckets layers in layer order, so the kind of layer 0 comes first (the oracle
-    cells' hybrid, layer 0 linear: the Mamba groups, then attention)."""
-    if lay.kpool_tail or lay.indexer is not None:  # sparse MLA + states: glm5_next groups
-        return True
+    LRU order): both groupings bucket layers in layer order, so the kind of layer 0 comes
+    first (the oracle cells' hybrids, layer 0 linear: the Mamba groups, then attention);
+    GLM-5.3-Flash's packed groups (`_get_packed_kv_cache_groups`) come in that order in the
+    layout already (vLLM 0.33.0's planning lists its state groups first)."""
+    if lay.kpool_tail or lay.indexer is not None:  # sparse MLA + states: packed groups
+        return lay.groups[0].kind == "attention"
     return lay.model.layers[0].kind is not LayerKind.LINEAR
 
 

@@ -3,8 +3,10 @@
 - rules.py: the release rule sets (`vllm-0.13`, `vllm-0.24`, `vllm-0.27`, `vllm-0.32`,
   `vllm-0.33`);
 - checkpoint.py: which state layers export prefill checkpoints (block and alignment);
-- backends.py: the MLA attention backend per GPU (block size, fp8 row, block stride);
+- backends.py: the MLA attention backend per GPU (block size, fp8 row, block stride) and
+  the lookups a layout makes in that table;
 - deploy.py: VllmDeployment, the memory flags with vLLM's spellings;
+- resolve.py: max_model_len, prefix caching, mamba_cache_mode and the other defaults;
 - flags.py: pasted `vllm serve …` / api_server commands → VllmDeployment;
 - layers.py: per-layer specs (attention, MLA, Mamba state) and state dtypes per model class;
 - align.py: hybrid block alignment and the Mamba page padding;

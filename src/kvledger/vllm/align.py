@@ -5,11 +5,14 @@
 model_executor/models/config.py):
 
     attn_block = granule × cdiv(mamba_page, granule × attn_bytes_per_token)
+    attn_block = round_up(attn_block, lcm of every attention backend's smallest kernel block)
     block      = max(block_size, attn_block)
     mamba page padded up to block × attn_bytes_per_token ("Padding mamba page size by …%")
 
 The granule is the rule set's (`VllmRules.granule_tokens`): the kernel block or the user's
---block-size, raised for MLA and lcm'd with a prefill checkpoint alignment in align mode.
+--block-size, raised for MLA and lcm'd with a prefill checkpoint alignment in align mode. From
+v0.32.0 the block is then a multiple of every non-SSM backend's smallest kernel block too
+(`backend_block_alignment`; GLM-5.3-Flash on SM120: its indexer's 256 tokens).
 
 Worked example, Qwen3-Next-80B at TP 2 (1 KV head × 256 × 2 (K,V) × 2 B = 1,024 B per token;
 GDN state (3, 4096) + (16, 128, 128) bf16 = 548,864 B), granule 16:
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvledger.core.units import cdiv
+from kvledger.core.units import cdiv, round_up
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,8 +54,9 @@ class BlockAlignment:
 
 
 def align_block(*, attn_bytes_per_token: int, mamba_page_bytes: int, granule_tokens: int,
-                block_size: int) -> BlockAlignment:
+                block_size: int, backend_multiple_tokens: int = 1) -> BlockAlignment:
     attn_block = granule_tokens * cdiv(mamba_page_bytes, granule_tokens * attn_bytes_per_token)
+    attn_block = round_up(attn_block, backend_multiple_tokens)
     block = max(block_size, attn_block)
     page = block * attn_bytes_per_token
     assert page >= mamba_page_bytes, "an attention page must cover a Mamba state"

@@ -32,13 +32,23 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import gcd
+from math import gcd, lcm
 from typing import TYPE_CHECKING
 
+from kvledger.core.errors import DeploymentError
+from kvledger.model.arch import AttnKind, ModelArch
+from kvledger.vllm.layers import AttentionLayer, IndexerLayer
+
 if TYPE_CHECKING:
+    from kvledger.core.gpus import GPU
+    from kvledger.vllm.deploy import VllmDeployment
     from kvledger.vllm.rules import VllmRules
 
 DEFAULT_BLOCK = 16  # CacheConfig.DEFAULT_BLOCK_SIZE
+FLASHMLA_BLOCK = 64  # FlashMLA's only block size
+# CudaPlatform.check_and_update_config: "Forcing kv cache block size to 64 for FlashMLASparse
+# backend" whenever the config has `index_topk` (sparse MLA), whatever --block-size says.
+FLASHMLA_SPARSE_BLOCK = 64
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -97,9 +107,15 @@ FLASHINFER_MLA_SPARSE_SM90 = MlaBackend(name="FLASHINFER_MLA_SPARSE_SM90",
                                         kernel_multiple_of=64, stride_rows=1)
 FLASHINFER_MLA_SPARSE = MlaBackend(name="FLASHINFER_MLA_SPARSE", kernel_multiple_of=32,
                                    stride_rows=32)
+# v0.33.0's SM120 backend inherits `_FlashInferMLASparseBackendBase.customize_spec`
+# (v1/attention/backends/mla/flashinfer_mla_sparse.py): align_blocks_to_rows(spec, 64), its
+# MultipleOf(64) kernel block; v0.24.0's class has no customize_spec.
 FLASHINFER_MLA_SPARSE_SM120 = MlaBackend(name="FLASHINFER_MLA_SPARSE_SM120",
                                          kernel_multiple_of=64, ds_mla_when_quantized=True,
-                                         ds_mla_when_auto=True)
+                                         ds_mla_when_auto=True, stride_rows=64)
+FLASHINFER_MLA_SPARSE_SM120_024 = MlaBackend(name="FLASHINFER_MLA_SPARSE_SM120",
+                                             kernel_multiple_of=64, ds_mla_when_quantized=True,
+                                             ds_mla_when_auto=True)
 
 # v0.24.0's FlashInfer sparse kernel takes blocks of 32 or 64 (v1/attention/backends/mla/
 # flashinfer_mla_sparse.py); 0.33's is MultipleOf(32) with 32-row strides.
@@ -138,6 +154,67 @@ def mla_backend(rules: VllmRules, *, sparse: bool, major: int, quantized: bool,
     return None
 
 
+def mla_backend_for(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
+                    gpu: GPU | None) -> MlaBackend | None:
+    """The MLA backend of the rule set's table for a model on a CUDA GPU (None: GQA, no
+    table, no GPU or ROCm); DeploymentError where vLLM has none ("No valid attention backend
+    found")."""
+    if model.attn is AttnKind.GQA or not rules.mla_backends or gpu is None or gpu.arch.is_rocm:
+        return None
+    assert model.mla is not None
+    sparse = model.attn is AttnKind.DSA
+    major = gpu.compute_capability[0]
+    backend = mla_backend(rules, sparse=sparse, major=major,
+                          quantized=dep.kv_cache_dtype != "auto",
+                          head_size=model.mla.kv_lora_rank + model.mla.qk_rope_head_dim)
+    if backend is None:
+        raise DeploymentError(
+            f"--gpu {gpu.name}: vLLM has no {'sparse ' if sparse else ''}MLA attention backend "
+            f"for SM {major}.x (No valid attention backend found; sparse MLA needs SM 9.0 or "
+            "newer)")
+    return backend
+
+
+def indexer_kernel_blocks(kpool: int, gpu: GPU | None) -> tuple[int, ...]:
+    """`Glm5NextIndexerBackend.get_supported_kernel_block_sizes` (v1/attention/backends/mla/
+    indexer.py): index_kpool × the paged-MQA page sizes (`get_paged_mqa_page_sizes`,
+    utils/deep_gemm.py: 32 and 64 states, only 64 on the SM120 family). No GPU: not SM120.
+
+    >>> from kvledger.core.gpus import get_gpu
+    >>> indexer_kernel_blocks(4, get_gpu("h200")), indexer_kernel_blocks(4, get_gpu("RTX PRO 6000"))
+    ((128, 256), (256,))
+    """
+    sm120 = gpu is not None and not gpu.arch.is_rocm and gpu.compute_capability[0] == 12
+    return tuple(kpool * states for states in ((64,) if sm120 else (32, 64)))
+
+
+def block_stride_alignment_bytes(model: ModelArch, attention: AttentionLayer,
+                                 backend: MlaBackend) -> int:
+    """lcm of the latent's and the indexer's block-stride alignments
+    (`KVCacheSpec.get_block_stride_alignment`, v1/kv_cache_interface.py): the latent's from
+    its backend's `customize_spec`; the indexer's from `Glm5NextIndexerBackend`'s kernel
+    blocks, index_kpool × the paged-MQA page sizes (32 and 64 states, only 64 on SM120:
+    utils/deep_gemm.py), made `MultipleOf(the largest)` by `customize_attention_spec`
+    (v1/worker/utils.py): a page of gcd(that, block) tokens unless that is the whole block.
+
+    >>> from kvledger.model.config import load_model
+    >>> att = AttentionLayer(mla=True, num_kv_heads=1, head_size=512, itemsize=2,
+    ...                      block_tokens=1152)
+    >>> block_stride_alignment_bytes(load_model("glm-5.3-flash"), att, FLASHINFER_MLA_SPARSE_SM90)
+    33792
+    """
+    assert model.indexer is not None
+    block = attention.block_tokens
+    latent = backend.stride_alignment_bytes(block_tokens=block,
+                                            row_bytes=attention.bytes_per_token,
+                                            quantized=attention.itemsize == 1)
+    kpool = model.indexer.kpool
+    kernel = gcd(kpool * 64, block)  # the largest kernel block, 64 states, on every GPU
+    index = 1 if kernel == block else IndexerLayer(
+        head_dim=model.indexer.head_dim, block_tokens=kernel, tokens_per_state=kpool).page_bytes
+    return lcm(latent, index)
+
+
 # v0.24.0's: the same dense choices; sparse MLA on SM90 is FlashMLA's for either dtype. Matches
 # what vLLM 0.24.0's own planning picked on every GPU of a 200-deployment grid sample.
 MLA_CHOICES_024 = (
@@ -146,5 +223,5 @@ MLA_CHOICES_024 = (
     MlaChoice(sparse=True, majors=frozenset({10}), quantized=True,
               backend=FLASHINFER_MLA_SPARSE_024),
     MlaChoice(sparse=True, majors=frozenset({10}), quantized=False, backend=FLASHMLA_SPARSE),
-    MlaChoice(sparse=True, majors=frozenset({12}), backend=FLASHINFER_MLA_SPARSE_SM120),
+    MlaChoice(sparse=True, majors=frozenset({12}), backend=FLASHINFER_MLA_SPARSE_SM120_024),
 )

@@ -77,6 +77,22 @@ class AttentionLayer:
         )
 
     @property
+    def align_bytes_per_token(self) -> int:
+        """The row `_align_hybrid_block_size` (platforms/interface.py) sizes the hybrid block
+        from: `MLAAttentionSpec(block_size=1, head_size, dtype)` built without the layer's
+        `state_content_bytes`, so an fp8_ds_mla row counts head_size × 1 B, not the 656 B
+        the layer stores (`MLAAttention.get_kv_cache_spec`, model_executor/layers/attention/
+        mla_attention.py). Read the same in v0.24.0, v0.27.0, v0.32.0 and v0.33.0.
+
+        >>> AttentionLayer(mla=True, num_kv_heads=1, head_size=512, itemsize=1,
+        ...                block_tokens=64, fp8_ds_mla=True).align_bytes_per_token
+        512
+        """
+        if self.fp8_ds_mla:
+            return self.num_kv_heads * self.head_size * self.itemsize
+        return self.bytes_per_token
+
+    @property
     def real_page_bytes(self) -> int:
         return self.block_tokens * self.bytes_per_token
 
@@ -115,6 +131,38 @@ class IndexerLayer:
         return (
             self.block_tokens // self.tokens_per_state  # states per block
             * self.row_bytes  # B per state
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KpoolTailLayer:
+    """`Glm5NextTailCache.get_kv_cache_spec` (models/glm5next/common/sparse_indexer.py): a
+    CircularBufferSpec ring of `ring_tokens` slots, two bf16 head slots (raw K and gate
+    score) of the indexer's head_dim each; one block per request.
+
+    ring = kpool × next_power_of_2(cdiv(kpool + num_speculative_tokens, kpool)).
+
+    >>> KpoolTailLayer(head_dim=128, kpool=4, num_speculative_tokens=0).page_bytes
+    2048
+    >>> KpoolTailLayer(head_dim=128, kpool=4, num_speculative_tokens=2).ring_tokens
+    8
+    """
+
+    head_dim: int
+    kpool: int
+    num_speculative_tokens: int
+
+    @property
+    def ring_tokens(self) -> int:
+        pools = cdiv(self.kpool + self.num_speculative_tokens, self.kpool)
+        return self.kpool * (1 << (pools - 1).bit_length())  # next power of two
+
+    @property
+    def page_bytes(self) -> int:
+        return (
+            2  # head slots: K and gate score
+            * self.ring_tokens  # one state per token
+            * self.head_dim * 2  # bf16 elements
         )
 
 

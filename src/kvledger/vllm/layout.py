@@ -1,9 +1,8 @@
 """VllmLayout: a model on a vLLM deployment, every default resolved the way vLLM resolves it.
 
 Decisions, in vLLM's order:
-1. max_model_len: --max-model-len, else the length the config derives (model.context).
-2. Prefix caching and mamba_cache_mode: a hybrid gets the rule set's default
-   (`MambaModelConfig.verify_and_update_config`): prefix caching on → align, off → none.
+1–2. max_model_len, prefix caching and mamba_cache_mode, the rule set's defaults
+   (kvledger.vllm.resolve); the MLA backend of the rule set's table (kvledger.vllm.backends).
 3. Per-layer specs (kvledger.vllm.layers), sharded by --tensor-parallel-size.
 4. Block size: --block-size or the CUDA default (16; 64 for MLA without Mamba layers, the
    FlashMLA block; always 64 for sparse MLA, FlashMLASparse), then for hybrids
@@ -23,32 +22,33 @@ Decisions, in vLLM's order:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from math import gcd, lcm
 
 from kvledger.core.errors import DeploymentError
 from kvledger.core.gpus import GPU
 from kvledger.core.units import cdiv, round_up
-from kvledger.model.arch import AttnKind, LinearKind, ModelArch, ShardingError
-from kvledger.vllm.align import BlockAlignment, align_block
-from kvledger.vllm.backends import MlaBackend, mla_backend
-from kvledger.vllm.checkpoint import prefill_checkpoint
+from kvledger.model.arch import AttnKind, LayerKind, ModelArch, ShardingError
+from kvledger.vllm.align import BlockAlignment
+from kvledger.vllm.backends import (
+    FLASHMLA_BLOCK,
+    FLASHMLA_SPARSE_BLOCK,
+    MlaBackend,
+    block_stride_alignment_bytes,
+    mla_backend_for,
+)
 from kvledger.vllm.deploy import KV_CACHE_DTYPES, VllmDeployment
-from kvledger.vllm.groups import KVCacheGroup, glm5_next_groups, group_size, kv_cache_groups
+from kvledger.vllm.groups import KVCacheGroup, group_size, kv_cache_groups, sparse_hybrid_groups
+from kvledger.vllm.hybrid import align_hybrid
 from kvledger.vllm.layers import (
     MODEL_ITEMSIZE,
-    SSM_DTYPE_RULE,
     AttentionLayer,
     IndexerLayer,
+    KpoolTailLayer,
     MambaLayer,
-    state_itemsizes,
 )
+from kvledger.vllm.resolve import resolve_deployment
 from kvledger.vllm.rules import MambaCacheMode, VllmRules
 
 CUDA_DEFAULT_BLOCK = 16  # CudaPlatform.check_and_update_config when --block-size is unset
-FLASHMLA_BLOCK = 64  # FlashMLA's only block size
-# CudaPlatform.check_and_update_config: "Forcing kv cache block size to 64 for FlashMLASparse
-# backend" whenever the config has `index_topk` (sparse MLA), whatever --block-size says.
-FLASHMLA_SPARSE_BLOCK = 64
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,9 +69,10 @@ class VllmLayout:
     # in the attention group (UniformTypeKVCacheSpecs), each with its own page.
     indexer: IndexerLayer | None = None
     num_indexer_layers: int = 0
-    # GLM-5.3-Flash's kpool tail: a one-block scratch group per request (KpoolTailSpec),
-    # aliased onto the indexer pages.
+    # GLM-5.3-Flash's kpool tail: a one-block ring per request in a group of its own
+    # (Glm5NextTailCache), `tail_page_bytes` per indexer layer.
     kpool_tail: bool = False
+    tail_page_bytes: int = 0
     # The MLA backend the rule set picks on the GPU (None: no table, or no MLA).
     mla_backend: MlaBackend | None = None
     # Block-outermost layouts (GLM-5.3-Flash) round a block to the lcm of every layer's
@@ -84,7 +85,9 @@ class VllmLayout:
 
     @property
     def page_bytes(self) -> int:
-        """The one page size every layer shares after alignment and padding."""
+        """The attention (latent) page. A state page is padded to block × the row the
+        alignment sizes from (`AttentionLayer.align_bytes_per_token`), the same page but for
+        fp8_ds_mla rows: there the state page is smaller (`mamba.page_bytes`)."""
         return self.attention.page_bytes
 
     @property
@@ -98,17 +101,23 @@ class VllmLayout:
             return 0
         return self.num_indexer_layers * self.indexer.page_bytes
 
+    def group_bytes(self, group: KVCacheGroup) -> int:
+        """Σ the pages of a group's layers in one block: with sparse MLA the attention group is
+        one UniformTypeKVCacheSpecs of latent and indexer pages."""
+        if group.kind == "attention":
+            return group.num_layers * self.page_bytes + self.indexer_block_bytes
+        assert self.mamba is not None
+        return group.num_layers * self.mamba.page_bytes
+
     @property
     def bytes_per_block(self) -> int:
-        """`_get_kv_cache_bytes_per_block`: the largest group's summed per-layer pages.
-
-        With sparse MLA the attention group is one UniformTypeKVCacheSpecs whose pages differ
-        (latent and indexer rows), so a block spans Σ pages: MLA layers × latent page + indexer
-        layers × indexer page. GLM-5.3-Flash's state and tail groups alias those tensors
-        (`_glm5_next_tensor_layout`, v1/core/kv_cache_planning.py) and add nothing.
-        """
-        return round_up(self.group_size * self.page_bytes + self.indexer_block_bytes,
-                        self.block_stride_alignment_bytes)
+        """`_get_kv_cache_bytes_per_block` (v1/core/kv_cache_planning.py): the largest group's
+        summed per-layer pages (the kpool tail's group among them), rounded up to the lcm of
+        the layers' block-stride alignments. Every group's tensor spans the same blocks from
+        byte 0 (`get_kv_cache_config_from_groups`), so the narrower groups add nothing."""
+        widest = max(max(self.group_bytes(g) for g in self.groups),
+                     self.num_indexer_layers * self.tail_page_bytes)
+        return round_up(widest, self.block_stride_alignment_bytes)
 
     def blocks_for_len(self, tokens: int) -> int:
         """Blocks one request of `tokens` tokens takes from the shared pool: Σ over groups of
@@ -127,26 +136,6 @@ class VllmLayout:
     def blocks_per_request(self) -> int:
         """Blocks of one max_model_len request."""
         return self.blocks_for_len(self.max_model_len)
-
-
-def _backend(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
-             gpu: GPU | None) -> MlaBackend | None:
-    """The MLA backend of the rule set's table on a CUDA GPU; DeploymentError where vLLM has
-    none ("No valid attention backend found")."""
-    if model.attn is AttnKind.GQA or not rules.mla_backends or gpu is None or gpu.arch.is_rocm:
-        return None
-    assert model.mla is not None
-    sparse = model.attn is AttnKind.DSA
-    major = gpu.compute_capability[0]
-    backend = mla_backend(rules, sparse=sparse, major=major,
-                          quantized=dep.kv_cache_dtype != "auto",
-                          head_size=model.mla.kv_lora_rank + model.mla.qk_rope_head_dim)
-    if backend is None:
-        raise DeploymentError(
-            f"--gpu {gpu.name}: vLLM has no {'sparse ' if sparse else ''}MLA attention backend "
-            f"for SM {major}.x (No valid attention backend found; sparse MLA needs SM 9.0 or "
-            "newer)")
-    return backend
 
 
 def _attention(model: ModelArch, dep: VllmDeployment, backend: MlaBackend | None = None,
@@ -181,83 +170,6 @@ def _attention(model: ModelArch, dep: VllmDeployment, backend: MlaBackend | None
                           fp8_ds_mla=packed)
 
 
-def _mamba(model: ModelArch, dep: VllmDeployment, align: bool) -> MambaLayer:
-    assert model.state is not None
-    if model.family not in SSM_DTYPE_RULE:
-        raise DeploymentError(f"{model.name}: no vLLM state-dtype rule for family "
-                              f"{model.family.value}")
-    tp = dep.tensor_parallel_size
-    try:
-        rows, channels = model.state.conv_shape(tp)
-        temporal = model.state.temporal_shape(tp)
-    except ShardingError as exc:
-        raise DeploymentError(f"--tensor-parallel-size {tp}: {exc}") from None
-    conv_size, ssm_size = state_itemsizes(model.family, model.state.ssm_dtype_default,
-                                          dep.mamba_cache_dtype, dep.mamba_ssm_cache_dtype)
-    spec = dep.num_speculative_tokens
-    # mamba1_state_shape takes no num_spec: a Mamba-1 conv state keeps K − 1 rows only.
-    spec_rows = 0 if model.state.kind is LinearKind.MAMBA1 else spec
-    return MambaLayer(shapes=((rows + spec_rows, channels), temporal), itemsizes=(conv_size, ssm_size),
-                      block_tokens=0, spec_blocks=spec, align=align)
-
-
-def _mode(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
-          notes: list[str]) -> tuple[bool, MambaCacheMode | None]:
-    if not model.is_hybrid:
-        return dep.enable_prefix_caching is not False, None
-    caching = dep.enable_prefix_caching
-    if caching is None:
-        caching = dep.mamba_cache_mode is MambaCacheMode.ALIGN or (
-            dep.mamba_cache_mode is None and rules.hybrid_prefix_caching_default)
-    mode = dep.mamba_cache_mode or (MambaCacheMode.ALIGN if caching else MambaCacheMode.NONE)
-    from_flag = dep.mamba_cache_mode is None
-    if (mode not in rules.mamba_cache_modes and from_flag
-            and rules.disables_unsupported_prefix_caching
-            and model.family not in rules.mamba_prefix_caching_families):
-        notes.append(f"--enable-prefix-caching: {rules.name} logs 'Hybrid or mamba-based model "
-                     "detected without support for prefix caching: disabling.' and starts "
-                     "without it")
-        return False, MambaCacheMode.NONE
-    if mode not in rules.mamba_cache_modes:
-        experimental = (from_flag and rules.disables_unsupported_prefix_caching)
-        raise DeploymentError(
-            f"--mamba-cache-mode {mode.value}"
-            + (" (from --enable-prefix-caching)" if from_flag else "")
-            + (f": {rules.name}'s experimental Mamba prefix caching for {model.family.value} "
-               "(mamba_block_size = block_size) is not modelled" if experimental else
-               f": {rules.name} supports "
-               f"{', '.join(sorted(m.value for m in rules.mamba_cache_modes))} for hybrid "
-               "models (it turns prefix caching off for them)"))
-    if caching and mode is MambaCacheMode.NONE:
-        notes.append("prefix caching with mamba_cache_mode none: only attention blocks are cached")
-    return caching, mode
-
-
-def _resolve(model: ModelArch, dep: VllmDeployment, rules: VllmRules, gpu: GPU | None,
-             notes: list[str]) -> VllmDeployment:
-    """Steps 1 and 2: max_model_len, prefix caching, mamba_cache_mode and the rule set's
-    defaults (gpu_memory_utilization, max_num_seqs) written into the deployment."""
-    max_len = dep.max_model_len or model.max_context_tokens
-    if dep.max_model_len and model.max_context_tokens and dep.max_model_len > model.max_context_tokens:
-        raise DeploymentError(
-            f"--max-model-len {dep.max_model_len}: exceeds the model's derived max_model_len "
-            f"{model.max_context_tokens} (vLLM refuses it without VLLM_ALLOW_LONG_MAX_MODEL_LEN)")
-    caching, mode = _mode(model, dep, rules, notes)
-    auto_fp8 = dict(rules.auto_kv_fp8_on_sm100).get(model.family)
-    if (auto_fp8 and dep.kv_cache_dtype == "auto" and gpu is not None and not gpu.arch.is_rocm
-            and gpu.compute_capability[0] == 10):
-        notes.append(f"--kv-cache-dtype auto: vLLM stores {auto_fp8} for {model.family.value} on "
-                     "SM10x (the model class's verify_and_update_config)")
-        dep = replace(dep, kv_cache_dtype=auto_fp8)
-    if dep.max_num_seqs is None and gpu is None:
-        notes.append(f"--max-num-seqs not given and no --gpu: assumed "
-                     f"{rules.default_max_num_seqs(None)} (256 on GPUs under 70 GiB and A100s)")
-    return replace(dep, max_model_len=max_len, enable_prefix_caching=caching, mamba_cache_mode=mode,
-                   gpu_memory_utilization=dep.gpu_memory_utilization
-                   or rules.default_gpu_memory_utilization,
-                   max_num_seqs=dep.max_num_seqs or rules.default_max_num_seqs(gpu))
-
-
 def _block_size(model: ModelArch, dep: VllmDeployment, attention: AttentionLayer,
                 notes: list[str]) -> AttentionLayer:
     """Step 4 before alignment: the backend's forced block, --block-size, or the default."""
@@ -271,40 +183,6 @@ def _block_size(model: ModelArch, dep: VllmDeployment, attention: AttentionLayer
     if model.is_hybrid:
         return replace(attention, block_tokens=CUDA_DEFAULT_BLOCK)
     return attention
-
-
-def _aligned(model: ModelArch, dep: VllmDeployment, rules: VllmRules, gpu: GPU | None,
-             attention: AttentionLayer, notes: list[str], backend: MlaBackend | None = None
-             ) -> tuple[AttentionLayer, MambaLayer, BlockAlignment]:
-    """Step 4 for a hybrid: the block aligned to the Mamba page, the page padded."""
-    sparse = model.attn is AttnKind.DSA
-    align = dep.mamba_cache_mode is MambaCacheMode.ALIGN
-    mamba = _mamba(model, dep, align)
-    # In align mode a layer that exports prefill checkpoints adds a block per request and, in
-    # the releases that lcm it, its alignment to the granule (kvledger.vllm.checkpoint).
-    checkpoint = prefill_checkpoint(model, gpu, rules) if align else None
-    # The kernel block alignment is max(the backend's smallest kernel block, block_size):
-    # FlashMLASparse takes 64 only, so the forced 64 acts as the user's block; a dense MLA
-    # backend's smallest block (FLASHINFER_MLA 32, FLASHMLA 64) counts as one too.
-    user_block = FLASHMLA_SPARSE_BLOCK if sparse else dep.block_size
-    if backend is not None and not sparse:
-        user_block = max(user_block or 0, backend.smallest_block)
-    granule = rules.granule_tokens(
-        user_block=user_block, mla=attention.mla,
-        align=align, checkpoint_tokens=checkpoint.alignment_tokens if checkpoint else None)
-    alignment = align_block(attn_bytes_per_token=attention.bytes_per_token,
-                            mamba_page_bytes=mamba.real_page_bytes, granule_tokens=granule,
-                            block_size=attention.block_tokens)
-    attention = replace(attention, block_tokens=alignment.block_tokens)
-    assert dep.max_model_len is not None
-    mamba = replace(mamba, block_tokens=alignment.block_tokens if align else dep.max_model_len,
-                    page_size_padded=alignment.attn_page_bytes,
-                    checkpoint_blocks=1 if checkpoint else 0)
-    if gpu is None and align and rules.checkpoint_exporters and model.state is not None \
-            and model.state.kind in (LinearKind.GDN, LinearKind.KDA):
-        notes.append("no --gpu: the prefill kernel, and so the prefill checkpoint alignment "
-                     "and block, depends on the GPU; none is assumed")
-    return attention, mamba, alignment
 
 
 def _indexer(model: ModelArch, attention: AttentionLayer,
@@ -326,34 +204,13 @@ def _indexer(model: ModelArch, attention: AttentionLayer,
     return indexer, num_indexer, tail
 
 
-def _block_stride(model: ModelArch, attention: AttentionLayer, backend: MlaBackend,
-                  gpu: GPU | None) -> int:
-    """lcm of the latent's and the indexer's block-stride alignments
-    (`KVCacheSpec.get_block_stride_alignment`): the latent's from its backend's
-    `customize_spec`; the indexer's from `Glm5NextIndexerBackend`'s kernel blocks, index_kpool ×
-    the paged-MQA page sizes (32 and 64 states, only 64 on SM120: utils/deep_gemm.py), made
-    `MultipleOf(the largest)` by `customize_attention_spec` (v1/worker/utils.py): a page of
-    gcd(that, block) tokens unless that is the whole block."""
-    assert model.indexer is not None
-    block = attention.block_tokens
-    latent = backend.stride_alignment_bytes(block_tokens=block,
-                                            row_bytes=attention.bytes_per_token,
-                                            quantized=attention.itemsize == 1)
-    kpool = model.indexer.kpool
-    largest = kpool * 64
-    kernel = gcd(largest, block)
-    index = 1 if kernel == block else IndexerLayer(
-        head_dim=model.indexer.head_dim, block_tokens=kernel, tokens_per_state=kpool).page_bytes
-    return lcm(latent, index)
-
-
 def vllm_layout(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
                 gpu: GPU | None = None) -> VllmLayout:
     """Resolve a vLLM deployment in the module doc's order; errors name the flag
     (DeploymentError)."""
     notes: list[str] = []
-    dep = _resolve(model, dep, rules, gpu, notes)
-    backend = _backend(model, dep, rules, gpu)
+    dep = resolve_deployment(model, dep, rules, gpu, notes)
+    backend = mla_backend_for(model, dep, rules, gpu)
     attention = _attention(model, dep, backend, rules.sparse_block_from_backend)
     if dep.num_speculative_tokens and model.num_draft_layers:
         notes.append(f"speculative decoding: the {model.num_draft_layers} MTP draft layer(s) "
@@ -362,15 +219,24 @@ def vllm_layout(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
     attention = _block_size(model, dep, attention, notes)
     mamba = alignment = None
     if model.is_hybrid:
-        attention, mamba, alignment = _aligned(model, dep, rules, gpu, attention, notes,
-                                               backend)
+        attention, mamba, alignment = align_hybrid(model, dep, rules, gpu, attention, notes,
+                                                   backend)
     indexer, num_indexer, tail = None, 0, False
     sparse = model.attn is AttnKind.DSA
     if sparse:
         indexer, num_indexer, tail = _indexer(model, attention, notes)
+    tail_page = 0
     if sparse and model.is_hybrid:
-        groups = glm5_next_groups(num_mla=model.num_full_layers,
-                                  num_mamba=model.num_linear_layers)
+        assert indexer is not None and mamba is not None and model.indexer is not None
+        tail_page = KpoolTailLayer(head_dim=model.indexer.head_dim, kpool=model.indexer.kpool,
+                                   num_speculative_tokens=dep.num_speculative_tokens
+                                   ).page_bytes if tail else 0
+        groups = sparse_hybrid_groups(
+            latent_page_bytes=attention.page_bytes, num_mla=model.num_full_layers,
+            indexer_page_bytes=indexer.page_bytes, num_indexer=num_indexer,
+            state_page_bytes=mamba.page_bytes, num_states=model.num_linear_layers,
+            tail_page_bytes=tail_page,
+            states_first=model.layers[0].kind is LayerKind.LINEAR)
     else:
         counts = {"attention": model.num_full_layers}
         if model.is_hybrid:
@@ -379,10 +245,10 @@ def vllm_layout(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
     assert dep.max_model_len is not None and dep.enable_prefix_caching is not None
     stride = 1
     if tail and backend is not None:  # GLM-5.3-Flash's block-outermost layout
-        stride = _block_stride(model, attention, backend, gpu)
+        stride = block_stride_alignment_bytes(model, attention, backend)
     return VllmLayout(model=model, deployment=dep, rules=rules, gpu=gpu,
                       max_model_len=dep.max_model_len, prefix_caching=dep.enable_prefix_caching,
                       mamba_cache_mode=dep.mamba_cache_mode, attention=attention,
                       mamba=mamba, alignment=alignment, groups=tuple(groups),
                       notes=tuple(notes), indexer=indexer, num_indexer_layers=num_indexer,
-                      kpool_tail=tail, mla_backend=backend, block_stride_alignment_bytes=stride)
+                      kpool_tail=tail, tail_page_bytes=tail_page, mla_backend=backend, block_stride_alignment_bytes=stride)

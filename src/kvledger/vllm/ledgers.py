@@ -1,9 +1,11 @@
 """VllmLedgers: vLLM's itemised ledgers of one rank (rows as everywhere in kvledger).
 
-- `per block`: one block id across the tensors of its group (group size × page);
+- `per block`: one block id across the tensors of the widest group (group size × page, with
+  sparse MLA its indexer pages and the block-stride rounding);
 - `per request`: the blocks one max_model_len request takes from each group;
 - `lost per request`: bytes a max_model_len request holds that carry nothing — the Mamba page
-  padding, the padding layers of short groups, the empty tail of the last attention block;
+  padding, the padding layers of short groups (with mixed pages: the bytes of each block its
+  group's pages leave unused), the empty tail of the last attention block;
   memo: how much of that tail the block inflation (aligned block vs the kernel block) adds;
 - `lost per rank`: the memory no block covers and the null block;
 - `memory`: the KV cache memory and how it was obtained (`kvledger.vllm.memory`).
@@ -30,15 +32,30 @@ class VllmLedgers:
 
 
 def per_block_ledger(lay: VllmLayout) -> Ledger:
-    rows = [LedgerRow(component="layer page", count=lay.group_size, unit_bytes=lay.page_bytes,
-                      detail=f"{lay.block_tokens} tokens × {lay.attention.bytes_per_token} B "
-                             "(one tensor per group slot)")]
-    if lay.indexer is not None:
+    """One block id across the widest group's tensors (every group spans the same bytes)."""
+    widest = max(lay.groups, key=lay.group_bytes)
+    if widest.kind == "attention":
+        rows = [LedgerRow(component="layer page", count=widest.num_layers,
+                          unit_bytes=lay.page_bytes,
+                          detail=f"{lay.block_tokens} tokens × {lay.attention.bytes_per_token} B "
+                                 "(one tensor per group slot)")]
+    else:
+        assert lay.mamba is not None
+        rows = [LedgerRow(component="state page", count=widest.num_layers,
+                          unit_bytes=lay.mamba.page_bytes,
+                          detail=f"{lay.block_tokens} tokens × "
+                                 f"{lay.attention.align_bytes_per_token} B (the widest group)")]
+    if lay.indexer is not None and widest.kind == "attention":
         ix = lay.indexer
         rows.append(LedgerRow(component="indexer page", count=lay.num_indexer_layers,
                               unit_bytes=ix.page_bytes,
                               detail=f"{ix.block_tokens // ix.tokens_per_state} index rows × "
                                      f"{ix.row_bytes} B (fp8 + fp32 scale)"))
+    rounding = lay.bytes_per_block - lay.group_bytes(widest)
+    if rounding:
+        rows.append(LedgerRow(component="block stride rounding", count=1, unit_bytes=rounding,
+                              detail=f"up to a multiple of "
+                                     f"{lay.block_stride_alignment_bytes:,} B"))
     memo = []
     if lay.mamba is not None:
         memo.append(LedgerRow(component="Mamba state (real)", count=1,
@@ -102,13 +119,20 @@ def lost_per_request_ledger(lay: VllmLayout) -> Ledger:
             rows.append(LedgerRow(component="Mamba page padding", count=blocks * group.num_layers,
                                   unit_bytes=lay.mamba.padding_bytes,
                                   detail=f"{blocks} blocks × {group.num_layers} layers"))
-        if group.num_layers < size:
-            blocks = (cdiv(lay.max_model_len, lay.block_tokens) if group.kind == "attention"
-                      else lay.mamba.blocks_per_request)
+        unused = lay.bytes_per_block - lay.group_bytes(group)
+        if not unused:
+            continue
+        if lay.indexer is None and group.num_layers < size:  # one page size: whole layers
             rows.append(LedgerRow(component=f"padding layers ({group.kind} group of "
                                             f"{group.num_layers} < {size})",
                                   count=blocks * (size - group.num_layers),
                                   unit_bytes=lay.page_bytes, detail="block slots never written"))
+        else:  # mixed pages: a block id spans the widest group's bytes in every group
+            rows.append(LedgerRow(component=f"unused block bytes ({group.kind} group of "
+                                            f"{group.num_layers})",
+                                  count=blocks, unit_bytes=unused,
+                                  detail=f"{lay.bytes_per_block:,} B per block − "
+                                         f"{lay.group_bytes(group):,} B of pages"))
     return Ledger(name="lost per request (max_model_len)", per="request", rows=tuple(rows),
                   memo=tuple(memo))
 

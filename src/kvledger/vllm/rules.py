@@ -21,6 +21,7 @@ Sources (files under `vllm/` of each release):
   `int(max_concurrency × max_model_len)` (`get_kv_cache_capacity`, v1/core/kv_cache_utils.py);
   `gpu_memory_utilization` 0.92 (config/cache.py); its MLA backends (`MLA_CHOICES_024`:
   sparse MLA is FlashMLA's on SM90, and the first backend's preferred block is the block).
+  Like 0.13, its `kda_state_shape` drops num_spec (no speculative conv rows for KDA).
   Checked against vLLM 0.24.0's own planning on 200 deployments (tests/oracle). (Its `all`
   mode is not modelled.)
 - `vllm-0.27` (v0.27.0–v0.31.0): as 0.24, plus prefix caching on by default for hybrids and
@@ -29,7 +30,9 @@ Sources (files under `vllm/` of each release):
   v0.29.0 adds `MambaSpec.num_prefill_checkpoint_blocks`, set only by Kimi-K3's KDA there.
   No MLA backend table (not checked against these releases' planning): FlashMLA's 64 block.
 - `vllm-0.32` (v0.32.0): Mamba2 mixers and GLM-5.3-Flash's KDA (FlashKDA) set one prefill
-  checkpoint block (`MambaMixer2.get_kv_cache_spec`, models/glm5next/common/kda.py).
+  checkpoint block (`MambaMixer2.get_kv_cache_spec`, models/glm5next/common/kda.py); the
+  aligned block is a multiple of every attention backend's smallest kernel block
+  (`backend_block_alignment` in `_align_hybrid_block_size`).
 - `vllm-0.33` (the default, v0.33.0): Gated DeltaNet with the FlashInfer prefill sets one too
   (`QwenGatedDeltaNetAttention.get_kv_cache_spec`), and in align mode the block granule is
   lcm'd with the layers' checkpoint alignment (`_align_hybrid_block_size`,
@@ -72,7 +75,7 @@ from enum import Enum
 from kvledger.core.gpus import GPU
 from kvledger.core.registry import RuleRegistry
 from kvledger.core.units import GiB
-from kvledger.model.arch import Family
+from kvledger.model.arch import Family, LinearKind
 from kvledger.vllm.backends import MLA_CHOICES_024, MLA_CHOICES_033, MlaChoice
 from kvledger.vllm.checkpoint import CheckpointExporter
 
@@ -109,6 +112,11 @@ class VllmRules:
     # experimental mode kvledger does not model (mamba_block_size = block_size).
     disables_unsupported_prefix_caching: bool = False
     mamba_prefix_caching_families: frozenset[Family] = frozenset()
+    # State kinds whose conv state gets no rows for the speculative tokens
+    # (`MambaStateShapeCalculator`, model_executor/layers/mamba/mamba_utils.py):
+    # `mamba1_state_shape` takes no num_spec in any release read; `kda_state_shape` takes
+    # num_spec and drops it up to v0.26.0 (conv state K − 1 rows), adds it from v0.27.0.
+    conv_without_spec_rows: frozenset[LinearKind] = frozenset({LinearKind.MAMBA1})
     # Smallest block the attention kernels take (FlashAttention / FlashInfer: multiples of 16).
     kernel_block_tokens: int = 16
     # MLA layers: the hybrid block granule is at least this many tokens (None: no floor).
@@ -117,6 +125,9 @@ class VllmRules:
     checkpoint_exporters: frozenset[CheckpointExporter] = frozenset()
     # In align mode the granule is lcm'd with the layers' prefill checkpoint alignment.
     granule_lcm_checkpoint: bool = False
+    # The aligned block is rounded up to the lcm of every non-SSM attention backend's smallest
+    # kernel block (`backend_block_alignment` in `_align_hybrid_block_size`, from v0.32.0).
+    block_multiple_of_backends: bool = False
     # CUDA runtime major vLLM's kernel choices see (the release's default wheel).
     cuda_runtime_major: int = 13
     # MLA attention backends in priority order (kvledger.vllm.backends); empty: FlashMLA's
@@ -180,6 +191,8 @@ _LATER = dict(default_gpu_memory_utilization=0.92, hybrid_prefix_caching_default
               mamba_cache_modes=_ALIGN_MODES, logged_tokens=LoggedTokens.CONCURRENCY,
               check_reserves_null_block=True, subtracts_cudagraph_estimate=True,
               requested_memory_ceil=True)
+# v0.13.0 and v0.24.0–v0.26.0: kda_state_shape(…, num_spec) returns conv_kernel_size − 1 rows.
+_NO_KDA_SPEC_ROWS = frozenset({LinearKind.MAMBA1, LinearKind.KDA})
 _EXPORTERS_032 = frozenset({CheckpointExporter.MAMBA2, CheckpointExporter.KDA_FLASHKDA})
 
 RULES: RuleRegistry[VllmRules] = RuleRegistry(
@@ -200,6 +213,7 @@ RULES: RuleRegistry[VllmRules] = RuleRegistry(
             # block to 64 (CUTLASS MLA, not modelled: 128); a Kimi-Linear boot of Nov 2025
             # logs 960-token blocks (vllm#28228, tests/logs/test_real_excerpts.py)
             mla_granule_floor_tokens=64,
+            conv_without_spec_rows=_NO_KDA_SPEC_ROWS,
             logged_tokens=LoggedTokens.BLOCKS_PER_GROUP,
             check_reserves_null_block=False,
             subtracts_cudagraph_estimate=False,
@@ -207,14 +221,17 @@ RULES: RuleRegistry[VllmRules] = RuleRegistry(
         ),
         VllmRules(name="vllm-0.24", releases=(24, 26), mla_granule_floor_tokens=None,
                   mla_backends=MLA_CHOICES_024, sparse_block_from_backend=True,
+                  conv_without_spec_rows=_NO_KDA_SPEC_ROWS,
                   **{**_LATER, "hybrid_prefix_caching_default": False}),
         VllmRules(name="vllm-0.27", releases=(27, 31), mla_granule_floor_tokens=128,
                   **_LATER),
         VllmRules(name="vllm-0.32", releases=(32, 32), mla_granule_floor_tokens=128,
-                  checkpoint_exporters=_EXPORTERS_032, **_LATER),
+                  checkpoint_exporters=_EXPORTERS_032, block_multiple_of_backends=True,
+                  **_LATER),
         VllmRules(name="vllm-0.33", releases=(33, 33), mla_granule_floor_tokens=128,
                   checkpoint_exporters=_EXPORTERS_032 | {CheckpointExporter.GDN_FLASHINFER},
-                  granule_lcm_checkpoint=True, mla_backends=MLA_CHOICES_033,
+                  granule_lcm_checkpoint=True, block_multiple_of_backends=True,
+                  mla_backends=MLA_CHOICES_033,
                   # GlmMoeDsaForCausalLM / Glm5NextModelConfig.verify_and_update_config
                   auto_kv_fp8_on_sm100=((Family.GLM_MOE_DSA, "fp8_e4m3"),
                                         (Family.GLM5_NEXT, "fp8")),
