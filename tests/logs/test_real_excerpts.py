@@ -361,3 +361,24 @@ def test_club3090_294_inverted_count_reconciles_concurrency():
     assert dict(r.derived)["num_gpu_blocks"] == "425"
     assert dict(r.derived)["attention block size (tokens)"] == "1,600"
     assert int(425 / 179 * 262_144) == 622_408
+
+
+def test_kimi_k25_mi355x_whole_server_args_reconciles():
+    # A whole ServerArgs repr (0.5.8 prints every field: hicache_ratio=2.0, hicache_size=0 and
+    # mamba_scheduler_strategy='no_buffer' on a server without HiCache or mamba state) is read
+    # without refusing its defaults. TP 8 on MI355X, fraction 0.8260405859375: the pool is the
+    # smallest rank's 209.96 GiB after weights less (1 - fraction) of what was free before
+    # (weights 73.58 GiB), 2,454,401 … 2,454,554 rows of 61 x 576 x 2 B = 70,272 B (MLA:
+    # every rank holds the whole latent), the logged 2,454,421 among them; (2,454,421 + 1) x
+    # 70,272 B = 160.63 GiB.
+    path = LOGS / "sglang-kimi-k2.5-tp8-mi355x-ajithsirra-issues.log"
+    r = check_log(path.read_text(), model="deepseek-v3")
+    rows = by_quantity(r)
+    for q in ("#tokens (KV pool)", "KV size (GB)", "KV cache dtype"):
+        assert rows[q].status is Status.EQUAL, q
+    assert rows["avail mem after weights (GB = GiB)"].logged == "209.96"
+    assert dict(r.derived)["token bytes"] == "70,272" and not r.differs
+    assert round((2_454_421 + 1) * 70_272 / 2**30, 2) == 160.63
+    # the fraction is what sizes the pool: a fraction 0.01 lower moves it by ~2.8 GiB
+    off = check_log(path.read_text(), model="deepseek-v3", flags=("--mem-fraction-static", "0.816"))
+    assert by_quantity(off)["#tokens (KV pool)"].status is Status.DIFFERS
