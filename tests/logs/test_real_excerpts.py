@@ -382,3 +382,21 @@ def test_kimi_k25_mi355x_whole_server_args_reconciles():
     # the fraction is what sizes the pool: a fraction 0.01 lower moves it by ~2.8 GiB
     off = check_log(path.read_text(), model="deepseek-v3", flags=("--mem-fraction-static", "0.816"))
     assert by_quantity(off)["#tokens (KV pool)"].status is Status.DIFFERS
+
+
+def test_sglang_4760_llama_fa3_layout_exact_and_the_tp1_default_fraction_fits():
+    # (442,750 + 1) rows x 32 layers x 8 KV heads x 128 x 2 B = 27.02 GiB each of K and V
+    # (0.4.4's MHATokenToKVPool already allocates size + page_size rows, memory_pool.py). The
+    # paste states no fraction, so the count is INFO; SGLang 0.4.4's default at TP 1 is 0.88
+    # (ServerArgs.__post_init__: 0.79 / 0.81 / 0.85 / 0.87 / 0.88 by tp_size), which given
+    # after -- holds the logged count, and 0.87 (TP 2's) does not.
+    path = LOGS / "sglang-llama-3.1-8b-fa3-sglang4760.log"
+    r = check_log(path.read_text(), model="llama-3.1-8b")
+    rows = by_quantity(r)
+    assert rows["K size (GB)"].status is Status.EQUAL and rows["V size (GB)"].status is Status.EQUAL
+    assert rows["#tokens (KV pool)"].status is Status.INFO and not r.differs
+    assert "54.05 GiB of pool holds it" in rows["#tokens (KV pool)"].reason
+    fit = check_log(path.read_text(), model="llama-3.1-8b", flags=("--mem-fraction-static", "0.88"))
+    assert by_quantity(fit)["#tokens (KV pool)"].status is Status.EQUAL
+    off = check_log(path.read_text(), model="llama-3.1-8b", flags=("--mem-fraction-static", "0.87"))
+    assert by_quantity(off)["#tokens (KV pool)"].status is Status.DIFFERS
