@@ -400,3 +400,16 @@ def test_sglang_4760_llama_fa3_layout_exact_and_the_tp1_default_fraction_fits():
     assert by_quantity(fit)["#tokens (KV pool)"].status is Status.EQUAL
     off = check_log(path.read_text(), model="llama-3.1-8b", flags=("--mem-fraction-static", "0.87"))
     assert by_quantity(off)["#tokens (KV pool)"].status is Status.DIFFERS
+
+
+def test_club3090_295_one_block_fewer_than_294_reconciles():
+    # #294's deployment with PCIe P2P on: 620,944 tokens invert to 424 blocks of 26,214,400 B
+    # (int(424 / 179 x 262,144) = 620,944; 423 or 425 blocks would log 619,479 or 622,408),
+    # 424 / 179 = 2.37 as logged; 10.35 … 10.38 GiB of KV memory would hold them.
+    path = LOGS / "vllm-qwen3.6-27b-int4-tp2-club3090-295.log"
+    r = check_log(path.read_text(), model=QWEN36_27B, rules="vllm-0.24")
+    rows = by_quantity(r)
+    assert rows["Maximum concurrency"].status is Status.EQUAL and not r.differs
+    assert dict(r.derived)["num_gpu_blocks"] == "424"
+    assert rows["GPU KV cache size (tokens)"].reason.startswith("10.35 … 10.38 GiB")
+    assert [int(n / 179 * 262_144) for n in (423, 424, 425)] == [619_479, 620_944, 622_408]
