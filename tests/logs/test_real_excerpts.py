@@ -361,3 +361,55 @@ def test_club3090_294_inverted_count_reconciles_concurrency():
     assert dict(r.derived)["num_gpu_blocks"] == "425"
     assert dict(r.derived)["attention block size (tokens)"] == "1,600"
     assert int(425 / 179 * 262_144) == 622_408
+
+
+def test_kimi_k25_mi355x_whole_server_args_reconciles():
+    # A whole ServerArgs repr (0.5.8 prints every field: hicache_ratio=2.0, hicache_size=0 and
+    # mamba_scheduler_strategy='no_buffer' on a server without HiCache or mamba state) is read
+    # without refusing its defaults. TP 8 on MI355X, fraction 0.8260405859375: the pool is the
+    # smallest rank's 209.96 GiB after weights less (1 - fraction) of what was free before
+    # (weights 73.58 GiB), 2,454,401 … 2,454,554 rows of 61 x 576 x 2 B = 70,272 B (MLA:
+    # every rank holds the whole latent), the logged 2,454,421 among them; (2,454,421 + 1) x
+    # 70,272 B = 160.63 GiB.
+    path = LOGS / "sglang-kimi-k2.5-tp8-mi355x-ajithsirra-issues.log"
+    r = check_log(path.read_text(), model="deepseek-v3")
+    rows = by_quantity(r)
+    for q in ("#tokens (KV pool)", "KV size (GB)", "KV cache dtype"):
+        assert rows[q].status is Status.EQUAL, q
+    assert rows["avail mem after weights (GB = GiB)"].logged == "209.96"
+    assert dict(r.derived)["token bytes"] == "70,272" and not r.differs
+    assert round((2_454_421 + 1) * 70_272 / 2**30, 2) == 160.63
+    # the fraction is what sizes the pool: a fraction 0.01 lower moves it by ~2.8 GiB
+    off = check_log(path.read_text(), model="deepseek-v3", flags=("--mem-fraction-static", "0.816"))
+    assert by_quantity(off)["#tokens (KV pool)"].status is Status.DIFFERS
+
+
+def test_sglang_4760_llama_fa3_layout_exact_and_the_tp1_default_fraction_fits():
+    # (442,750 + 1) rows x 32 layers x 8 KV heads x 128 x 2 B = 27.02 GiB each of K and V
+    # (0.4.4's MHATokenToKVPool already allocates size + page_size rows, memory_pool.py). The
+    # paste states no fraction, so the count is INFO; SGLang 0.4.4's default at TP 1 is 0.88
+    # (ServerArgs.__post_init__: 0.79 / 0.81 / 0.85 / 0.87 / 0.88 by tp_size), which given
+    # after -- holds the logged count, and 0.87 (TP 2's) does not.
+    path = LOGS / "sglang-llama-3.1-8b-fa3-sglang4760.log"
+    r = check_log(path.read_text(), model="llama-3.1-8b")
+    rows = by_quantity(r)
+    assert rows["K size (GB)"].status is Status.EQUAL and rows["V size (GB)"].status is Status.EQUAL
+    assert rows["#tokens (KV pool)"].status is Status.INFO and not r.differs
+    assert "54.05 GiB of pool holds it" in rows["#tokens (KV pool)"].reason
+    fit = check_log(path.read_text(), model="llama-3.1-8b", flags=("--mem-fraction-static", "0.88"))
+    assert by_quantity(fit)["#tokens (KV pool)"].status is Status.EQUAL
+    off = check_log(path.read_text(), model="llama-3.1-8b", flags=("--mem-fraction-static", "0.87"))
+    assert by_quantity(off)["#tokens (KV pool)"].status is Status.DIFFERS
+
+
+def test_club3090_295_one_block_fewer_than_294_reconciles():
+    # #294's deployment with PCIe P2P on: 620,944 tokens invert to 424 blocks of 26,214,400 B
+    # (int(424 / 179 x 262,144) = 620,944; 423 or 425 blocks would log 619,479 or 622,408),
+    # 424 / 179 = 2.37 as logged; 10.35 … 10.38 GiB of KV memory would hold them.
+    path = LOGS / "vllm-qwen3.6-27b-int4-tp2-club3090-295.log"
+    r = check_log(path.read_text(), model=QWEN36_27B, rules="vllm-0.24")
+    rows = by_quantity(r)
+    assert rows["Maximum concurrency"].status is Status.EQUAL and not r.differs
+    assert dict(r.derived)["num_gpu_blocks"] == "424"
+    assert rows["GPU KV cache size (tokens)"].reason.startswith("10.35 … 10.38 GiB")
+    assert [int(n / 179 * 262_144) for n in (423, 424, 425)] == [619_479, 620_944, 622_408]

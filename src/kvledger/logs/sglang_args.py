@@ -31,6 +31,39 @@ class StatedDeployment:
     notes: tuple[str, ...]
 
 
+HICACHE_KEYS = frozenset({"hicache_ratio", "hicache_size"})
+
+
+def _unset_in_repr(key: str, value: object, values: dict[str, object]) -> bool:
+    """True for a repr field that states nothing about the deployment. The repr prints every
+    ServerArgs field, defaults included: 0.5.8 logs `hicache_ratio=2.0, hicache_size=0` on a
+    server without HiCache (the ratio's default; later releases default it to None,
+    0.5.21 arg_groups/fields/memory.py), and both act only with --enable-hierarchical-cache
+    (arg_groups/hicache_hook.py), so without it they are not read as flags. hicache_size 0 is
+    SGLang's own "unset" (memory.py's default: size by the ratio).
+
+    >>> _unset_in_repr("hicache_ratio", 2.0, {"enable_hierarchical_cache": False})
+    True
+    >>> _unset_in_repr("hicache_ratio", 3.0, {"enable_hierarchical_cache": True})
+    False
+
+    Likewise 0.5.8's __post_init__ turns mamba_scheduler_strategy "auto" into "no_buffer" for
+    every model (server_args.py, "Mamba scheduler strategy"), and turns the overlap schedule
+    off only where no_buffer acts, a hybrid model's radix cache
+    (_handle_model_specific_adjustments): a repr with no_buffer and the overlap on shows the
+    resolved default of a server it did not act on, not a stated strategy.
+
+    >>> _unset_in_repr("mamba_scheduler_strategy", "no_buffer", {"disable_overlap_schedule": False})
+    True
+    """
+    if key == "mamba_scheduler_strategy":
+        return value == "no_buffer" and values.get("disable_overlap_schedule") is not True
+    if key not in HICACHE_KEYS:
+        return False
+    return values.get("enable_hierarchical_cache") is not True or (
+        key == "hicache_size" and value == 0)
+
+
 def _server_args(text: str, whole: bool, line_no: int
                  ) -> tuple[list[str], str | None, list[str], frozenset[str] | None]:
     """(flag words, model, notes, the fields a clipped repr still holds; None when whole)."""
@@ -40,8 +73,9 @@ def _server_args(text: str, whole: bool, line_no: int
     words: list[str] = []
     for field in sorted(DIRECT_FIELDS):
         flag = FIELD_FLAGS[field]
-        value = values.get(flag[2:].replace("-", "_"))
-        if value is None or value is False:
+        key = flag[2:].replace("-", "_")
+        value = values.get(key)
+        if value is None or value is False or _unset_in_repr(key, value, values):
             continue
         words += [flag] if value is True else [flag, str(value)]
     model = values.get("model_path")
