@@ -15,6 +15,10 @@ anything; touch the hit blocks of every group first (so no group's allocation ev
 another group's hit), then allocate group by group in group order. Freeing walks the groups
 in order too, which is what fixes the LRU order of the freed blocks.
 
+Policy (`kvledger.blocks.policy`, vLLM's own rule by default): `state_boundaries` asks the
+admission rule which states a request may cache and where its junction is; `free` lets the
+eviction rule send some of the request's blocks to the queue head first.
+
 >>> from kvledger.blocks.specs import FullAttentionSpec, MambaAlignSpec
 >>> c = Coordinator((MambaAlignSpec(block_size_tokens=4), FullAttentionSpec(block_size_tokens=4)),
 ...                 num_blocks=32)
@@ -28,11 +32,14 @@ CacheHit(hit_tokens=12, attention_hit_tokens=12, attention_blocks=(3, 4, 5), sta
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Protocol
 
+from kvledger.blocks.admission import StateBoundaries
 from kvledger.blocks.full_manager import FullAttentionManager
 from kvledger.blocks.mamba_manager import MambaManager, find_deepest_state
+from kvledger.blocks.policy import VLLM_POLICY, BlockPolicy, build_admission, build_eviction
 from kvledger.blocks.pool import NULL_BLOCK, BlockPool, PoolError
 from kvledger.blocks.specs import FullAttentionSpec, GroupSpec, MambaAlignSpec
 
@@ -49,10 +56,10 @@ class _Manager(Protocol):
     block_size_tokens: int
 
     def num_new_blocks(self, num_held_blocks: int, end_tokens: int,
-                       boundaries: set[int]) -> int: ...
-    def allocate(self, rid: int, *, end_tokens: int, boundaries: set[int]) -> None: ...
+                       boundaries: AbstractSet[int]) -> int: ...
+    def allocate(self, rid: int, *, end_tokens: int, boundaries: AbstractSet[int]) -> None: ...
     def cache(self, rid: int, block_hashes: list[int], num_tokens: int,
-              boundaries: set[int]) -> int: ...
+              boundaries: AbstractSet[int]) -> int: ...
     def remove_skipped_blocks(self, rid: int, computed_tokens: int) -> None: ...
     def free(self, rid: int) -> None: ...
     def references(self) -> Counter[int]: ...
@@ -63,12 +70,16 @@ class Coordinator:
     """One pool, one manager per group spec: exactly one attention group, any number of
     identical Mamba groups (each cached state costs one block in every one of them)."""
 
-    def __init__(self, specs: tuple[GroupSpec, ...], num_blocks: int) -> None:
+    def __init__(self, specs: tuple[GroupSpec, ...], num_blocks: int,
+                 policy: BlockPolicy = VLLM_POLICY) -> None:
         sizes = {s.block_size_tokens for s in specs}
         if len(sizes) != 1:
             raise ValueError(f"--block-size: every group needs one block size, got {sorted(sizes)}")
         self.block_size_tokens = sizes.pop()
         self.pool = BlockPool(num_blocks=num_blocks, num_groups=len(specs))
+        self.policy = policy
+        self.admission = build_admission(policy)
+        self.eviction = build_eviction(policy)
         self.managers: list[_Manager] = []
         self.attention: FullAttentionManager | None = None
         self.mambas: list[MambaManager] = []
@@ -100,8 +111,14 @@ class Coordinator:
         return CacheHit(hit_tokens=j * size, attention_hit_tokens=len(blocks) * size,
                         attention_blocks=tuple(blocks[:j]), state_blocks=states)
 
+    def state_boundaries(self, block_hashes: list[int], prompt_tokens: int,
+                         hit: CacheHit) -> StateBoundaries:
+        """The admission rule's junction and cacheable states for a request with ``hit``."""
+        return self.admission.boundaries(block_hashes, prompt_tokens, hit,
+                                         block_size_tokens=self.block_size_tokens)
+
     def allocate_slots(self, rid: int, hit: CacheHit | None, *, end_tokens: int,
-                       boundaries: set[int]) -> None:
+                       boundaries: AbstractSet[int]) -> None:
         """First chunk: ``hit``; later chunks: None. ``boundaries``: the token counts whose
         state may be cached. Raises PoolError, changing nothing, when the blocks do not fit."""
         pool = self.pool
@@ -124,7 +141,7 @@ class Coordinator:
             manager.allocate(rid, end_tokens=end_tokens, boundaries=boundaries)
 
     def cache_blocks(self, rid: int, block_hashes: list[int], num_tokens: int,
-                     boundaries: set[int]) -> None:
+                     boundaries: AbstractSet[int]) -> None:
         for manager in self.managers:
             manager.cache(rid, block_hashes, num_tokens, boundaries)
 
@@ -132,7 +149,20 @@ class Coordinator:
         for manager in self.managers:
             manager.remove_skipped_blocks(rid, computed_tokens)
 
-    def free(self, rid: int) -> None:
+    def free(self, rid: int, block_hashes: list[int] | None = None) -> None:
+        """Free every group's table (groups in order, each reversed); first, the attention
+        blocks the eviction rule picks go to the queue head (``block_hashes``: the request's,
+        for a rule that needs its deepest cached state; vLLM's rule needs none)."""
+        if self.eviction.needs_state_depth and block_hashes is not None and self.mambas:
+            table = self.attention.req_to_blocks.get(rid, [])
+            cached = min(self.attention.num_cached_block.get(rid, 0), len(table),
+                         len(block_hashes))
+            depth = find_deepest_state(self.mambas, block_hashes, cached)[0] if cached else 0
+            positions = self.eviction.evict_first(cached_blocks=cached, state_blocks=depth)
+            first = [table[p] for p in reversed(positions)]  # the deepest is popped first
+            for p in positions:
+                table[p] = NULL_BLOCK
+            self.pool.free_blocks_first(first)
         for manager in self.managers:
             manager.free(rid)
 
@@ -140,6 +170,7 @@ class Coordinator:
         """The pool's conservation law, each manager's tables, and every block's ref count
         equal to the table positions naming it (no leaked or phantom reference)."""
         self.pool.check_integrity()
+        self.admission.check_integrity()
         named: Counter[int] = Counter()
         for manager in self.managers:
             manager.check_integrity()

@@ -121,6 +121,23 @@ class BlockPool:
                 if keys[block] is None:  # nothing to reuse: the next allocation takes it first
                     queue.move_to_end(block, last=False)
 
+    def free_blocks_first(self, blocks: Iterable[int]) -> None:
+        """Drop one reference each; a block reaching 0 goes to the queue head, hashed or
+        not, so the first given is popped first (a policy's order, never vLLM's:
+        `kvledger.blocks.eviction`)."""
+        ref, queue, released = self.ref_cnt, self.free_queue, []
+        for block in blocks:
+            if block == NULL_BLOCK:
+                continue
+            if ref[block] < 1:
+                raise RuntimeError(f"block pool: block {block} freed with ref_cnt 0")
+            ref[block] -= 1
+            if ref[block] == 0:
+                released.append(block)
+        for block in reversed(released):
+            queue[block] = None
+            queue.move_to_end(block, last=False)
+
     def usage(self) -> PoolUsage:
         cached = sum(1 for b in self.free_queue if self.block_key[b] is not None)
         return PoolUsage(free_blocks=len(self.free_queue) - cached, cached_blocks=cached,
