@@ -16,8 +16,8 @@ another group's hit), then allocate group by group in group order. Freeing walks
 in order too, which is what fixes the LRU order of the freed blocks.
 
 Policy (`kvledger.blocks.policy`, vLLM's own rule by default): `state_boundaries` asks the
-admission rule which states a request may cache and where its junction is; `free` lets the
-eviction rule send some of the request's blocks to the queue head first.
+admission rule which states a request may cache and where its junction is; the eviction rule
+sees every block cached and every hash the pool drops, and may reorder the free queue.
 
 >>> from kvledger.blocks.specs import FullAttentionSpec, MambaAlignSpec
 >>> c = Coordinator((MambaAlignSpec(block_size_tokens=4), FullAttentionSpec(block_size_tokens=4)),
@@ -79,7 +79,6 @@ class Coordinator:
         self.pool = BlockPool(num_blocks=num_blocks, num_groups=len(specs))
         self.policy = policy
         self.admission = build_admission(policy)
-        self.eviction = build_eviction(policy)
         self.managers: list[_Manager] = []
         self.attention: FullAttentionManager | None = None
         self.mambas: list[MambaManager] = []
@@ -95,6 +94,10 @@ class Coordinator:
             raise ValueError("coordinator: exactly one full-attention group is supported")
         if len({m.spec for m in self.mambas}) > 1:
             raise ValueError("coordinator: the Mamba groups must share one spec")
+        self.eviction = build_eviction(policy, attention_group=self.attention.group,
+                                       mamba_groups=[m.group for m in self.mambas])
+        if self.eviction.hooks:
+            self.pool.on_evict = lambda key: self.eviction.on_evicted(self.pool, key)
 
     @property
     def mamba(self) -> MambaManager | None:
@@ -144,25 +147,14 @@ class Coordinator:
                      boundaries: AbstractSet[int]) -> None:
         for manager in self.managers:
             manager.cache(rid, block_hashes, num_tokens, boundaries)
+        if self.eviction.hooks:
+            self.eviction.on_cached(block_hashes[:num_tokens // self.block_size_tokens])
 
     def remove_skipped_blocks(self, rid: int, computed_tokens: int) -> None:
         for manager in self.managers:
             manager.remove_skipped_blocks(rid, computed_tokens)
 
-    def free(self, rid: int, block_hashes: list[int] | None = None) -> None:
-        """Free every group's table (groups in order, each reversed); first, the attention
-        blocks the eviction rule picks go to the queue head (``block_hashes``: the request's,
-        for a rule that needs its deepest cached state; vLLM's rule needs none)."""
-        if self.eviction.needs_state_depth and block_hashes is not None and self.mambas:
-            table = self.attention.req_to_blocks.get(rid, [])
-            cached = min(self.attention.num_cached_block.get(rid, 0), len(table),
-                         len(block_hashes))
-            depth = find_deepest_state(self.mambas, block_hashes, cached)[0] if cached else 0
-            positions = self.eviction.evict_first(cached_blocks=cached, state_blocks=depth)
-            first = [table[p] for p in reversed(positions)]  # the deepest is popped first
-            for p in positions:
-                table[p] = NULL_BLOCK
-            self.pool.free_blocks_first(first)
+    def free(self, rid: int) -> None:
         for manager in self.managers:
             manager.free(rid)
 

@@ -4,13 +4,14 @@
 default, so a replay or a serving run that names no policy is what vLLM does. A policy is a
 frozen choice; `build_admission` makes the per-run rule (the ghost table has state).
 
->>> p = BlockPolicy(StateAdmission.GHOST_JUNCTION, BlockEviction.ORPHANS_FIRST)
+>>> p = BlockPolicy(StateAdmission.GHOST_JUNCTION, BlockEviction.DEAD_FIRST)
 >>> p.label, BlockPolicy().is_vllm, build_admission(p).name
-('ghost-junction + orphans-first', True, 'ghost-junction')
+('ghost-junction + dead-first', True, 'ghost-junction')
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -20,7 +21,7 @@ from kvledger.blocks.admission import (
     StateAdmissionRule,
     VllmAdmission,
 )
-from kvledger.blocks.eviction import LruEviction, OrphansFirst
+from kvledger.blocks.eviction import DeadFirst, LruEviction
 
 # Block hashes the ghost table remembers: a 1,152-token block each on GLM-5.3-Flash, so
 # 2^20 of them name a billion prompt tokens, more than any trace replayed here.
@@ -35,7 +36,7 @@ class StateAdmission(Enum):
 
 class BlockEviction(Enum):
     LRU = "lru"
-    ORPHANS_FIRST = "orphans-first"
+    DEAD_FIRST = "dead-first"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,9 +67,10 @@ def build_admission(policy: BlockPolicy) -> StateAdmissionRule:
             return GhostJunction(policy.ghost_capacity_blocks)
 
 
-def build_eviction(policy: BlockPolicy) -> LruEviction:
+def build_eviction(policy: BlockPolicy, *, attention_group: int,
+                   mamba_groups: Sequence[int]) -> LruEviction:
     match policy.eviction:
         case BlockEviction.LRU:
             return LruEviction()
-        case BlockEviction.ORPHANS_FIRST:
-            return OrphansFirst()
+        case BlockEviction.DEAD_FIRST:
+            return DeadFirst(attention_group=attention_group, mamba_groups=mamba_groups)

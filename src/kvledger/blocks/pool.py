@@ -30,7 +30,7 @@ Keys fold the group into the hash: ``key = block_hash · num_groups + group`` (v
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from kvledger.blocks.hash_map import HashToBlocks
@@ -62,6 +62,8 @@ class BlockPool:
         self.free_queue: OrderedDict[int, None] = OrderedDict.fromkeys(range(1, num_blocks))
         self.hash_map = HashToBlocks()
         self.evicted_blocks = [0] * num_groups  # hashes dropped by get_new_blocks, per group
+        # an eviction policy's hook, called with each key get_new_blocks drops (vLLM: none)
+        self.on_evict: Callable[[int], None] | None = None
 
     @property
     def num_free_blocks(self) -> int:
@@ -94,6 +96,8 @@ class BlockPool:
                 self.hash_map.pop(key, block)
                 keys[block] = None
                 self.evicted_blocks[key % self.num_groups] += 1
+                if self.on_evict is not None:
+                    self.on_evict(key)
             ref[block] = 1
             out.append(block)
         return out
@@ -121,22 +125,16 @@ class BlockPool:
                 if keys[block] is None:  # nothing to reuse: the next allocation takes it first
                     queue.move_to_end(block, last=False)
 
-    def free_blocks_first(self, blocks: Iterable[int]) -> None:
-        """Drop one reference each; a block reaching 0 goes to the queue head, hashed or
-        not, so the first given is popped first (a policy's order, never vLLM's:
-        `kvledger.blocks.eviction`)."""
-        ref, queue, released = self.ref_cnt, self.free_queue, []
-        for block in blocks:
-            if block == NULL_BLOCK:
-                continue
-            if ref[block] < 1:
-                raise RuntimeError(f"block pool: block {block} freed with ref_cnt 0")
-            ref[block] -= 1
-            if ref[block] == 0:
-                released.append(block)
-        for block in reversed(released):
-            queue[block] = None
-            queue.move_to_end(block, last=False)
+    def evict_first(self, key: int) -> int:
+        """Move the free blocks cached under ``key`` to the queue head, so the next
+        allocation takes them before any older cached block (a policy's order, never
+        vLLM's: `kvledger.blocks.eviction`); returns how many moved."""
+        queue, moved = self.free_queue, 0
+        for block in self.hash_map.blocks(key):
+            if self.ref_cnt[block] == 0:
+                queue.move_to_end(block, last=False)
+                moved += 1
+        return moved
 
     def usage(self) -> PoolUsage:
         cached = sum(1 for b in self.free_queue if self.block_key[b] is not None)

@@ -170,7 +170,7 @@ class _Loop:
 
     def _preempt(self, victim: _Live) -> None:
         self.running.remove(victim)
-        self.coord.free(victim.request.rid, victim.hashes)
+        self.coord.free(victim.request.rid)
         victim.reset()
         victim.preemptions += 1
         self.preemptions += 1
@@ -243,7 +243,7 @@ class _Loop:
                 live.first_token_ms = self.now_ms
             if live.prompt_tokens + live.generated >= live.total_tokens:
                 self.running.remove(live)
-                self.coord.free(rid, live.hashes)
+                self.coord.free(rid)
                 self.records.append(ServeRecord(
                     rid=rid, arrival_ms=live.request.arrival_ms,
                     first_token_ms=live.first_token_ms, finish_ms=self.now_ms,
