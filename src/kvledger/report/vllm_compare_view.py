@@ -94,7 +94,8 @@ def comparison_table(c: VllmComparison) -> Table:
                       f"{s.evicted_kv_tokens:,}", f"{s.evicted_states:,}",
                       f"{s.finished:,} / {s.num_requests:,}")
     table.caption = (f"time model: {base.timing}. vLLM rows: flags a user can set; kvledger "
-                     "rows: state policies on vLLM's default knobs (not in vLLM). "
+                     "rows: state policies on vLLM's cache, on the knobs the label names (not "
+                     "in vLLM). "
                      + c.recommendation())
     table.caption_justify = "left"
     return table
