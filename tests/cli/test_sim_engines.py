@@ -110,7 +110,8 @@ def test_vllm_alone_reports_vllms_pool_and_the_shared_metric_names():
 @pytest.mark.parametrize(("args", "flag"), [
     (("--engine", "trtllm"), "--engine 'trtllm'"),
     (("--engine", "sglang,sglang"), "--engine 'sglang,sglang'"),
-    (("--engine", "vllm", "--compare"), "--compare"),
+    (("--engine", "sglang,vllm", "--compare"), "--compare"),
+    (("--engine", "vllm", "--compare", "--csv", "x.csv"), "--csv"),
     (("--engine", "vllm", "--slot-economy", "shared-track"), "--slot-economy"),
     (("--engine", "vllm", "--chunked-prefill-size", "4096"), "--chunked-prefill-size"),
     (("--engine", "vllm", "--max-num-batched-tokens", "0"), "--max-num-batched-tokens 0"),

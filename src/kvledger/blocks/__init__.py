@@ -4,7 +4,10 @@ Files: hashes (chained block hashes of a prompt), hash_map (hash → cached bloc
 BlockPool shared by every KV-cache group: null block, LRU free queue, lazy eviction), specs
 (the groups' rule objects: full attention, Mamba align), full_manager and mamba_manager (one
 manager per group), coordinator (the hybrid lookup and the calls that touch every group),
-split (the scheduler's Mamba-aligned prefill split).
+split (the scheduler's Mamba-aligned prefill split); policy (the state policies' closed
+sets, vLLM's own rule the default), admission (which states a request may cache and where its
+junction is: vLLM's, junction-only, ghost-junction), eviction (the free queue's order: vLLM's
+LRU, dead-first).
 """
 
 from kvledger.blocks.coordinator import CacheHit, Coordinator

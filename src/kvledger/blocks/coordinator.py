@@ -15,6 +15,10 @@ anything; touch the hit blocks of every group first (so no group's allocation ev
 another group's hit), then allocate group by group in group order. Freeing walks the groups
 in order too, which is what fixes the LRU order of the freed blocks.
 
+Policy (`kvledger.blocks.policy`, vLLM's own rule by default): `state_boundaries` asks the
+admission rule which states a request may cache and where its junction is; the eviction rule
+sees every block cached and every hash the pool drops, and may reorder the free queue.
+
 >>> from kvledger.blocks.specs import FullAttentionSpec, MambaAlignSpec
 >>> c = Coordinator((MambaAlignSpec(block_size_tokens=4), FullAttentionSpec(block_size_tokens=4)),
 ...                 num_blocks=32)
@@ -28,11 +32,14 @@ CacheHit(hit_tokens=12, attention_hit_tokens=12, attention_blocks=(3, 4, 5), sta
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Protocol
 
+from kvledger.blocks.admission import StateBoundaries
 from kvledger.blocks.full_manager import FullAttentionManager
 from kvledger.blocks.mamba_manager import MambaManager, find_deepest_state
+from kvledger.blocks.policy import VLLM_POLICY, BlockPolicy, build_admission, build_eviction
 from kvledger.blocks.pool import NULL_BLOCK, BlockPool, PoolError
 from kvledger.blocks.specs import FullAttentionSpec, GroupSpec, MambaAlignSpec
 
@@ -49,10 +56,10 @@ class _Manager(Protocol):
     block_size_tokens: int
 
     def num_new_blocks(self, num_held_blocks: int, end_tokens: int,
-                       boundaries: set[int]) -> int: ...
-    def allocate(self, rid: int, *, end_tokens: int, boundaries: set[int]) -> None: ...
+                       boundaries: AbstractSet[int]) -> int: ...
+    def allocate(self, rid: int, *, end_tokens: int, boundaries: AbstractSet[int]) -> None: ...
     def cache(self, rid: int, block_hashes: list[int], num_tokens: int,
-              boundaries: set[int]) -> int: ...
+              boundaries: AbstractSet[int]) -> int: ...
     def remove_skipped_blocks(self, rid: int, computed_tokens: int) -> None: ...
     def free(self, rid: int) -> None: ...
     def references(self) -> Counter[int]: ...
@@ -63,12 +70,15 @@ class Coordinator:
     """One pool, one manager per group spec: exactly one attention group, any number of
     identical Mamba groups (each cached state costs one block in every one of them)."""
 
-    def __init__(self, specs: tuple[GroupSpec, ...], num_blocks: int) -> None:
+    def __init__(self, specs: tuple[GroupSpec, ...], num_blocks: int,
+                 policy: BlockPolicy = VLLM_POLICY) -> None:
         sizes = {s.block_size_tokens for s in specs}
         if len(sizes) != 1:
             raise ValueError(f"--block-size: every group needs one block size, got {sorted(sizes)}")
         self.block_size_tokens = sizes.pop()
         self.pool = BlockPool(num_blocks=num_blocks, num_groups=len(specs))
+        self.policy = policy
+        self.admission = build_admission(policy)
         self.managers: list[_Manager] = []
         self.attention: FullAttentionManager | None = None
         self.mambas: list[MambaManager] = []
@@ -84,6 +94,10 @@ class Coordinator:
             raise ValueError("coordinator: exactly one full-attention group is supported")
         if len({m.spec for m in self.mambas}) > 1:
             raise ValueError("coordinator: the Mamba groups must share one spec")
+        self.eviction = build_eviction(policy, attention_group=self.attention.group,
+                                       mamba_groups=[m.group for m in self.mambas])
+        if self.eviction.hooks:
+            self.pool.on_evict = lambda key: self.eviction.on_evicted(self.pool, key)
 
     @property
     def mamba(self) -> MambaManager | None:
@@ -100,8 +114,14 @@ class Coordinator:
         return CacheHit(hit_tokens=j * size, attention_hit_tokens=len(blocks) * size,
                         attention_blocks=tuple(blocks[:j]), state_blocks=states)
 
+    def state_boundaries(self, block_hashes: list[int], prompt_tokens: int,
+                         hit: CacheHit) -> StateBoundaries:
+        """The admission rule's junction and cacheable states for a request with ``hit``."""
+        return self.admission.boundaries(block_hashes, prompt_tokens, hit,
+                                         block_size_tokens=self.block_size_tokens)
+
     def allocate_slots(self, rid: int, hit: CacheHit | None, *, end_tokens: int,
-                       boundaries: set[int]) -> None:
+                       boundaries: AbstractSet[int]) -> None:
         """First chunk: ``hit``; later chunks: None. ``boundaries``: the token counts whose
         state may be cached. Raises PoolError, changing nothing, when the blocks do not fit."""
         pool = self.pool
@@ -124,9 +144,11 @@ class Coordinator:
             manager.allocate(rid, end_tokens=end_tokens, boundaries=boundaries)
 
     def cache_blocks(self, rid: int, block_hashes: list[int], num_tokens: int,
-                     boundaries: set[int]) -> None:
+                     boundaries: AbstractSet[int]) -> None:
         for manager in self.managers:
             manager.cache(rid, block_hashes, num_tokens, boundaries)
+        if self.eviction.hooks:
+            self.eviction.on_cached(block_hashes[:num_tokens // self.block_size_tokens])
 
     def remove_skipped_blocks(self, rid: int, computed_tokens: int) -> None:
         for manager in self.managers:
@@ -140,6 +162,7 @@ class Coordinator:
         """The pool's conservation law, each manager's tables, and every block's ref count
         equal to the table positions naming it (no leaked or phantom reference)."""
         self.pool.check_integrity()
+        self.admission.check_integrity()
         named: Counter[int] = Counter()
         for manager in self.managers:
             manager.check_integrity()

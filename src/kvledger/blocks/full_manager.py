@@ -15,6 +15,8 @@ cached (`cache_blocks` with no mask); a block per ``B`` tokens is allocated
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+
 from kvledger.blocks.manager import GroupManager
 
 
@@ -35,17 +37,17 @@ class FullAttentionManager(GroupManager):
         self.num_cached_block[rid] = len(hit_blocks)
 
     def num_new_blocks(self, num_held_blocks: int, end_tokens: int,
-                       boundaries: set[int]) -> int:
+                       boundaries: AbstractSet[int]) -> int:
         return max(0, -(-end_tokens // self.block_size_tokens) - num_held_blocks)
 
-    def allocate(self, rid: int, *, end_tokens: int, boundaries: set[int]) -> None:
+    def allocate(self, rid: int, *, end_tokens: int, boundaries: AbstractSet[int]) -> None:
         table = self.blocks(rid)
         num = self.num_new_blocks(len(table), end_tokens, boundaries)
         if num:
             table.extend(self.pool.get_new_blocks(num))
 
     def cache(self, rid: int, block_hashes: list[int], num_tokens: int,
-              boundaries: set[int]) -> int:
+              boundaries: AbstractSet[int]) -> int:
         return self._cache(rid, block_hashes, num_tokens, lambda p: True)
 
     def remove_skipped_blocks(self, rid: int, computed_tokens: int) -> None:

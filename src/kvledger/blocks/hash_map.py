@@ -31,6 +31,13 @@ class HashToBlocks:
             return blocks
         return next(iter(blocks))
 
+    def blocks(self, key: int) -> tuple[int, ...]:
+        """Every block cached under ``key``, oldest first."""
+        blocks = self._key_to_blocks.get(key)
+        if blocks is None:
+            return ()
+        return (blocks,) if isinstance(blocks, int) else tuple(blocks)
+
     def insert(self, key: int, block_id: int) -> None:
         blocks = self._key_to_blocks.get(key)
         if blocks is None:

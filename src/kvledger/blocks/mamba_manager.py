@@ -34,6 +34,7 @@ the state at ``computed − 1`` (`MambaManager.get_num_skipped_tokens`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 
 from kvledger.blocks.manager import GroupManager
 from kvledger.blocks.pool import NULL_BLOCK, BlockPool
@@ -56,7 +57,7 @@ class MambaManager(GroupManager):
             table[-1] = state_block
         self.num_cached_block[rid] = num_blocks
 
-    def _positions(self, start: int, end_tokens: int, boundaries: set[int]) -> list[int]:
+    def _positions(self, start: int, end_tokens: int, boundaries: AbstractSet[int]) -> list[int]:
         running = -(-end_tokens // self.block_size_tokens) - 1
         if running < start:
             return []
@@ -67,12 +68,12 @@ class MambaManager(GroupManager):
         return [running]
 
     def num_new_blocks(self, num_held_blocks: int, end_tokens: int,
-                       boundaries: set[int]) -> int:
+                       boundaries: AbstractSet[int]) -> int:
         """Blocks to allocate for a table of ``num_held_blocks`` positions to reach
         ``end_tokens`` (`MambaManager.get_num_blocks_to_allocate`)."""
         return len(self._positions(num_held_blocks, end_tokens, boundaries))
 
-    def allocate(self, rid: int, *, end_tokens: int, boundaries: set[int]) -> None:
+    def allocate(self, rid: int, *, end_tokens: int, boundaries: AbstractSet[int]) -> None:
         table = self.blocks(rid)
         positions = self._positions(len(table), end_tokens, boundaries)
         if not positions:
@@ -84,7 +85,7 @@ class MambaManager(GroupManager):
         self.checkpoint_blocks += len(positions) == 2
 
     def cache(self, rid: int, block_hashes: list[int], num_tokens: int,
-              boundaries: set[int]) -> int:
+              boundaries: AbstractSet[int]) -> int:
         size, spec = self.block_size_tokens, self.spec
         return self._cache(rid, block_hashes, num_tokens,
                            lambda p: spec.reachable((p + 1) * size, boundaries))

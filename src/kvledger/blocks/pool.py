@@ -30,7 +30,7 @@ Keys fold the group into the hash: ``key = block_hash · num_groups + group`` (v
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from kvledger.blocks.hash_map import HashToBlocks
@@ -62,6 +62,8 @@ class BlockPool:
         self.free_queue: OrderedDict[int, None] = OrderedDict.fromkeys(range(1, num_blocks))
         self.hash_map = HashToBlocks()
         self.evicted_blocks = [0] * num_groups  # hashes dropped by get_new_blocks, per group
+        # an eviction policy's hook, called with each key get_new_blocks drops (vLLM: none)
+        self.on_evict: Callable[[int], None] | None = None
 
     @property
     def num_free_blocks(self) -> int:
@@ -94,6 +96,8 @@ class BlockPool:
                 self.hash_map.pop(key, block)
                 keys[block] = None
                 self.evicted_blocks[key % self.num_groups] += 1
+                if self.on_evict is not None:
+                    self.on_evict(key)
             ref[block] = 1
             out.append(block)
         return out
@@ -120,6 +124,17 @@ class BlockPool:
                 queue[block] = None
                 if keys[block] is None:  # nothing to reuse: the next allocation takes it first
                     queue.move_to_end(block, last=False)
+
+    def evict_first(self, key: int) -> int:
+        """Move the free blocks cached under ``key`` to the queue head, so the next
+        allocation takes them before any older cached block (a policy's order, never
+        vLLM's: `kvledger.blocks.eviction`); returns how many moved."""
+        queue, moved = self.free_queue, 0
+        for block in self.hash_map.blocks(key):
+            if self.ref_cnt[block] == 0:
+                queue.move_to_end(block, last=False)
+                moved += 1
+        return moved
 
     def usage(self) -> PoolUsage:
         cached = sum(1 for b in self.free_queue if self.block_key[b] is not None)

@@ -25,6 +25,7 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 
@@ -58,7 +59,7 @@ class MambaAlignSpec:
             raise ValueError(f"--retention {r!r}: expected 0, dense, or a positive multiple "
                              f"of the {self.block_size_tokens}-token block")
 
-    def reachable(self, end_tokens: int, boundaries: set[int]) -> bool:
+    def reachable(self, end_tokens: int, boundaries: AbstractSet[int]) -> bool:
         """Whether the state after ``end_tokens`` may be cached (a block-aligned length)."""
         r = self.retention_interval_tokens
         if r is None:

@@ -39,6 +39,7 @@ SCHEMAS: dict[str, int] = {
     "simulate": 2,
     "simulate-compare": 1,  # simulate --compare: rows per state policy, then the ceiling; the offline bound  # 2: binding/blocked_ms keys are machine codes; host tokens renamed
     "simulate-vllm": 1,  # simulate --engine vllm: a serving run through vLLM's block cache
+    "simulate-vllm-compare": 1,  # simulate --engine vllm --compare: knobs and policies
     "simulate-engines": 1,  # simulate --engine sglang,vllm: both engines, one trace and memory
     "simulate-fleet": 1,  # simulate --replicas R: per replica and fleet, the overload verdict
     "simulate-slot-economy": 1,  # simulate --slot-economy: the shared track-pool what-if

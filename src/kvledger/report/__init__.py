@@ -11,6 +11,7 @@ Files:
 - `l3_view.py`: the store tier's sizing;
 - `sim_view.py`, `sim_json.py`, `policy_compare.py`: simulation results, and policies compared;
 - `vllm_sim_view.py`, `vllm_sim_json.py`: `simulate --engine vllm` and both engines side by side;
+  `vllm_compare_view.py`: `simulate --engine vllm --compare` (table and JSON);
 - `fleet_view.py`, `fleet_json.py`: a fleet's replay (`simulate --replicas`);
 - `sweep_view.py`: `sweep`, `compare` and `recommend`;
 - `checklog_view.py`: `check-log`'s reconciliation table; `hit_rates.py`: what each hit rate

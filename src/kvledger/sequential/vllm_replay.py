@@ -82,8 +82,8 @@ def vllm_replay(requests: Sequence[Request] | Iterable[Request], spec: VllmRepla
         hashes = chain.hashes(keyer.keys(request).tolist())
         hit = coord.find_longest_cache_hit(hashes, length)
         h, reach = hit.hit_tokens, hit.attention_hit_tokens
-        junction = reach if reach > h else 0
-        boundaries = {(length - 1) // size * size, junction}
+        states = coord.state_boundaries(hashes, length, hit)  # vLLM's rule
+        junction, boundaries = states.junction_tokens, states.tokens
         ends = [h]
         try:
             while ends[-1] < length:

@@ -8,6 +8,7 @@ pages (page keys), l3 (the store tier's
 write-through and restores, --l3-size), workload / trace / generators / sources (what is replayed;
 draws: what generators draw from; tool_use, long_doc: two generators and their parameters),
 vllm_serving (a serving run through vLLM's block cache, `kvledger.blocks`), vllm_setup (its
-pool, groups and budgets from vLLM's plan), vllm_summary (what `simulate --engine vllm` reports); fleet/ (SGLang replicas behind a
+pool, groups and budgets from vLLM's plan), vllm_summary (what `simulate --engine vllm` reports), vllm_compare (vLLM's knobs and
+kvledger's state policies on one trace, `simulate --engine vllm --compare`); fleet/ (SGLang replicas behind a
 router, `simulate --replicas`).
 """

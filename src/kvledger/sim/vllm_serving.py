@@ -49,6 +49,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from kvledger.blocks import BlockHashChain, CacheHit, Coordinator, GroupSpec, aligned_chunk_end
+from kvledger.blocks.policy import VLLM_POLICY, BlockPolicy
 from kvledger.blocks.pool import PoolError
 from kvledger.blocks.specs import MambaAlignSpec
 from kvledger.sim.pages import PageKeyer
@@ -66,6 +67,7 @@ class VllmServeConfig:
     # 1: the sync Scheduler; 2: AsyncScheduler's batch queue (VllmConfig's default), whose
     # next step is scheduled before the last one's output is processed
     steps_in_flight: int = 1
+    policy: BlockPolicy = VLLM_POLICY  # state admission and eviction; vLLM's by default
 
     def __post_init__(self) -> None:
         for flag, value in (("--max-num-batched-tokens", self.max_num_batched_tokens),
@@ -116,7 +118,7 @@ class _Live:
         self.last_step = 0  # the number of that step
         self.generated = 0
         self.hit: CacheHit | None = None
-        self.boundaries: set[int] = set()
+        self.boundaries: frozenset[int] = frozenset()
         self.junction = 0
         self.first_token_ms = self.admitted_ms = -1.0
         self.steps = self.preemptions = 0
@@ -128,7 +130,8 @@ class _Live:
 class _Loop:
     def __init__(self, requests: Sequence[Request], config: VllmServeConfig) -> None:
         self.config = config
-        self.coord = Coordinator(config.groups, num_blocks=config.num_blocks)
+        self.coord = Coordinator(config.groups, num_blocks=config.num_blocks,
+                                 policy=config.policy)
         self.hybrid = any(isinstance(g, MambaAlignSpec) for g in config.groups)
         self.stop_at_replay = any(isinstance(g, MambaAlignSpec)
                                   and g.num_prefill_checkpoint_blocks == 0 for g in config.groups)
@@ -205,10 +208,8 @@ class _Loop:
             live = self.waiting[0]
             hit = self.coord.find_longest_cache_hit(live.hashes, live.prompt_tokens)
             live.computed = hit.hit_tokens
-            live.junction = (hit.attention_hit_tokens
-                             if hit.attention_hit_tokens > hit.hit_tokens else 0)
-            live.boundaries = {(live.prompt_tokens - 1) // self.block * self.block,
-                               live.junction}
+            states = self.coord.state_boundaries(live.hashes, live.prompt_tokens, hit)
+            live.junction, live.boundaries = states.junction_tokens, states.tokens
             end = self._chunk_end(live, budget)
             if end <= live.computed:
                 break

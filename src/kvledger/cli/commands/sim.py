@@ -63,8 +63,10 @@ def simulate(ctx: typer.Context, inputs: PlanInputs, sim: SimInputs, fleet: Flee
              compare: Annotated[bool, typer.Option(
                  "--compare", help="Replay the state policies side by side (engine, "
                  "FLOP-aware, Marconi, reuse-filtered, ghost-branch) on this trace and memory, "
-                 "plus the FULL-only ceiling; --state-admission/--state-eviction are ignored."
-             )] = False,
+                 "plus the FULL-only ceiling; --state-admission/--state-eviction are ignored. "
+                 "With --engine vllm: vLLM's knobs (block size, retention interval, checkpoint "
+                 "blocks) and kvledger's state policies on vLLM's cache, and the setting to "
+                 "pick.")] = False,
              figure_dir: Annotated[Path | None, typer.Option(
                  "--figure-dir", help="With --compare: write policies.svg and .png here.",
                  file_okay=False)] = None,
@@ -104,6 +106,20 @@ def simulate(ctx: typer.Context, inputs: PlanInputs, sim: SimInputs, fleet: Flee
         if scheduler is not None and "vllm" not in engines:
             raise ValueError(f"--scheduler {scheduler.value}: vLLM's scheduler; needs --engine "
                              "vllm or sglang,vllm")
+        if compare and "vllm" in engines:
+            if "sglang" in engines:
+                raise ValueError("--compare: one engine at a time (--engine sglang or "
+                                 "--engine vllm)")
+            _check_vllm_run(sim, engines, **{"--csv": csv, "--figure-dir": figure_dir,
+                                             "--slot-economy": slot_economy,
+                                             "--lossy-checkpoints": lossy_checkpoints})
+            from kvledger.cli.runners.sim_vllm_compare import run_vllm_compare
+
+            run_vllm_compare(inputs, sim, list(ctx.args),
+                             max_num_batched_tokens=max_num_batched_tokens,
+                             steps_in_flight=(scheduler or Scheduler.ASYNC).steps_in_flight,
+                             json=json, progress=not no_progress)
+            return
         if "vllm" in engines:
             _check_vllm_run(sim, engines, **{"--compare": compare, "--csv": csv,
                                              "--figure-dir": figure_dir,

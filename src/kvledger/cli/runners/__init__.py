@@ -4,7 +4,7 @@
 - `compare_sides.py`: the two sides of `compare`, each SGLang's or vLLM's;
 - `simulation.py`: load a workload and replay it, with a progress bar;
 - `sim_engines.py`: `simulate --engine vllm` and `--engine sglang,vllm` (both engines, one
-  trace and memory);
+  trace and memory); `sim_vllm_compare.py`: `simulate --engine vllm --compare`;
 - `sim_compare.py`, `sim_slot_economy.py`, `sim_lossy.py`: `simulate`'s side-by-side runs
   and what-ifs; `sim_fleet.py`: `simulate --replicas` and every run's overload verdict;
   `verify_lossy.py`: `verify --lossy-checkpoints`.
