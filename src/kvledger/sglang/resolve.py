@@ -10,6 +10,8 @@ Decisions, each mirroring SGLang (server_args.py and the model-specific override
    no_buffer, which quietly turns the overlap scheduler off. An explicit no_buffer with a
    DSA model (paged) or with overlap on is an error.
 3. DSA page: the rule set's page (64 or 64·kpool); a requested page of 1 is overridden.
+   Other models: the page SGLang's default attention backend leaves on the GPU named
+   (`kvledger.sglang.attention`: 64 for trtllm_mha / trtllm_mla on B200), else as given.
 4. State slots reserved per request: 1 with the radix cache off; extra_buffer 3 + 2 (overlap)
    or 3 + 1 (no overlap); no_buffer 3.
 
@@ -24,7 +26,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from kvledger.core.gpus import GPU
 from kvledger.model.arch import AttnKind, Family, ModelArch, ModelError, ShardingError
+from kvledger.sglang.attention import AttentionPick, default_attention
 from kvledger.sglang.dcp import check_dcp, kv_shard_groups
 from kvledger.sglang.deploy import (
     Deployment,
@@ -126,7 +130,8 @@ def _strategy(model: ModelArch, dep: Deployment, notes: list[str]) -> Deployment
     return replace(dep, mamba_strategy=strategy)
 
 
-def _page_tokens(model: ModelArch, dep: Deployment, rules: RuleSet, notes: list[str]) -> int:
+def _page_tokens(model: ModelArch, dep: Deployment, rules: RuleSet, notes: list[str],
+                 attention: AttentionPick | None = None) -> int:
     if model.attn is AttnKind.DSA:
         assert model.indexer is not None
         page = rules.dsa_page_tokens(model.indexer.kpool)
@@ -137,6 +142,10 @@ def _page_tokens(model: ModelArch, dep: Deployment, rules: RuleSet, notes: list[
                          f"of {page} tokens ({rules.name})")
         return page
     page = dep.page_size or 1
+    if attention is not None:
+        if note := attention.note(dep.page_size):
+            notes.append(note)
+        page = attention.page_tokens
     if model.is_hybrid and dep.mamba_strategy is MambaStrategy.EXTRA_BUFFER:
         _check_extra_buffer(page, dep.speculative_num_draft_tokens)
     return page
@@ -232,9 +241,14 @@ def _check_scale_groups(model: ModelArch, field: str, width: int) -> None:
 
 
 def resolve(
-    model: ModelArch, dep: Deployment, rules: RuleSet, *, blackwell: bool | None = None
+    model: ModelArch, dep: Deployment, rules: RuleSet, *, blackwell: bool | None = None,
+    gpu: GPU | None = None,
 ) -> CacheLayout:
-    """Resolve every auto; raise DeploymentError or ShardingError naming the flag."""
+    """Resolve every auto; raise DeploymentError or ShardingError naming the flag. `gpu`
+    decides the attention backend's page (decision 3) and, unless `blackwell` is given, the
+    DSA defaults (decision 1)."""
+    if blackwell is None and gpu is not None:
+        blackwell = gpu.dsa_auto_kv_fp8
     if arch := NO_SGLANG_MODEL_CLASS.get(model.family):
         raise DeploymentError(
             f"{model.name}: SGLang ({rules.name}) has no native {arch} and refuses the "
@@ -247,8 +261,9 @@ def resolve(
     attn_tp = dep.attn_tp_size
     dep = replace(dep, kv_cache_dtype=_kv_dtype(model, dep, blackwell, notes))
     dep = replace(dep, dsa_backend=_dsa_backend(model, dep, blackwell))
+    attention = default_attention(model, dep, gpu, rules)  # reads the strategy as given
     dep = _strategy(model, dep, notes)
-    page = _page_tokens(model, dep, rules, notes)
+    page = _page_tokens(model, dep, rules, notes, attention)
     dep = replace(dep, page_size=page)
     _check_requests_per_worker(dep, rules, notes)
     if dep.speculative and dep.max_running_requests is None:

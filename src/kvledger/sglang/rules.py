@@ -71,6 +71,10 @@ class RuleSet:
     # cases); False: only an aggregated server without HiCache leaves them out (0.5.21's
     # checks `disaggregation_mode == "null"` and no hierarchical cache).
     elides_index_keys_with_pd_and_hicache: bool = False
+    # True: DFLASH counts as a given EAGLE topk when SGLang picks the default MHA attention
+    # backend on SM100 (0.5.23 model_override_base.py `_forces_eagle_topk_one`: trtllm_mha and
+    # its 64-token page); False: only an explicit --speculative-eagle-topk does (0.5.21).
+    dflash_counts_as_topk_given: bool = False
 
     def dsa_page_tokens(self, kpool: int) -> int:
         return DSA_PAGE_KEYS * kpool if self.page_scales_with_kpool else DSA_PAGE_KEYS
@@ -104,6 +108,7 @@ RULES: RuleRegistry[RuleSet] = RuleRegistry(
             dcp_refuses_pooled_index=True,
             decode_extra_slots_floor_one=True,
             elides_index_keys_with_pd_and_hicache=True,
+            dflash_counts_as_topk_given=True,
         ),
     ),
     default="sglang-0.5.21",
