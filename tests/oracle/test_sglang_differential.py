@@ -60,16 +60,12 @@ _DSA_DCP = ("--dcp-size with a DSA model: SGLang sizes it; kvledger refuses what
             "model (kvledger.sglang.dcp.check_dcp)")
 _DCP_SPEC = ("--dcp-size with speculative decoding: SGLang sizes it; kvledger refuses (the draft "
              "pools replicated over the DCP group are not modelled, kvledger.sglang.dcp)")
-_VLM = ("Qwen3.5 is multimodal: SGLang's automatic mem_fraction_static is about 0.0125 above "
-        "kvledger's (`adjust_mem_fraction_for_vlm`, arg_groups/memory_hook.py; not traced "
-        "further), so K, T and N follow")
 _GRAPH = ("0.5.21's automatic mem_fraction_static also reserves the prefill CUDA-graph memory "
           "(`reserve_for_graph_mb`, arg_groups/memory_hook.py: len(prefill bs) × 8 MiB and the "
           "MLA term); kvledger does not count it (issue 22's SGLang leftover)")
 KNOWN_MISSES: dict[str, dict[str, str]] = {
     "0.5.21": {
         **{f"{m}|*|dcp2": _DSA_DCP for m in ("deepseek-v3.2", "glm-5.2", "glm-5.3-flash")},
-        "qwen3.5-35b-a3b|*|*": _VLM,
         **{key: _GRAPH for key in ("deepseek-v3.2|*|null", "glm-5.2|A100 80GB|null",
                                    "kimi-linear-48b-a3b-instruct|B200|null",
                                    "nemotron-h-56b-base-8k|H200|null")},
@@ -77,7 +73,7 @@ KNOWN_MISSES: dict[str, dict[str, str]] = {
     "0.5.23": {
         "deepseek-v3.2|*|dcp2": _DSA_DCP,
         "deepseek-v3|H200|dcp2": _DCP_SPEC,
-        "qwen3.5-35b-a3b|*|*": _VLM + "; with --dcp-size and speculation " + _DCP_SPEC,
+        "qwen3.5-35b-a3b|*|dcp2": _DCP_SPEC,
     },
 }
 
