@@ -56,25 +56,16 @@ def _miss_key(ident: str) -> str:
 
 # Where kvledger and SGLang still differ, release → {model|GPU|mode (a `*` matches any) → cause}.
 # The test asserts the misses are exactly these (a fix, or a new drift, shows).
-_DSA_DCP = ("--dcp-size with a DSA model: SGLang sizes it; kvledger refuses what it does not "
-            "model (kvledger.sglang.dcp.check_dcp)")
-_DCP_SPEC = ("--dcp-size with speculative decoding: SGLang sizes it; kvledger refuses (the draft "
-             "pools replicated over the DCP group are not modelled, kvledger.sglang.dcp)")
 _GRAPH = ("0.5.21's automatic mem_fraction_static also reserves the prefill CUDA-graph memory "
           "(`reserve_for_graph_mb`, arg_groups/memory_hook.py: len(prefill bs) × 8 MiB and the "
           "MLA term); kvledger does not count it (issue 22's SGLang leftover)")
 KNOWN_MISSES: dict[str, dict[str, str]] = {
     "0.5.21": {
-        **{f"{m}|*|dcp2": _DSA_DCP for m in ("deepseek-v3.2", "glm-5.2", "glm-5.3-flash")},
         **{key: _GRAPH for key in ("deepseek-v3.2|*|null", "glm-5.2|A100 80GB|null",
                                    "kimi-linear-48b-a3b-instruct|B200|null",
                                    "nemotron-h-56b-base-8k|H200|null")},
     },
-    "0.5.23": {
-        "deepseek-v3.2|*|dcp2": _DSA_DCP,
-        "deepseek-v3|H200|dcp2": _DCP_SPEC,
-        "qwen3.5-35b-a3b|*|dcp2": _DCP_SPEC,
-    },
+    "0.5.23": {},
 }
 
 

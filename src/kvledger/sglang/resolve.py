@@ -212,21 +212,27 @@ def _check_requests_per_worker(dep: Deployment, rules: RuleSet, notes: list[str]
                  f"{rules.name} gives each worker max(1, {requests} // {workers}) = 1")
 
 
-def _dsa_backend(model: ModelArch, dep: Deployment, blackwell: bool | None) -> DsaBackend | None:
+def _dsa_backend(model: ModelArch, dep: Deployment, blackwell: bool | None,
+                 rules: RuleSet) -> DsaBackend | None:
     """The DSA backend that sets the fp8 row layout when the flags leave it to SGLang:
     `_dsa_split_backend_resolution` (arg_groups/overrides.py, 0.5.21 and 0.5.23) picks trtllm
     for fp8 on a GPU of capability ≥ 10 (raw rows, no per-128 scales: 576 B for DeepSeek-V3.2
     instead of 656) and flashmla_kv / flashmla_sparse + fa3 on Hopper (scaled rows). With no GPU
-    named the article's scaled row stands.
+    named the article's scaled row stands. Under 0.5.23's DSA DCP path
+    (`RuleSet.dsa_dcp_replicates_index_keys`) `_dsa_dcp_overrides` sets trtllm on any GPU.
 
     >>> from kvledger.model.config import load_model
+    >>> from kvledger.sglang.rules import RULES
     >>> dsv32 = load_model("deepseek-v3.2")
     >>> fp8 = Deployment(kv_cache_dtype=KVDtype.FP8_E4M3)
-    >>> _dsa_backend(dsv32, fp8, True).value, _dsa_backend(dsv32, fp8, False).value
+    >>> r21 = RULES["sglang-0.5.21"]
+    >>> _dsa_backend(dsv32, fp8, True, r21).value, _dsa_backend(dsv32, fp8, False, r21).value
     ('trtllm', 'flashmla_sparse')
     """
     if dep.dsa_backend is not None or model.attn is not AttnKind.DSA:
         return dep.dsa_backend
+    if dep.dcp_size > 1 and rules.dsa_dcp_replicates_index_keys:
+        return DsaBackend.TRTLLM  # 0.5.23 `_dsa_dcp_overrides`, on every GPU
     if blackwell and dep.kv_cache_dtype is KVDtype.FP8_E4M3:
         return DsaBackend.TRTLLM
     return DsaBackend.FLASHMLA_SPARSE
@@ -260,7 +266,7 @@ def resolve(
     notes += stage_notes + check_dcp(model, dep, rules)
     attn_tp = dep.attn_tp_size
     dep = replace(dep, kv_cache_dtype=_kv_dtype(model, dep, blackwell, notes))
-    dep = replace(dep, dsa_backend=_dsa_backend(model, dep, blackwell))
+    dep = replace(dep, dsa_backend=_dsa_backend(model, dep, blackwell, rules))
     attention = default_attention(model, dep, gpu, rules)  # reads the strategy as given
     dep = _strategy(model, dep, notes)
     page = _page_tokens(model, dep, rules, notes, attention)
