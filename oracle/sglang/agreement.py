@@ -45,7 +45,8 @@ def deployment(row: dict) -> Deployment:
                       disaggregation_mode=DisaggMode(row["disaggregation_mode"]),
                       pp_size=row["pp"], dcp_size=row["dcp"],
                       speculative_num_draft_tokens=spec,
-                      speculative_algorithm=SpecAlgorithm.EAGLE if spec else None)
+                      speculative_algorithm=SpecAlgorithm.EAGLE if spec else None,
+                      speculative_eagle_topk=1 if spec else None)  # as sizing.server_args
 
 
 def kvledger_side(row: dict) -> dict:

@@ -44,6 +44,23 @@ def test_multimodal_fraction_takes_the_vit_factor():
     assert plan.capacity.memory.mem_fraction_static == pytest.approx(0.907 * 0.95)
 
 
+def test_qwen3_5_vision_depth_is_not_what_sglang_counts():
+    """`adjust_mem_fraction_for_vlm` reads `getattr(vision_config, "num_hidden_layers", 24)`;
+    SGLang's Qwen3_5MoeVisionConfig (configs/qwen3_5.py) spells the depth `depth` (27) and
+    aliases nothing, so the tower counts 24 × 1152²: ratio 1.265625, factor 0.95 × 0.9734375.
+    H200 tp 2: reserved 512 + 12,288 + 256 + 512 = 13,568 MiB → 0.906; × 0.924765625 =
+    0.83783765625, SGLang 0.5.23's own answer for
+    0.5.23|qwen3.5-35b-a3b|H200|auto|tp=2|dp=1|spec=0|radix=off|null (the recording)."""
+    from kvledger.model.config import load_model
+    from kvledger.sglang.deploy import Deployment
+
+    assert load_model("qwen3.5-35b-a3b").vit_shape == (24, 1152)
+    plan = make_plan("qwen3.5-35b-a3b", Deployment(tp_size=2, disable_radix_cache=True),
+                     rules="sglang-0.5.23", gpu="H200", weights_gib=40)
+    assert plan.auto_mem_fraction.vit_factor == pytest.approx(0.95 * 0.9734375)
+    assert plan.capacity.memory.mem_fraction_static == pytest.approx(0.83783765625, abs=1e-12)
+
+
 def test_small_gpu_that_reserves_everything_is_refused():
     with pytest.raises(ValueError, match="leaving no static memory; pass --mem-fraction-static"):
         auto_mem_fraction_static(3_000, tp=1)  # reserves 3,728 MiB

@@ -157,11 +157,33 @@ def mamba2_mixer(
 
 
 def vit_shape(vision: ConfigReader) -> tuple[int, int]:
-    """(layers, hidden) of a vision tower as SGLang's `adjust_mem_fraction_for_vlm` reads them:
-    `num_hidden_layers` (HF configs alias it to `depth`), default 24; `hidden_size`, default
-    1024."""
-    layers = vision.int(vision.pick("num_hidden_layers", "depth"), 24, minimum=0)
-    return layers, vision.int("hidden_size", 1024, minimum=1)
+    """(layers, hidden) of a vision tower as SGLang's `adjust_mem_fraction_for_vlm`
+    (arg_groups/memory_hook.py, 0.5.21 and 0.5.23) reads them: `getattr(vision_config,
+    "num_hidden_layers", 24)` and `getattr(vision_config, "hidden_size", 1024)`.
+
+    The Qwen3.5 and GLM-5.3 vision configs (sglang/srt/configs/qwen3_5.py
+    `Qwen3_5VisionConfig` over transformers' Qwen3VLVisionConfig, glm5_next.py
+    `Glm5NextVisionConfig`) name the depth `depth` and alias nothing to `num_hidden_layers`,
+    so SGLang counts 24 layers whatever `depth` says: Qwen3.5-35B-A3B's 27 × 1152² tower
+    scores 24 · 1152² / (24 · 1024²) = 1.2656, not 1.4238.
+
+    >>> vit_shape(ConfigReader({"depth": 27, "hidden_size": 1152}, "config.json"))
+    (24, 1152)
+    """
+    return (vision.int("num_hidden_layers", 24, minimum=0),
+            vision.int("hidden_size", 1024, minimum=1))
+
+
+def moonvit_shape(vision: ConfigReader) -> tuple[int, int]:
+    """The same for Kimi-K3's MoonViT: sglang/srt/configs/kimi_k3.py `KimiK3VisionConfig`
+    sets `num_hidden_layers = vt_num_hidden_layers` (default 27) and `hidden_size =
+    vt_hidden_size` (default 1024), whatever the config's own `num_hidden_layers` says.
+
+    >>> moonvit_shape(ConfigReader({"vt_hidden_size": 1152}, "config.json"))
+    (27, 1152)
+    """
+    return (vision.int("vt_num_hidden_layers", 27, minimum=0),
+            vision.int("vt_hidden_size", 1024, minimum=1))
 
 
 def vision_tower(vision: ConfigReader) -> int:

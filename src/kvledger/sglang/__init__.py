@@ -1,9 +1,9 @@
 """SGLang's planner: its flags, rule sets and sizing, release by release.
 
 Data flow: `launch/` (a pasted command or flags) → `deploy.py` (the validated `Deployment`)
-→ `rules.py` (one frozen rule set per release) → `roles.py`, `stagelayers.py` → `resolve.py` (the `CacheLayout` against a
-model, with the `specs.py` row specs) → `ledger.py` (per-token, per-slot, per-request and side
-ledgers) → `statebudget.py`, `requestlimits.py`, `memfraction.py`, `rankweights.py` →
+→ `rules.py` (one frozen rule set per release) → `roles.py`, `stagelayers.py`, `attention.py`
+→ `resolve.py` (the `CacheLayout` against a model, with the `specs.py` row specs) →
+`ledger.py` (per-token, per-slot, per-request and side ledgers) → `statebudget.py`, `requestlimits.py`, `memfraction.py`, `rankweights.py` →
 `capacity.py` (K, T, N and the binding constraint) → `stages.py` (per pipeline stage) → `hicache_share.py`, `hicache.py`,
 `l3plan.py` (host and store tiers) → `plan.py` (`make_plan`) → `scaling.py` (deployment-wide
 totals).
@@ -15,6 +15,7 @@ Files:
 - `deploy.py`: `Deployment`, the memory-relevant `ServerArgs`, validated.
 - `roles.py`: what a prefill or decode server (`--disaggregation-mode`) changes before sizing.
 - `stagelayers.py`: pipeline stages (`--pp-size`): each stage's layers, PP's forced settings.
+- `attention.py`: SGLang's default attention backend on a GPU and the page it forces.
 - `dcp.py`: decode context parallelism (`--dcp-size`): what is planned, what is refused.
 - `rules.py`: per-release rule sets (`sglang-0.5.21`, `sglang-0.5.23`).
 - `specs.py`: frozen row specs that own their byte formulas.

@@ -13,12 +13,20 @@ Followed (sglang 0.5.21 and 0.5.23 wheels, python/sglang/srt/):
    `resolve_max_num_reqs` reads (T // 2 and the context heuristic use the physical T).
 4. The state pool and its budget do not change (`_handle_max_mamba_cache` reads no DCP size).
 
-Not modelled, refused with the reason (each a separate SGLang code path):
-- DSA models: 0.5.23 refuses an index kpool > 1 (arg_groups/model_overrides/deepseek_v2.py:
-  "a pooled index key spans positions owned by different DCP ranks"), and for kpool 1 it
-  switches DSA backends and replicates the indexer; 0.5.21's DSA DCP path differs again.
-- speculative decoding: the draft pools are replicated over the T · dcp logical slots
-  (`loc_space_scale`), a second sizing kvledger does not follow.
+5. DSA models (arg_groups/model_overrides/deepseek_v2.py): 0.5.23 refuses an index kpool > 1
+   ("a pooled index key spans positions owned by different DCP ranks") and, in
+   `_dsa_dcp_overrides`, PD disaggregation, HiCache and an EAGLE topk > 1; it defaults the
+   DSA backends to trtllm, and the index-K buffer (and the EAGLE draft layers' KV and index
+   keys) are replicated over the DCP group, so the cell charges them dcp × (pool_configurator.py
+   `_compute_cell_size`; `RuleSet.dsa_dcp_replicates_index_keys`, kvledger.sglang.ledger).
+   0.5.21 sizes a DSA model under DCP like any MLA model.
+6. Speculative decoding: the budget charges the draft layers as without DCP (the EAGLE
+   branch of DefaultPoolConfigurator scales them by dcp for DSA models only, in 0.5.23), but
+   the draft worker's pools are replicated over the T × dcp logical slots
+   (kv_cache_configurator.py `loc_space_scale`, both releases): they are allocated dcp ×
+   what was charged. The plan sizes T as SGLang does and says so in a note.
+
+Not modelled, refused with the reason:
 - the host tier (arg_groups/hicache_hook.py `resolve_hicache_dcp_compatibility`).
 - DCP groups wider than one attention-TP group (DP attention with attn_tp < dcp).
 
@@ -33,7 +41,7 @@ Not modelled, refused with the reason (each a separate SGLang code path):
 from __future__ import annotations
 
 from kvledger.model.arch import AttnKind, ModelArch
-from kvledger.sglang.deploy import Deployment, DeploymentError
+from kvledger.sglang.deploy import Deployment, DeploymentError, DisaggMode
 from kvledger.sglang.rules import RuleSet
 
 
@@ -48,6 +56,7 @@ def check_dcp(model: ModelArch, dep: Deployment, rules: RuleSet) -> list[str]:
     if dcp == 1:
         return []
     flag = f"--dcp-size {dcp}"
+    notes = []
     if model.attn is AttnKind.DSA:
         assert model.indexer is not None
         kpool = model.indexer.kpool
@@ -56,12 +65,16 @@ def check_dcp(model: ModelArch, dep: Deployment, rules: RuleSet) -> list[str]:
                 f"{flag}: SGLang ({rules.name}) refuses it for {model.name}: \"--dcp-size > 1 "
                 f"is not supported for DSA with index_kpool={kpool}: a pooled index key spans "
                 "positions owned by different DCP ranks.\"")
-        raise DeploymentError(f"{flag}: kvledger does not model decode context parallelism "
-                              f"for DSA models ({model.name}): SGLang changes the DSA backends "
-                              "and the indexer's layout under DCP")
-    if dep.speculative:
-        raise DeploymentError(f"{flag} with speculative decoding: kvledger does not model the "
-                              "draft pools SGLang replicates over the T × dcp logical slots")
+        if rules.dsa_dcp_replicates_index_keys:
+            _check_dsa_dcp(flag, dep, rules)
+            notes.append(f"{flag} with DSA ({rules.name}): DSA backends trtllm; the index keys"
+                         + (" and the draft layers" if dep.speculative else "")
+                         + f" are replicated over the DCP group, {dcp} × per token")
+    if dep.speculative and not (model.attn is AttnKind.DSA
+                                and rules.dsa_dcp_replicates_index_keys):
+        notes.append(f"{flag} with speculative decoding: the draft worker's pools span the "
+                     f"T × {dcp} logical slots (replicated), {dcp} × the rows the budget "
+                     "charged for them (`loc_space_scale`)")
     if dep.enable_hierarchical_cache:
         raise DeploymentError(f"{flag} with --enable-hierarchical-cache: kvledger does not "
                               "model the host tier under DCP (SGLang: \"HiCache with --dcp-size "
@@ -73,4 +86,17 @@ def check_dcp(model: ModelArch, dep: Deployment, rules: RuleSet) -> list[str]:
     rows = (f"KV heads shard over tp {dep.attn_tp_size} / dcp {dcp} = {kv_shard_groups(dep)} "
             "groups" if model.attn is AttnKind.GQA else "latent rows are whole on every rank")
     return [f"{flag}: {rows}; T counts physical rows per rank, a worker holds T × {dcp} tokens "
-            f"in pages of page × {dcp}"]
+            f"in pages of page × {dcp}", *notes]
+
+
+def _check_dsa_dcp(flag: str, dep: Deployment, rules: RuleSet) -> None:
+    """0.5.23 `_dsa_dcp_overrides` (arg_groups/model_overrides/deepseek_v2.py): its refusals."""
+    said = None
+    if dep.enable_hierarchical_cache:
+        said = "DSA DCP does not support HiSparse or HiCache."
+    elif dep.disaggregation_mode is not DisaggMode.NULL:
+        said = "DSA DCP does not support PD disaggregation."
+    elif dep.speculative_eagle_topk not in (None, 1):
+        said = "DSA DCP requires --speculative-eagle-topk 1."
+    if said:
+        raise DeploymentError(f"{flag}: SGLang ({rules.name}) refuses it: \"{said}\"")

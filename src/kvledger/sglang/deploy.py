@@ -98,6 +98,9 @@ class Deployment:
     speculative_num_draft_tokens: int = _flag(0, "--speculative-num-draft-tokens")
     # None with draft tokens > 0: an algorithm the caller did not name
     speculative_algorithm: SpecAlgorithm | None = _flag(None, "--speculative-algorithm")
+    # EAGLE branches per step as given; None: unset, which SGLang's default attention backend
+    # reads before the speculative hook picks topk 1 (kvledger.sglang.attention)
+    speculative_eagle_topk: int | None = _flag(None, "--speculative-eagle-topk")
     enable_hierarchical_cache: bool = _flag(False, "--enable-hierarchical-cache")
     hicache_ratio: float | None = _flag(None, "--hicache-ratio")  # host = ratio × device, per pool
     hicache_size_gb: float | None = _flag(None, "--hicache-size")  # host GB (1e9 B); beats ratio
@@ -132,8 +135,8 @@ _OPTIONAL_ENUM_FIELDS = {"mamba_ssm_dtype": StateDtype, "speculative_algorithm":
 _BOOL_FIELDS = ("enable_dp_attention", "disable_overlap_schedule", "disable_radix_cache",
                 "enable_hierarchical_cache", "disaggregation_decode_enable_radix_cache")
 _POSITIVE_INT_FIELDS = ("tp_size", "dp_size", "attn_cp_size", "ep_size", "pp_size", "dcp_size")
-_OPTIONAL_POSITIVE_INT_FIELDS = ("page_size", "max_mamba_cache_size", "max_total_tokens",
-                                 "max_running_requests", "context_length")
+_OPTIONAL_POSITIVE_INT_FIELDS = ("page_size", "speculative_eagle_topk", "max_mamba_cache_size",
+                                 "max_total_tokens", "max_running_requests", "context_length")
 
 
 def _show(value: object) -> str:
@@ -231,6 +234,9 @@ def _check_parallelism(d: Deployment) -> None:
     if value is not None and value < d.attn_dp_size:
         raise _fail("max_mamba_cache_size", value, f"split over {d.attn_dp_size} attention-DP "
                     "ranks this leaves 0 per rank; expected at least --dp-size")
+    if d.speculative_eagle_topk is not None and d.speculative_algorithm is None:
+        raise _fail("speculative_eagle_topk", d.speculative_eagle_topk,
+                    "has no effect without --speculative-algorithm")
     if d.speculative_algorithm is not None and d.speculative_num_draft_tokens == 0:
         raise _fail("speculative_algorithm", d.speculative_algorithm,
                     "needs --speculative-num-draft-tokens ≥ 1")

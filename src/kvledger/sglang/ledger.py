@@ -54,6 +54,24 @@ def elides_shared_index_keys(lay: CacheLayout) -> bool:
         dep.disaggregation_mode is DisaggMode.NULL and not dep.enable_hierarchical_cache)
 
 
+def dcp_replication(lay: CacheLayout) -> int:
+    """How many DCP ranks' tokens one physical row's replicated DSA buffers serve: dcp under
+    `RuleSet.dsa_dcp_replicates_index_keys` (0.5.23: the index keys, and the draft layers'
+    KV and index keys, replicated over the DCP group), else 1.
+
+    DeepSeek-V3.2, fp8 (trtllm rows), tp 8, dcp 2, EAGLE, 0.5.23: 61 × 576 + 61 × 132 × 2
+    + (576 + 132) × 2 = 52,656 B per token, SGLang's `_cell_size`."""
+    dcp = lay.deployment.dcp_size
+    return dcp if lay.index_key is not None and lay.rules.dsa_dcp_replicates_index_keys else 1
+
+
+def _replicated(row: LedgerRow, times: int) -> LedgerRow:
+    if times == 1:
+        return row
+    return LedgerRow(component=row.component, count=row.count, unit_bytes=row.unit_bytes * times,
+                     detail=f"{row.detail}; × {times}, replicated over the DCP group")
+
+
 def _index_rows(
     lay: CacheLayout, reserved_layers: int, written_layers: int, label: str
 ) -> tuple[LedgerRow, LedgerRow] | None:
@@ -88,7 +106,7 @@ def token_ledger(lay: CacheLayout) -> Ledger:
     model = lay.model
     reserved = model.num_indexer_layers if elides_shared_index_keys(lay) else model.num_full_layers
     if index := _index_rows(lay, reserved, model.num_indexer_layers, "full-layer"):
-        rows.append(index[0])
+        rows.append(_replicated(index[0], dcp_replication(lay)))
         memo.append(index[1])
     return Ledger(name="per token", per="token", rows=tuple(rows), memo=tuple(memo))
 
@@ -98,9 +116,10 @@ def draft_token_ledger(lay: CacheLayout) -> Ledger | None:
     layers = lay.model.num_draft_layers
     if not lay.deployment.speculative or layers == 0:
         return None
-    rows = [_kv_row(lay, layers, "draft-layer")]
+    times = dcp_replication(lay)
+    rows = [_replicated(_kv_row(lay, layers, "draft-layer"), times)]
     if index := _index_rows(lay, layers, layers, "draft-layer"):
-        rows.append(index[0])
+        rows.append(_replicated(index[0], times))
     return Ledger(name="per token (MTP draft)", per="token", rows=tuple(rows))
 
 

@@ -33,13 +33,15 @@ Not counted:
 - post-capture KV sizing (`post_capture_kv_sizing_planned`): env-gated, off by default.
 - prefill CUDA graphs: `reserve_for_graph_mb` adds 8 MiB per captured prefill size (58 sizes
   up to 8,192 tokens, `generate_prefill_cuda_graph_batch_sizes`), or 1.5 GiB with an MLA
-  backend, whenever the prefill phase's backend is not "disabled". The SGLang sources read
-  (model_executor/cuda_graph_config.py `CudaGraphConfig`, arg_groups/cuda_graph_hook.py
-  `apply_cuda_graph_compatibility`) turn it ON by default on CUDA (tc_piecewise in one
-  revision, breakable in another) and off for DP attention, an MoE all-to-all backend,
-  multimodal models and, under breakable, KDA models. Which revision 0.5.21 and 0.5.23 ship
-  was not pinned, so this reserve is left out: for a text model it would lower the fraction by
-  up to 0.006 on an H100 (464 MiB / 81,559 MiB), and by 1.5 GiB with MLA.
+  backend, before the 10 GiB floor, whenever the prefill graph backend is not "disabled".
+  On CUDA both releases default to breakable (model_executor/cuda_graph_config.py
+  `default_prefill_backend`), which arg_groups/cuda_graph_hook.py turns off for pipeline
+  parallelism, KDA models, --dcp-size, multimodal models off its allow-list and a few
+  backends. kvledger leaves it out, so on CUDA its fraction is up to 0.006 high for a text
+  model on an H100 (464 MiB / 81,559 MiB) and 1.5 GiB high with MLA. The oracle's
+  recordings do not show it for the same reason it is easy to miss: under CPU torch
+  `is_cuda()` is False and the default is tc_piecewise (0.5.21) or disabled (0.5.23)
+  (tests/oracle/test_sglang_differential.py, KNOWN_MISSES).
 
 H100 80 GB (81,559 MiB), tp 1: reserved = 512 + 12,288 + 128 + 512 = 13,440 MiB;
 fraction = round(68,119 / 81,559, 3) = 0.835.

@@ -242,8 +242,7 @@ def make_plan(
     if kv_cache_dtype is not None:
         dep = replace(dep, kv_cache_dtype=KVDtype(kv_cache_dtype))
     gpu_spec = get_gpu(gpu) if gpu else None
-    blackwell = None if gpu_spec is None else gpu_spec.dsa_auto_kv_fp8
-    layout = resolve(arch, dep, get_rules(rules), blackwell=blackwell)
+    layout = resolve(arch, dep, get_rules(rules), gpu=gpu_spec)
     notes = list(layout.notes)
     memory, auto_fraction = plan_memory(arch, layout.deployment, gpu_spec, available_gib, weights_gib,
                      gpu_memory_gib, notes, requests_given=dep.max_running_requests,

@@ -10,6 +10,8 @@ Decisions, each mirroring SGLang (server_args.py and the model-specific override
    no_buffer, which quietly turns the overlap scheduler off. An explicit no_buffer with a
    DSA model (paged) or with overlap on is an error.
 3. DSA page: the rule set's page (64 or 64·kpool); a requested page of 1 is overridden.
+   Other models: the page SGLang's default attention backend leaves on the GPU named
+   (`kvledger.sglang.attention`: 64 for trtllm_mha / trtllm_mla on B200), else as given.
 4. State slots reserved per request: 1 with the radix cache off; extra_buffer 3 + 2 (overlap)
    or 3 + 1 (no overlap); no_buffer 3.
 
@@ -24,7 +26,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from kvledger.core.gpus import GPU
 from kvledger.model.arch import AttnKind, Family, ModelArch, ModelError, ShardingError
+from kvledger.sglang.attention import AttentionPick, default_attention
 from kvledger.sglang.dcp import check_dcp, kv_shard_groups
 from kvledger.sglang.deploy import (
     Deployment,
@@ -126,7 +130,8 @@ def _strategy(model: ModelArch, dep: Deployment, notes: list[str]) -> Deployment
     return replace(dep, mamba_strategy=strategy)
 
 
-def _page_tokens(model: ModelArch, dep: Deployment, rules: RuleSet, notes: list[str]) -> int:
+def _page_tokens(model: ModelArch, dep: Deployment, rules: RuleSet, notes: list[str],
+                 attention: AttentionPick | None = None) -> int:
     if model.attn is AttnKind.DSA:
         assert model.indexer is not None
         page = rules.dsa_page_tokens(model.indexer.kpool)
@@ -137,6 +142,10 @@ def _page_tokens(model: ModelArch, dep: Deployment, rules: RuleSet, notes: list[
                          f"of {page} tokens ({rules.name})")
         return page
     page = dep.page_size or 1
+    if attention is not None:
+        if note := attention.note(dep.page_size):
+            notes.append(note)
+        page = attention.page_tokens
     if model.is_hybrid and dep.mamba_strategy is MambaStrategy.EXTRA_BUFFER:
         _check_extra_buffer(page, dep.speculative_num_draft_tokens)
     return page
@@ -203,21 +212,27 @@ def _check_requests_per_worker(dep: Deployment, rules: RuleSet, notes: list[str]
                  f"{rules.name} gives each worker max(1, {requests} // {workers}) = 1")
 
 
-def _dsa_backend(model: ModelArch, dep: Deployment, blackwell: bool | None) -> DsaBackend | None:
+def _dsa_backend(model: ModelArch, dep: Deployment, blackwell: bool | None,
+                 rules: RuleSet) -> DsaBackend | None:
     """The DSA backend that sets the fp8 row layout when the flags leave it to SGLang:
     `_dsa_split_backend_resolution` (arg_groups/overrides.py, 0.5.21 and 0.5.23) picks trtllm
     for fp8 on a GPU of capability ≥ 10 (raw rows, no per-128 scales: 576 B for DeepSeek-V3.2
     instead of 656) and flashmla_kv / flashmla_sparse + fa3 on Hopper (scaled rows). With no GPU
-    named the article's scaled row stands.
+    named the article's scaled row stands. Under 0.5.23's DSA DCP path
+    (`RuleSet.dsa_dcp_replicates_index_keys`) `_dsa_dcp_overrides` sets trtllm on any GPU.
 
     >>> from kvledger.model.config import load_model
+    >>> from kvledger.sglang.rules import RULES
     >>> dsv32 = load_model("deepseek-v3.2")
     >>> fp8 = Deployment(kv_cache_dtype=KVDtype.FP8_E4M3)
-    >>> _dsa_backend(dsv32, fp8, True).value, _dsa_backend(dsv32, fp8, False).value
+    >>> r21 = RULES["sglang-0.5.21"]
+    >>> _dsa_backend(dsv32, fp8, True, r21).value, _dsa_backend(dsv32, fp8, False, r21).value
     ('trtllm', 'flashmla_sparse')
     """
     if dep.dsa_backend is not None or model.attn is not AttnKind.DSA:
         return dep.dsa_backend
+    if dep.dcp_size > 1 and rules.dsa_dcp_replicates_index_keys:
+        return DsaBackend.TRTLLM  # 0.5.23 `_dsa_dcp_overrides`, on every GPU
     if blackwell and dep.kv_cache_dtype is KVDtype.FP8_E4M3:
         return DsaBackend.TRTLLM
     return DsaBackend.FLASHMLA_SPARSE
@@ -232,9 +247,14 @@ def _check_scale_groups(model: ModelArch, field: str, width: int) -> None:
 
 
 def resolve(
-    model: ModelArch, dep: Deployment, rules: RuleSet, *, blackwell: bool | None = None
+    model: ModelArch, dep: Deployment, rules: RuleSet, *, blackwell: bool | None = None,
+    gpu: GPU | None = None,
 ) -> CacheLayout:
-    """Resolve every auto; raise DeploymentError or ShardingError naming the flag."""
+    """Resolve every auto; raise DeploymentError or ShardingError naming the flag. `gpu`
+    decides the attention backend's page (decision 3) and, unless `blackwell` is given, the
+    DSA defaults (decision 1)."""
+    if blackwell is None and gpu is not None:
+        blackwell = gpu.dsa_auto_kv_fp8
     if arch := NO_SGLANG_MODEL_CLASS.get(model.family):
         raise DeploymentError(
             f"{model.name}: SGLang ({rules.name}) has no native {arch} and refuses the "
@@ -246,9 +266,10 @@ def resolve(
     notes += stage_notes + check_dcp(model, dep, rules)
     attn_tp = dep.attn_tp_size
     dep = replace(dep, kv_cache_dtype=_kv_dtype(model, dep, blackwell, notes))
-    dep = replace(dep, dsa_backend=_dsa_backend(model, dep, blackwell))
+    dep = replace(dep, dsa_backend=_dsa_backend(model, dep, blackwell, rules))
+    attention = default_attention(model, dep, gpu, rules)  # reads the strategy as given
     dep = _strategy(model, dep, notes)
-    page = _page_tokens(model, dep, rules, notes)
+    page = _page_tokens(model, dep, rules, notes, attention)
     dep = replace(dep, page_size=page)
     _check_requests_per_worker(dep, rules, notes)
     if dep.speculative and dep.max_running_requests is None:

@@ -71,6 +71,18 @@ class RuleSet:
     # cases); False: only an aggregated server without HiCache leaves them out (0.5.21's
     # checks `disaggregation_mode == "null"` and no hierarchical cache).
     elides_index_keys_with_pd_and_hicache: bool = False
+    # True: --dcp-size > 1 with a DSA model follows 0.5.23's DSA DCP path: the index-K
+    # buffer is replicated over the DCP group while the latent KV shards, so the cell charges
+    # dcp × the index keys, and the EAGLE draft layers' KV and index keys dcp × too
+    # (model_executor/pool_configurator.py `_compute_cell_size`, DefaultPoolConfigurator);
+    # the DSA backends default to trtllm and PD disaggregation, HiCache and topk > 1 are
+    # refused (arg_groups/model_overrides/deepseek_v2.py `_dsa_dcp_overrides`). False: DSA
+    # sizes under DCP like any MLA model (0.5.21 has none of these).
+    dsa_dcp_replicates_index_keys: bool = False
+    # True: DFLASH counts as a given EAGLE topk when SGLang picks the default MHA attention
+    # backend on SM100 (0.5.23 model_override_base.py `_forces_eagle_topk_one`: trtllm_mha and
+    # its 64-token page); False: only an explicit --speculative-eagle-topk does (0.5.21).
+    dflash_counts_as_topk_given: bool = False
 
     def dsa_page_tokens(self, kpool: int) -> int:
         return DSA_PAGE_KEYS * kpool if self.page_scales_with_kpool else DSA_PAGE_KEYS
@@ -104,6 +116,8 @@ RULES: RuleRegistry[RuleSet] = RuleRegistry(
             dcp_refuses_pooled_index=True,
             decode_extra_slots_floor_one=True,
             elides_index_keys_with_pd_and_hicache=True,
+            dflash_counts_as_topk_given=True,
+            dsa_dcp_replicates_index_keys=True,
         ),
     ),
     default="sglang-0.5.21",

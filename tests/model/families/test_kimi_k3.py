@@ -177,3 +177,12 @@ def test_vllm_plans_kimi_k3(k3):
     with pytest.raises(DeploymentError, match="supports only auto, float32, and bfloat16"):
         vllm_layout(k3, VllmDeployment(mamba_ssm_cache_dtype="float16"),
                     VLLM_RULES["vllm-0.33"])
+
+
+def test_vision_tower_shape_is_what_sglang_reads(load_dict):
+    """configs/kimi_k3.py `KimiK3VisionConfig` sets num_hidden_layers = vt_num_hidden_layers
+    and hidden_size = vt_hidden_size, which `adjust_mem_fraction_for_vlm` reads."""
+    cfg = k3_config()
+    assert load_dict(cfg).vit_shape == (27, 1024)
+    cfg["vision_config"].update({"vt_num_hidden_layers": 30, "num_hidden_layers": 12})
+    assert load_dict(cfg).vit_shape == (30, 1024)  # the class overwrites num_hidden_layers

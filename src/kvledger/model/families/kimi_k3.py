@@ -49,7 +49,7 @@ def read(root: ConfigReader, name: str) -> ModelArch:
     return replace(
         arch, source=root.source, family=Family.KIMI_K3, model_type=root.str("model_type"),
         is_multimodal=vision is not None,
-        vit_shape=weights.vit_shape(vision) if vision else None,
+        vit_shape=weights.moonvit_shape(vision) if vision else None,
         num_params=None if params is None else params.total, params=params,
         quant=weights.quant_method(root),
     )
