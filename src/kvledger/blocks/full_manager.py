@@ -23,13 +23,8 @@ from kvledger.blocks.manager import GroupManager
 class FullAttentionManager(GroupManager):
 
     def find_longest_cache_hit(self, block_hashes: list[int], max_blocks: int) -> list[int]:
-        pool, group, hit = self.pool, self.group, []
-        for block_hash in block_hashes[:max_blocks]:
-            block = pool.get_cached(block_hash, group)
-            if block is None:  # the chain breaks: no later block can be cached
-                break
-            hit.append(block)
-        return hit
+        # The chain breaks at the first miss: no later block can be cached.
+        return self.pool.cached_prefix(block_hashes[:max_blocks], self.group)
 
     def add_hit(self, rid: int, hit_blocks: list[int]) -> None:
         self.pool.touch(hit_blocks)
@@ -48,7 +43,7 @@ class FullAttentionManager(GroupManager):
 
     def cache(self, rid: int, block_hashes: list[int], num_tokens: int,
               boundaries: AbstractSet[int]) -> int:
-        return self._cache(rid, block_hashes, num_tokens, lambda p: True)
+        return self._cache(rid, block_hashes, num_tokens)
 
     def remove_skipped_blocks(self, rid: int, computed_tokens: int) -> None:
         """Full attention never skips a block."""

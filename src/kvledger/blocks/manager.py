@@ -51,17 +51,19 @@ class GroupManager:
                     raise RuntimeError(f"group {self.group}: request {rid} names block {block}, "
                                        "which is free")
 
-    def _cache(self, rid: int, block_hashes: list[int], num_tokens: int, keep) -> int:
+    def _cache(self, rid: int, block_hashes: list[int], num_tokens: int, keep=None) -> int:
         """Hash the table's blocks from the last cached position to ``num_tokens // B``
-        (`BlockPool.cache_full_blocks`) where ``keep(position)`` allows; returns how many."""
+        (`BlockPool.cache_full_blocks`) where ``keep(position)`` allows (None: every
+        position); returns how many."""
         table = self.req_to_blocks[rid]
         start = self.num_cached_block.get(rid, 0)
         end = num_tokens // self.block_size_tokens
-        pool, group, cached = self.pool, self.group, 0
-        for p in range(start, end):
-            block = table[p]
-            if block != NULL_BLOCK and pool.block_key[block] is None and keep(p):
-                pool.cache_block(block, block_hash=block_hashes[p], group=group)
-                cached += 1
+        if keep is None:
+            cached = self.pool.cache_blocks(table[start:end], block_hashes[start:end], self.group)
+        else:
+            # Only real blocks can be cached; a Mamba table is mostly the null block.
+            kept = [p for p in range(start, end) if table[p] != NULL_BLOCK and keep(p)]
+            cached = self.pool.cache_blocks([table[p] for p in kept],
+                                            [block_hashes[p] for p in kept], self.group)
         self.num_cached_block[rid] = max(start, end)
         return cached

@@ -85,8 +85,32 @@ class BlockPool:
 
     def get_new_blocks(self, num_blocks: int) -> list[int]:
         """Pop ``num_blocks`` from the queue head, dropping the hash of each cached one."""
-        if num_blocks > len(self.free_queue):
-            raise PoolError(f"need {num_blocks:,} blocks, {len(self.free_queue):,} free")
+        queue = self.free_queue
+        if num_blocks > len(queue):
+            raise PoolError(f"need {num_blocks:,} blocks, {len(queue):,} free")
+        if self.on_evict is not None:
+            return self._get_new_blocks_hooked(num_blocks)
+        keys, ref, popitem = self.block_key, self.ref_cnt, queue.popitem
+        out = [popitem(last=False)[0] for _ in range(num_blocks)]
+        hashed = [block for block in out if keys[block] is not None]
+        if hashed:
+            dropped = [keys[block] for block in hashed]
+            self.hash_map.pop_run(dropped, hashed)
+            for block in hashed:
+                keys[block] = None
+            evicted, groups = self.evicted_blocks, self.num_groups
+            if groups == 1:
+                evicted[0] += len(hashed)
+            else:
+                for key in dropped:
+                    evicted[key % groups] += 1
+        for block in out:
+            ref[block] = 1
+        return out
+
+    def _get_new_blocks_hooked(self, num_blocks: int) -> list[int]:
+        """`get_new_blocks` one block at a time: an eviction hook may move free blocks to the
+        queue head, and the next pop of the same allocation must see that order."""
         queue, keys, ref = self.free_queue, self.block_key, self.ref_cnt
         out = []
         for _ in range(num_blocks):
@@ -96,11 +120,14 @@ class BlockPool:
                 self.hash_map.pop(key, block)
                 keys[block] = None
                 self.evicted_blocks[key % self.num_groups] += 1
-                if self.on_evict is not None:
-                    self.on_evict(key)
+                self.on_evict(key)
             ref[block] = 1
             out.append(block)
         return out
+
+    def cached_prefix(self, block_hashes: list[int], group: int) -> list[int]:
+        """The cached blocks of ``group`` for the leading hashes, up to the first miss."""
+        return self.hash_map.prefix_run(block_hashes, scale=self.num_groups, offset=group)
 
     def cache_block(self, block: int, *, block_hash: int, group: int) -> None:
         """Name a held block by its hash (`cache_full_blocks`, one block)."""
@@ -111,19 +138,39 @@ class BlockPool:
         self.block_key[block] = key
         self.hash_map.insert(key, block)
 
+    def cache_blocks(self, blocks: list[int], block_hashes: list[int], group: int) -> int:
+        """`cache_block` for each held block of ``blocks`` that has no hash yet, named by the
+        hash at its position (the null block and hashed blocks are skipped, as
+        `cache_full_blocks` skips them); returns how many got one."""
+        keys, ref, groups = self.block_key, self.ref_cnt, self.num_groups
+        named, named_keys = [], []
+        for block, block_hash in zip(blocks, block_hashes, strict=True):
+            if block == NULL_BLOCK or keys[block] is not None:
+                continue
+            if ref[block] < 1:
+                raise RuntimeError(f"block pool: block {block} cannot be cached (not held)")
+            key = block_hash * groups + group
+            keys[block] = key
+            named.append(block)
+            named_keys.append(key)
+        self.hash_map.insert_run(named_keys, named)
+        return len(named)
+
     def free_blocks(self, blocks: Iterable[int]) -> None:
         """Drop one reference each, in the order given; a block reaching 0 joins the queue."""
         ref, queue, keys = self.ref_cnt, self.free_queue, self.block_key
+        to_head = queue.move_to_end
         for block in blocks:
             if block == NULL_BLOCK:
                 continue
-            if ref[block] < 1:
+            count = ref[block] - 1
+            if count < 0:
                 raise RuntimeError(f"block pool: block {block} freed with ref_cnt 0")
-            ref[block] -= 1
-            if ref[block] == 0:
+            ref[block] = count
+            if count == 0:
                 queue[block] = None
                 if keys[block] is None:  # nothing to reuse: the next allocation takes it first
-                    queue.move_to_end(block, last=False)
+                    to_head(block, last=False)
 
     def evict_first(self, key: int) -> int:
         """Move the free blocks cached under ``key`` to the queue head, so the next

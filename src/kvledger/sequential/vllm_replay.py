@@ -36,9 +36,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kvledger.blocks import BlockHashChain, Coordinator, aligned_chunk_end
+from kvledger.blocks import Coordinator, aligned_chunk_end
 from kvledger.blocks.pool import PoolError
-from kvledger.sequential.keys import PromptKeyer
+from kvledger.sequential.block_hashes import PromptBlockHashes
 from kvledger.sequential.vllm_spec import VllmReplaySpec
 from kvledger.sim.workload import Request
 
@@ -70,7 +70,7 @@ def vllm_replay(requests: Sequence[Request] | Iterable[Request], spec: VllmRepla
     check (and that nothing is held between requests) every that many requests."""
     requests = list(requests)
     coord = Coordinator(spec.groups(), num_blocks=spec.num_blocks)
-    keyer, chain = PromptKeyer(spec.block_tokens), BlockHashChain()
+    hasher = PromptBlockHashes(spec.block_tokens)
     size, total, hybrid = spec.block_tokens, len(requests), spec.has_state
     in_flight = spec.scheduler.steps_in_flight
     stop_at_replay = hybrid and spec.checkpoint_blocks == 0
@@ -79,7 +79,7 @@ def vllm_replay(requests: Sequence[Request] | Iterable[Request], spec: VllmRepla
     junctions, step_every = 0, max(1, total // 100)
     for i, request in enumerate(requests):
         length = request.prompt_tokens
-        hashes = chain.hashes(keyer.keys(request).tolist())
+        hashes = hasher.hashes(request)
         hit = coord.find_longest_cache_hit(hashes, length)
         h, reach = hit.hit_tokens, hit.attention_hit_tokens
         states = coord.state_boundaries(hashes, length, hit)  # vLLM's rule
