@@ -327,3 +327,24 @@ def test_vllm_spellings_are_bare_flags_only_never_part_of_a_pasted_sglang_comman
     with pytest.raises(DeploymentError, match=f"^{alias}: not a flag of "
                        f"`python -m sglang.launch_server`.*spells it {sglang}$"):
         parse_flags(f"python -m sglang.launch_server --tp 2 {alias} 64")
+
+
+@pytest.mark.parametrize(("algorithm", "topk", "draft_tokens", "steps_flag"), [
+    (SpecAlgorithm.EAGLE, None, 4, None),  # unset: SGLang picks (3, 1, 4) itself
+    (SpecAlgorithm.EAGLE, 1, 4, "--speculative-num-steps 3"),
+    (SpecAlgorithm.EAGLE, 1, 6, "--speculative-num-steps 5"),
+    (SpecAlgorithm.EAGLE3, 1, 3, "--speculative-num-steps 2"),
+])
+def test_a_speculative_launch_command_parses_back(algorithm, topk, draft_tokens, steps_flag):
+    # SGLang's EAGLE handler (arg_groups/speculative_hook.py) refuses draft tokens without
+    # steps, so the command states the chain's steps (draft tokens − 1 with topk 1) instead
+    from kvledger.sglang.launch.line import sglang_command
+
+    dep = Deployment(speculative_algorithm=algorithm, speculative_eagle_topk=topk,
+                     speculative_num_draft_tokens=draft_tokens)
+    line = sglang_command("zai-org/GLM-5.3-Flash", dep)
+    assert "--speculative-num-draft-tokens" not in line
+    assert (steps_flag in line) if steps_flag else ("--speculative-num-steps" not in line)
+    back = parse_flags(line).deployment
+    assert (back.speculative_algorithm, back.speculative_eagle_topk,
+            back.speculative_num_draft_tokens) == (algorithm, topk, draft_tokens)

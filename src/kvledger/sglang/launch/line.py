@@ -18,7 +18,7 @@ import shlex
 from dataclasses import fields
 from enum import Enum
 
-from kvledger.sglang.deploy import Deployment
+from kvledger.sglang.deploy import Deployment, SpecAlgorithm
 from kvledger.sglang.launch.flags import FLAGS
 
 # Deployment field → the spelling every release's parser registers. The DSA backend pair is
@@ -36,6 +36,10 @@ def _value(value: object) -> str:
     return str(value)
 
 
+# the algorithms `kvledger.sglang.launch.speculative._eagle` reads
+_EAGLE = frozenset({SpecAlgorithm.EAGLE, SpecAlgorithm.EAGLE3, SpecAlgorithm.STANDALONE})
+
+
 def sglang_command(model_ref: str, dep: Deployment, *, nodes: int = 1) -> str:
     """`python -m sglang.launch_server …` for `dep`: the flags that differ from defaults."""
     words = ["python", "-m", "sglang.launch_server", "--model-path", model_ref]
@@ -49,6 +53,15 @@ def sglang_command(model_ref: str, dep: Deployment, *, nodes: int = 1) -> str:
             continue
         if field.name == "speculative_num_draft_tokens" and dep.speculative_algorithm is None:
             continue
+        if field.name == "speculative_num_draft_tokens" and dep.speculative_algorithm in _EAGLE:
+            # SGLang's EAGLE handler refuses draft tokens without steps: with topk unset it
+            # picks (3, 1, 4) itself, so nothing is written; with topk 1 the draft is steps + 1
+            # (`kvledger.sglang.launch.speculative`), so the steps say it
+            if dep.speculative_eagle_topk is None:
+                continue
+            if dep.speculative_eagle_topk == 1:
+                words += ["--speculative-num-steps", _value(value - 1)]
+                continue
         flag = _SPELLING.get(field.name)
         assert flag is not None, f"no SGLang flag writes Deployment.{field.name}"
         words += [flag] if value is True else [flag, _value(value)]
