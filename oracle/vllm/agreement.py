@@ -46,6 +46,7 @@ def kvledger_side(row: dict, rules: str) -> dict:
                          kv_cache_dtype=row["kv_cache_dtype"],
                          enable_prefix_caching=row["enable_prefix_caching"],
                          num_speculative_tokens=row["num_speculative_tokens"],
+                         block_size=row.get("block_size"),
                          kv_cache_memory_bytes=row["available_bytes"])
     try:
         plan = make_vllm_plan(row["model"], dep, rules=rules, gpu=row["gpu"])

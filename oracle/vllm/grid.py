@@ -92,6 +92,28 @@ def deployments() -> list[dict]:
     return rows
 
 
+# The --block-size grid (`python oracle/vllm/grid.py --blocks`): the sparse-MLA models, a
+# dense MLA, a GQA and a GQA hybrid model, each at one tensor parallelism where it fits, under
+# a user block size that the sparse kernels take (64, 128), one only FlashInfer's takes (32)
+# and one none of them takes (16).
+BLOCK_MODELS = (("deepseek-v3.2", 8), ("glm-5.2", 8), ("glm-5.3-flash", 4), ("deepseek-v3", 8),
+                ("llama-3.1-8b", 1), ("qwen3-next-80b-a3b-instruct", 4))
+BLOCK_GPUS = ("H200", "B200")
+BLOCK_SIZES = (16, 32, 64, 128)
+
+
+def block_size_deployments() -> list[dict]:
+    rows = []
+    for (model, tp), gpu, dtype, block in itertools.product(BLOCK_MODELS, BLOCK_GPUS,
+                                                            KV_DTYPES, BLOCK_SIZES):
+        ident = f"{model}|{gpu}|{dtype}|bs={block}|tp={tp}"
+        rows.append({"id": ident, "model": model, "gpu": gpu, "kv_cache_dtype": dtype,
+                     "enable_prefix_caching": None, "num_speculative_tokens": 0,
+                     "tensor_parallel_size": tp, "block_size": block,
+                     "available_bytes": (4 + _hash(ident) % 57) * GIB + _hash(ident + "b") % GIB})
+    return rows
+
+
 def sample(rows: list[dict], n: int) -> list[dict]:
     return sorted(sorted(rows, key=lambda r: _hash(r["id"] + "sample"))[:n],
                   key=lambda r: r["id"])
@@ -100,8 +122,9 @@ def sample(rows: list[dict], n: int) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sample", type=int)
+    parser.add_argument("--blocks", action="store_true", help="the --block-size grid")
     args = parser.parse_args(argv)
-    rows = deployments()
+    rows = block_size_deployments() if args.blocks else deployments()
     if args.sample:
         rows = sample(rows, args.sample)
     for row in rows:

@@ -1,14 +1,15 @@
 """Run the grid through vLLM's planning, one process per GPU, and record the answers.
 
     python oracle/vllm/run_grid.py --env ENV --out answers.jsonl [--sample N] [--timeout S]
-                                   [--check tests/data/oracle/vllm-0.33.0-grid.jsonl]
+                                   [--check tests/data/oracle/vllm-0.33.0-grid.jsonl] [--blocks]
 
 Deployments are grouped by GPU (the pretended platform is process-wide) and fed, one after
 another, to `ENV/bin/python oracle/vllm/sizing.py --gpu G`, niced. An answer already in
 --out (same id, same vLLM release) is kept, so a run stopped by --timeout resumes where it
 stopped. Each output line is the deployment with vLLM's answer under "vllm_plan". With
 --check, the run fails unless every answer equals the recording's (the tests compare kvledger
-with that recording).
+with that recording). With --blocks the rows are grid.block_size_deployments (a --block-size
+each), recorded as tests/data/oracle/vllm-<release>-block-size.jsonl.
 """
 
 from __future__ import annotations
@@ -50,8 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=int)
     parser.add_argument("--timeout", type=float, default=3600, help="seconds for the whole run")
     parser.add_argument("--check", type=Path, help="a recording the answers must equal")
+    parser.add_argument("--blocks", action="store_true",
+                        help="the --block-size grid (grid.block_size_deployments)")
     args = parser.parse_args(argv)
-    rows = grid.deployments()
+    rows = grid.block_size_deployments() if args.blocks else grid.deployments()
     if args.sample:
         rows = grid.sample(rows, args.sample)
     known = _known(args.out)

@@ -106,6 +106,27 @@ def test_refusals_are_part_of_the_recording():
             "no attention backend"} <= reasons
 
 
+# The --block-size grid (grid.block_size_deployments, `run_grid.py --blocks`) under both
+# releases: sparse MLA keeps a user block a sparse backend takes and refuses one none takes.
+BLOCK_RECORDINGS = {"vllm-0.33": ROOT / "tests" / "data" / "oracle" / "vllm-0.33.0-block-size.jsonl",
+                    "vllm-0.24": ROOT / "tests" / "data" / "oracle" / "vllm-0.24.0-block-size.jsonl"}
+
+
+@pytest.mark.parametrize("rules", sorted(BLOCK_RECORDINGS))
+def test_block_size_deployments_agree_with_vllm(rules):
+    rows = [row for row in _recorded(BLOCK_RECORDINGS[rules]) if agreement.comparable(row)]
+    assert {row["id"] for row in rows} <= {row["id"] for row in grid.block_size_deployments()}
+    assert len(rows) >= 80
+    misses = {row["id"]: diff for row in rows if (diff := agreement.compare(row, rules))}
+    assert not misses, list(misses.items())[:5]
+    # the behaviour the recording pins: vLLM's word on deepseek-v3.2's block
+    plans = {row["id"]: row["vllm_plan"] for row in rows}
+    assert plans["deepseek-v3.2|H200|auto|bs=128|tp=8"]["block_size"] == 128
+    assert agreement.reason(plans["deepseek-v3.2|H200|auto|bs=16|tp=8"]["error"]) \
+        == "no attention backend"
+    assert plans["deepseek-v3.2|B200|fp8|bs=32|tp=8"]["block_size"] == 32
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not (ENV / "bin" / "python").exists(),
                     reason=f"vLLM 0.33.0 oracle environment absent at {ENV}: build it with "

@@ -8,7 +8,9 @@ Every number is derived by hand from vLLM's source:
 - indexer row: Indexer.__init__ / DeepseekV32IndexerCache.get_kv_cache_spec
   (model_executor/models/deepseek_v2.py): MLAAttentionSpec(head_size = 128 + 128 // 128 × 4,
   uint8) = 132 B per stored state;
-- block: CudaPlatform.check_and_update_config forces 64 for FlashMLASparse; hybrids then go
+- block: 64 (every sparse backend's common kernel block, `_preferred_block_size_for_backends`),
+  or a --block-size some sparse backend takes (update_block_size_for_backend keeps it,
+  supports_block_size picks the backend by it); hybrids then go
   through Platform._align_hybrid_block_size with the latent bytes per token only (of a plain
   MLAAttentionSpec: an fp8_ds_mla row counts 512 B there, not 656);
 - groups: get_kv_cache_groups → UniformTypeKVCacheSpecs (one group of latent + indexer
@@ -24,6 +26,9 @@ Every number is derived by hand from vLLM's source:
 
 from __future__ import annotations
 
+import pytest
+
+from kvledger.core.errors import DeploymentError
 from kvledger.core.gpus import get_gpu
 from kvledger.core.units import GiB
 from kvledger.model.config import load_model
@@ -68,10 +73,35 @@ def test_deepseek_v32_capacity_from_the_logged_memory():
     assert p.ledgers.per_block.total_bytes == 5_012_736
 
 
-def test_sparse_mla_ignores_block_size_flag_with_a_note():
-    lo = lay("deepseek-v3.2", block_size=16)
+def test_sparse_mla_keeps_a_block_size_a_sparse_backend_takes():
+    # vLLM 0.33.0's planning on a pretended H200 (tests/data/oracle/vllm-0.33.0-block-size.jsonl,
+    # deepseek-v3.2|H200|auto|bs=128|tp=8): block 128, FLASH_ATTN_MLA_SPARSE, 10,025,472 B
+    lo = lay("deepseek-v3.2", tp=8, block_size=128)
+    assert lo.block_tokens == 128 and lo.page_bytes == 128 * 1152 == 147_456
+    assert lo.bytes_per_block == 61 * (147_456 + 128 * 132) == 10_025_472
+    assert lo.blocks_per_request() == 163_840 // 128 == 1_280
+    # …and on a pretended B200, FLASHINFER_MLA_SPARSE's MultipleOf(32) takes 32: 2,506,368 B
+    b200 = vllm_layout(load_model("deepseek-v3.2"),
+                       VllmDeployment(tensor_parallel_size=8, block_size=32), R33,
+                       get_gpu("b200"))
+    assert b200.block_tokens == 32 and b200.bytes_per_block == 61 * 32 * (1152 + 132) == 2_506_368
+
+
+def test_sparse_mla_refuses_a_block_size_no_sparse_backend_takes():
+    # vLLM 0.33.0 and 0.24.0 on H200 with --block-size 16 or 32: "No valid attention backend
+    # found" (every SM90 sparse backend is MultipleOf(64)); B200 refuses 16 only
+    for block in (16, 32):
+        with pytest.raises(DeploymentError, match="No valid attention backend"):
+            lay("deepseek-v3.2", tp=8, block_size=block)
+    with pytest.raises(DeploymentError, match="multiples of 32"):
+        vllm_layout(load_model("deepseek-v3.2"),
+                    VllmDeployment(tensor_parallel_size=8, block_size=16), R33, get_gpu("b200"))
+
+
+def test_older_rule_set_keeps_sparse_mla_at_64_with_a_note():
+    lo = lay("deepseek-v3.2", RULES["vllm-0.27"], block_size=128)
     assert lo.block_tokens == 64
-    assert any("forces 64" in n for n in lo.notes)
+    assert any("kept at 64" in n for n in lo.notes)
 
 
 def test_glm52_shared_layers_carry_no_indexer_cache():

@@ -46,8 +46,9 @@ if TYPE_CHECKING:
 
 DEFAULT_BLOCK = 16  # CacheConfig.DEFAULT_BLOCK_SIZE
 FLASHMLA_BLOCK = 64  # FlashMLA's only block size
-# CudaPlatform.check_and_update_config: "Forcing kv cache block size to 64 for FlashMLASparse
-# backend" whenever the config has `index_topk` (sparse MLA), whatever --block-size says.
+# Sparse MLA's block without --block-size: every sparse backend's and the indexer's common
+# size (`_preferred_block_size_for_backends`, platforms/interface.py). A --block-size is kept
+# where a sparse backend takes it (VllmRules.sparse_user_block_multiples).
 FLASHMLA_SPARSE_BLOCK = 64
 
 

@@ -72,9 +72,10 @@ def align_hybrid(model: ModelArch, dep: VllmDeployment, rules: VllmRules, gpu: G
     # the releases that lcm it, its alignment to the granule (kvledger.vllm.checkpoint).
     checkpoint = prefill_checkpoint(model, gpu, rules) if align else None
     # The kernel block alignment is max(the backend's smallest kernel block, block_size):
-    # FlashMLASparse takes 64 only, so the forced 64 acts as the user's block; a dense MLA
-    # backend's smallest block (FLASHINFER_MLA 32, FLASHMLA 64) counts as one too.
-    user_block = FLASHMLA_SPARSE_BLOCK if sparse else dep.block_size
+    # sparse MLA's block (64, or the --block-size a sparse backend took) acts as the user's
+    # block; a dense MLA backend's smallest block (FLASHINFER_MLA 32, FLASHMLA 64) counts too.
+    kept = dep.block_size if rules.sparse_user_block_multiples else None
+    user_block = (kept or FLASHMLA_SPARSE_BLOCK) if sparse else dep.block_size
     if backend is not None and not sparse:
         user_block = max(user_block or 0, backend.smallest_block)
     granule = rules.granule_tokens(

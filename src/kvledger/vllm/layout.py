@@ -5,7 +5,8 @@ Decisions, in vLLM's order:
    (kvledger.vllm.resolve); the MLA backend of the rule set's table (kvledger.vllm.backends).
 3. Per-layer specs (kvledger.vllm.layers), sharded by --tensor-parallel-size.
 4. Block size: --block-size or the CUDA default (16; 64 for MLA without Mamba layers, the
-   FlashMLA block; always 64 for sparse MLA, FlashMLASparse), then for hybrids
+   FlashMLA block; 64 for sparse MLA, whose --block-size must be a multiple of a sparse
+   backend's kernel block), then for hybrids
    `_align_hybrid_block_size` (kvledger.vllm.align) and the Mamba page padded to the
    attention page (sparse MLA: the latent page; the indexer row is not counted there).
 5. KV-cache groups (kvledger.vllm.groups): sparse MLA puts latent and indexer layers in one
@@ -170,13 +171,42 @@ def _attention(model: ModelArch, dep: VllmDeployment, backend: MlaBackend | None
                           fp8_ds_mla=packed)
 
 
+def _sparse_user_block(dep: VllmDeployment, rules: VllmRules, gpu: GPU | None) -> int:
+    """A sparse-MLA --block-size vLLM keeps, or DeploymentError where no sparse backend takes
+    it (`rules.sparse_user_block_multiples`). Without a GPU, any GPU's multiple will do.
+
+    >>> from kvledger.core.gpus import get_gpu
+    >>> from kvledger.vllm.rules import RULES
+    >>> _sparse_user_block(VllmDeployment(block_size=32), RULES["vllm-0.33"], get_gpu("b200"))
+    32
+    """
+    assert dep.block_size is not None
+    table = dict(rules.sparse_user_block_multiples)
+    if gpu is not None and not gpu.arch.is_rocm:
+        major = gpu.compute_capability[0]
+        multiples = [table[major]] if major in table else []
+    else:
+        multiples = list(table.values())
+    if not any(dep.block_size % m == 0 for m in multiples):
+        need = " or ".join(str(m) for m in sorted(set(multiples))) or "?"
+        where = f" on {gpu.name}" if gpu is not None else ""
+        raise DeploymentError(
+            f"--block-size {dep.block_size}: no sparse-MLA attention backend{where} takes it "
+            f"(vLLM: No valid attention backend found; they take multiples of {need} tokens)")
+    return dep.block_size
+
+
 def _block_size(model: ModelArch, dep: VllmDeployment, attention: AttentionLayer,
-                notes: list[str]) -> AttentionLayer:
-    """Step 4 before alignment: the backend's forced block, --block-size, or the default."""
+                rules: VllmRules, gpu: GPU | None, notes: list[str]) -> AttentionLayer:
+    """Step 4 before alignment: --block-size, the backend's block, or the default."""
     if model.attn is AttnKind.DSA:
-        if dep.block_size not in (None, FLASHMLA_SPARSE_BLOCK):
-            notes.append(f"--block-size {dep.block_size}: vLLM forces 64 for the FlashMLASparse "
-                         "backend (sparse MLA)")
+        if dep.block_size is None:
+            return attention
+        if rules.sparse_user_block_multiples:
+            return replace(attention, block_tokens=_sparse_user_block(dep, rules, gpu))
+        if dep.block_size != FLASHMLA_SPARSE_BLOCK:
+            notes.append(f"--block-size {dep.block_size}: kept at 64 for sparse MLA (rule set "
+                         f"{rules.name} does not model the user's block there)")
         return attention
     if dep.block_size is not None:
         return replace(attention, block_tokens=dep.block_size)
@@ -216,7 +246,7 @@ def vllm_layout(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
         notes.append(f"speculative decoding: the {model.num_draft_layers} MTP draft layer(s) "
                      "register KV-cache layers of their own in vLLM; kvledger counts only the "
                      "target model's layers and the extra state blocks")
-    attention = _block_size(model, dep, attention, notes)
+    attention = _block_size(model, dep, attention, rules, gpu, notes)
     mamba = alignment = None
     if model.is_hybrid:
         attention, mamba, alignment = align_hybrid(model, dep, rules, gpu, attention, notes,

@@ -137,6 +137,14 @@ class VllmRules:
     # `backend_cls.get_preferred_block_size`); False: 64, every backend's common size with the
     # indexer's (0.33's `_preferred_block_size_for_backends` over all of them).
     sparse_block_from_backend: bool = False
+    # Sparse MLA under --block-size: (compute capability major, the multiple of tokens some
+    # sparse backend on it takes). The user's block is kept (`update_block_size_for_backend`,
+    # platforms/interface.py, skips its phase 1 when `user_specified_block_size`) and selects
+    # the backend: `AttentionBackend.supports_block_size` (v1/attention/backend.py) takes any
+    # multiple of a kernel block, and `CudaPlatform.get_attn_backend_cls` (platforms/cuda.py)
+    # refuses with "No valid attention backend found" when no sparse backend of the GPU's
+    # `_get_backend_priorities` does. Empty: a rule set not checked; the block stays 64.
+    sparse_user_block_multiples: tuple[tuple[int, int], ...] = ()
     # Model classes whose verify_and_update_config makes `--kv-cache-dtype auto` fp8 on SM10x
     # (model_executor/models/config.py), with the dtype they set.
     auto_kv_fp8_on_sm100: tuple[tuple[Family, str], ...] = ()
@@ -193,6 +201,8 @@ _LATER = dict(default_gpu_memory_utilization=0.92, hybrid_prefix_caching_default
               requested_memory_ceil=True)
 # v0.13.0 and v0.24.0–v0.26.0: kda_state_shape(…, num_spec) returns conv_kernel_size − 1 rows.
 _NO_KDA_SPEC_ROWS = frozenset({LinearKind.MAMBA1, LinearKind.KDA})
+# Checked with each release's own planning (tests/data/oracle/vllm-*-block-size.jsonl).
+_SPARSE_USER_BLOCKS = ((9, 64), (10, 32), (12, 64))
 _EXPORTERS_032 = frozenset({CheckpointExporter.MAMBA2, CheckpointExporter.KDA_FLASHKDA})
 
 RULES: RuleRegistry[VllmRules] = RuleRegistry(
@@ -221,6 +231,8 @@ RULES: RuleRegistry[VllmRules] = RuleRegistry(
         ),
         VllmRules(name="vllm-0.24", releases=(24, 26), mla_granule_floor_tokens=None,
                   mla_backends=MLA_CHOICES_024, sparse_block_from_backend=True,
+                  # FLASHMLA_SPARSE MultipleOf(64); SM100 adds FLASHINFER_MLA_SPARSE's [32, 64]
+                  sparse_user_block_multiples=_SPARSE_USER_BLOCKS,
                   conv_without_spec_rows=_NO_KDA_SPEC_ROWS,
                   **{**_LATER, "hybrid_prefix_caching_default": False}),
         VllmRules(name="vllm-0.27", releases=(27, 31), mla_granule_floor_tokens=128,
@@ -232,6 +244,9 @@ RULES: RuleRegistry[VllmRules] = RuleRegistry(
                   checkpoint_exporters=_EXPORTERS_032 | {CheckpointExporter.GDN_FLASHINFER},
                   granule_lcm_checkpoint=True, block_multiple_of_backends=True,
                   mla_backends=MLA_CHOICES_033,
+                  # FLASH_ATTN_MLA_SPARSE / FLASHMLA_SPARSE / FLASHINFER_MLA_SPARSE_SM90{,SM120}
+                  # MultipleOf(64); SM100 adds FLASHINFER_MLA_SPARSE's MultipleOf(32)
+                  sparse_user_block_multiples=_SPARSE_USER_BLOCKS,
                   # GlmMoeDsaForCausalLM / Glm5NextModelConfig.verify_and_update_config
                   auto_kv_fp8_on_sm100=((Family.GLM_MOE_DSA, "fp8_e4m3"),
                                         (Family.GLM5_NEXT, "fp8")),
