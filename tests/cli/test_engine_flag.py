@@ -1,7 +1,7 @@
 """`--engine` never reads as an ignored SGLang flag: SGLang's argparse would take `--engine`
 for `--engine-info-bootstrap-port` (an unambiguous prefix), a flag kvledger ignores. It is a
 real option of `replay` and `simulate` (simulate runs vllm and sglang,vllm, and refuses
-SGLang-only modes with vllm by name), and every other
+SGLang-only modes with vllm by name; --compare takes one engine), and every other
 command that takes deployment flags refuses it (exit 2, one error line)."""
 
 from __future__ import annotations
@@ -28,10 +28,19 @@ def test_replay_and_simulate_own_the_engine_option():
 @pytest.mark.parametrize("engine", ["vllm", "sglang,vllm"])
 def test_simulate_with_vllm_refuses_sglang_only_modes_by_name(engine):
     result = runner.invoke(app, ["simulate", "--engine", engine, "--workload", "chat",
+                                 "--num-requests", "2", "--no-progress", "--csv", "out.csv"])
+    assert result.exit_code == 2
+    assert _errors(result) == [
+        f"error: --csv: an SGLang simulation mode; not with --engine {engine}"]
+
+
+def test_compare_runs_one_engine_at_a_time():
+    # --engine vllm --compare is vLLM's own knob table (tests/cli/test_sim_vllm_compare.py)
+    result = runner.invoke(app, ["simulate", "--engine", "sglang,vllm", "--workload", "chat",
                                  "--num-requests", "2", "--no-progress", "--compare"])
     assert result.exit_code == 2
     assert _errors(result) == [
-        f"error: --compare: an SGLang simulation mode; not with --engine {engine}"]
+        "error: --compare: one engine at a time (--engine sglang or --engine vllm)"]
 
 
 def test_both_engines_need_one_gpu():
