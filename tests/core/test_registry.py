@@ -18,7 +18,7 @@ class Toy:
 
 
 def test_both_engines_tables_are_registries_with_their_default():
-    assert RULES.names == ("sglang-0.5.21", "sglang-0.5.23")
+    assert RULES.names == ("sglang-0.5.8", "sglang-0.5.9", "sglang-0.5.21", "sglang-0.5.23")
     assert RULES.default == "sglang-0.5.21" and RULES.default_rules is RULES["sglang-0.5.21"]
     assert VLLM_RULES.names == ("vllm-0.13", "vllm-0.24", "vllm-0.27", "vllm-0.32", "vllm-0.33")
     assert VLLM_RULES.default == "vllm-0.33"
@@ -28,8 +28,8 @@ def test_both_engines_tables_are_registries_with_their_default():
 
 
 def test_unknown_release_lists_the_known_ones():
-    with pytest.raises(ValueError, match=r"^--rules 'sglang-9': expected one of "
-                                         r"sglang-0\.5\.21, sglang-0\.5\.23$"):
+    with pytest.raises(ValueError, match=r"^--rules 'sglang-9': expected one of sglang-0\.5\.8, "
+                                         r"sglang-0\.5\.9, sglang-0\.5\.21, sglang-0\.5\.23$"):
         get_rules("sglang-9")
     with pytest.raises(ValueError, match=r"^--rules 'vllm-9': expected one of vllm-0\.13, "
                                          r"vllm-0\.24, vllm-0\.27, vllm-0\.32, vllm-0\.33 "

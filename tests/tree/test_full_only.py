@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from kvledger.sglang.rules import RULES
-from kvledger.tree import FULL_ONLY, UNIFIED_TREE, Component, RadixTree, Tier, TreeRules
+from kvledger.tree import FULL_ONLY, PRUNING_TREE, UNIFIED_TREE, Component, RadixTree, Tier, TreeRules
 from tree.radix_factories import strip
 
 
@@ -83,6 +83,9 @@ def test_constructor_checks_components_and_rules():
         RadixTree(page_size=1, rules="sglang-0.5.23")
 
 
-def test_every_release_read_keeps_stateless_kv():
-    """0.5.21 and 0.5.23 share UnifiedTreeCore._iteratively_delete_tombstone_ancestors."""
-    assert {TreeRules.from_rules(r) for r in RULES.values()} == {UNIFIED_TREE}
+def test_every_release_read_keeps_stateless_kv_from_021():
+    """0.5.21 and 0.5.23 share UnifiedTreeCore._iteratively_delete_tombstone_ancestors;
+    0.5.8 and 0.5.9 prune with MambaRadixCache._iteratively_delete_tombstone_leaf."""
+    trees = {r.name: TreeRules.from_rules(r) for r in RULES.values()}
+    assert trees == {"sglang-0.5.8": PRUNING_TREE, "sglang-0.5.9": PRUNING_TREE,
+                     "sglang-0.5.21": UNIFIED_TREE, "sglang-0.5.23": UNIFIED_TREE}

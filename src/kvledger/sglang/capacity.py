@@ -2,19 +2,21 @@
 
     rest  = available_after_weights − pre_load_free·(1 − mem_fraction_static) − mm_reservation
     K     = see kvledger.sglang.statebudget (max_mamba_cache_size, radix-off request limit, or ratio)
-    rest' = rest − verify_scratch − (K + 1)·S_slot   (+1: slot 0 is the padding slot)
-    T     = floor(floor(rest' / C_token) / P)·P       (then min(T, max_total_tokens), re-floored)
+    rest' = rest − verify_scratch − (K + 1)·S_slot   (+1: slot 0 is the padding slot; 0.5.8: K·S)
+    T     = floor(floor(rest' / C_token) / P)·P       (then min(T, max_total_tokens), re-floored;
+                                                   0.5.8/0.5.9 divide by their own cell,
+                                                   kvledger.sglang.budgetcell)
     N     = min(max_running_requests // attn_dp   (when set; else clamp(T/context·512, 2048, 4096)),
                 T // 2,  K // slots_per_request)
 
 `r` (mamba_full_memory_ratio, 0.9) is a ratio state:token, not a fraction. N follows
 mem_cache/kv_cache_configurator.py, `KVCacheConfigurator.resolve_max_num_reqs`: the configured
 limit per worker and the context heuristic are both capped at `token_capacity // 2`, then at
-`max_mamba_cache_size // _calculate_mamba_ratio()` on hybrids. (An older worker,
-tp_worker.py / model_runner.py "Init max running requests", applied T // 2 only to an unset
-limit; both rule sets here size pools through the configurator, which always applies it.)
-C_token includes the draft model's layers when speculating. The compress tail and
-req_to_token are not budgeted: they come out of the slack.
+`max_mamba_cache_size // _calculate_mamba_ratio()` on hybrids. (0.5.8 and 0.5.9, model_runner.py
+`ModelRunner.initialize` "Init max running requests", apply T // 2 only to an unset limit:
+`RuleSet.requests_capped_at_half_tokens_when_set`.) C_token includes the draft model's layers
+when speculating (0.5.21, 0.5.23). The compress tail and req_to_token are not budgeted: they
+come out of the slack.
 
 Worked example (SPEC §5; 0.5.21 rules, scaled fp8, fp32 state, attn_tp 1, rest = 100 GiB):
 
@@ -35,14 +37,8 @@ from dataclasses import dataclass
 
 from kvledger.core.totals import DeploymentTotals
 from kvledger.core.units import align_down, cdiv, fmt_gib
-from kvledger.sglang.ledger import (
-    Ledger,
-    draft_token_ledger,
-    side_ledger,
-    state_ledger,
-    token_ledger,
-    verify_ledger,
-)
+from kvledger.sglang.budgetcell import allocated_token_bytes, budget_token_bytes, state_budget_rules
+from kvledger.sglang.ledger import Ledger, side_ledger, state_ledger, verify_ledger
 from kvledger.sglang.requestlimits import Limit, request_limits
 from kvledger.sglang.resolve import CacheLayout
 from kvledger.sglang.rolepools import RolePools, role_pools
@@ -101,6 +97,8 @@ class CapacityPlan:
     limits: dict[Limit, int]  # every candidate for N
     side: Ledger
     state_budget: StateBudget | None = None  # how K and the verify scratch were sized
+    # C_token as the budget charges it when not token_bytes (0.5.8/0.5.9: kvledger.sglang.budgetcell)
+    budget_token_bytes: int | None = None
     role: RolePools | None = None  # a prefill/decode server's pools as allocated
 
     @property
@@ -153,10 +151,12 @@ class CapacityPlan:
         """Budget left by flooring and max_total_tokens.
 
         The token pool's padding page is not in the budget (SGLang sizes T from rest' and then
-        allocates T + P rows), so it is not subtracted here: it comes out of the slack.
+        allocates T + P rows), so it is not subtracted here: it comes out of the slack, as do
+        0.5.8's and 0.5.9's padding slot and unbudgeted row bytes (kvledger.sglang.budgetcell).
         """
-        return (self.rest_bytes - self.verify_bytes - self.state_pool_bytes
-                - self.max_total_tokens * self.token_bytes)
+        charged_slots = self.state_budget.charged_slots if self.state_budget else 0
+        return (self.rest_bytes - self.verify_bytes - charged_slots * self.slot_bytes
+                - self.max_total_tokens * (self.budget_token_bytes or self.token_bytes))
 
 
 def plan_capacity(lay: CacheLayout, memory: MemoryInput, *,
@@ -183,7 +183,8 @@ def plan_capacity(lay: CacheLayout, memory: MemoryInput, *,
             draft_tokens=charged_draft_tokens(dep, lay.rules),
             slots_per_request=lay.slots_per_request,
             max_running_requests=dep.max_running_requests, attn_dp=attn_dp,
-            max_mamba_cache_size=dep.max_mamba_cache_size, radix_off=dep.disable_radix_cache)
+            max_mamba_cache_size=dep.max_mamba_cache_size, radix_off=dep.disable_radix_cache,
+            release=state_budget_rules(lay.rules))
         if budget.state_slots < 1:
             raise CapacityError(
                 f"no room for one state slot of {slot_bytes:,} B in {fmt_gib(rest)}"
@@ -192,13 +193,12 @@ def plan_capacity(lay: CacheLayout, memory: MemoryInput, *,
                 + " (SGLang: \"Not enough GPU memory for hybrid (mamba/linear-attention) state "
                 f"cache. Computed max_mamba_cache_size={budget.state_slots}\")"
             )
-        rest_tokens = rest - budget.verify_bytes - (budget.state_slots + 1) * slot_bytes
+        rest_tokens = rest - budget.verify_bytes - budget.charged_slots * slot_bytes
     state_slots = budget.state_slots if budget else 0
-    token_bytes = token_ledger(lay).total_bytes
-    if draft := draft_token_ledger(lay):
-        token_bytes += draft.total_bytes
+    token_bytes = allocated_token_bytes(lay)
+    cell = budget_token_bytes(lay)
     page = lay.page_tokens
-    tokens = align_down(max(rest_tokens, 0) // token_bytes, page)
+    tokens = align_down(max(rest_tokens, 0) // cell, page)
     if dep.max_total_tokens is not None:
         if dep.max_total_tokens < page:
             raise CapacityError(f"--max-total-tokens {dep.max_total_tokens}: less than one "
@@ -226,6 +226,7 @@ def plan_capacity(lay: CacheLayout, memory: MemoryInput, *,
         slot_bytes=slot_bytes, token_bytes=token_bytes, state_slots=state_slots,
         max_total_tokens=tokens, max_running_requests=running, limits=limits,
         side=side_ledger(lay, running), state_budget=budget, role=role,
+        budget_token_bytes=None if cell == token_bytes else cell,
     )
 
 

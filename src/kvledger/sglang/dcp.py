@@ -56,6 +56,9 @@ def check_dcp(model: ModelArch, dep: Deployment, rules: RuleSet) -> list[str]:
     if dcp == 1:
         return []
     flag = f"--dcp-size {dcp}"
+    if not rules.has_dcp:
+        raise DeploymentError(f"{flag}: SGLang {rules.name.removeprefix('sglang-')} has no "
+                              "decode context parallelism (no dcp_size in its ServerArgs)")
     notes = []
     if model.attn is AttnKind.DSA:
         assert model.indexer is not None

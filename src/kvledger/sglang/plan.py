@@ -232,17 +232,24 @@ def make_plan(
     context_tokens: int | None = None,
     kv_cache_dtype: str | None = None,
     host_state_share: float | None = None,
+    rocm: bool | None = None,
 ) -> SglangPlan:
     """Resolve, ledger and plan capacity; errors name the flag or field at fault.
 
     `host_state_share`: --hicache-state-share, kvledger's what-if split of the host budget
-    between state slots and KV (`kvledger.sglang.hicache_share`); needs the host tier."""
+    between state slots and KV (`kvledger.sglang.hicache_share`); needs the host tier.
+    `rocm`: the platform is ROCm (a log's own word for it) when no GPU is named."""
     arch = load_model(model, family=family) if isinstance(model, str) else model
     dep = deployment or Deployment()
     if kv_cache_dtype is not None:
         dep = replace(dep, kv_cache_dtype=KVDtype(kv_cache_dtype))
     gpu_spec = get_gpu(gpu) if gpu else None
-    layout = resolve(arch, dep, get_rules(rules), gpu=gpu_spec)
+    layout = resolve(arch, dep, get_rules(rules), gpu=gpu_spec, rocm=rocm)
+    if (dep.mem_fraction_static is None and not layout.rules.auto_mem_fraction_read
+            and device_memory(gpu_spec, gpu_memory_gib) is not None):
+        raise ValueError(f"--mem-fraction-static: kvledger has SGLang's automatic fraction "
+                         f"from 0.5.21's and 0.5.23's source, not {rules}'s (its "
+                         "_handle_gpu_memory_settings buckets differ); pass it")
     notes = list(layout.notes)
     memory, auto_fraction = plan_memory(arch, layout.deployment, gpu_spec, available_gib, weights_gib,
                      gpu_memory_gib, notes, requests_given=dep.max_running_requests,

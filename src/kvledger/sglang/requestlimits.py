@@ -4,7 +4,8 @@ mem_cache/kv_cache_configurator.py, `KVCacheConfigurator.resolve_max_num_reqs` (
 sets): the configured `--max-running-requests // attn_dp` (at least 1 where the rule set
 floors it; see `kvledger.sglang.resolve`), else the context heuristic clamp(T / context · 512, 2048,
 4096); either capped at `token_capacity // 2`; on hybrids then at
-`max_mamba_cache_size // _calculate_mamba_ratio()` (the layout's slots per request).
+`max_mamba_cache_size // _calculate_mamba_ratio()` (the layout's slots per request). 0.5.8 and
+0.5.9 (model_runner.py `ModelRunner.initialize`) cap only the unset limit at T // 2.
 
 >>> from kvledger.model.config import load_model
 >>> from kvledger.sglang.deploy import Deployment
@@ -54,7 +55,8 @@ def request_limits(lay: CacheLayout, tokens: int, state_slots: int | None) -> di
         heuristic = int(tokens / lay.context_tokens * CONTEXT_HEURISTIC_SCALE)
         limits[Limit.CONTEXT_HEURISTIC] = min(
             max(heuristic, CONTEXT_HEURISTIC_MIN), CONTEXT_HEURISTIC_MAX)
-    limits[Limit.TOKENS] = tokens // 2
+    if dep.max_running_requests is None or lay.rules.requests_capped_at_half_tokens_when_set:
+        limits[Limit.TOKENS] = tokens // 2
     if state_slots is not None:
         limits[Limit.STATE] = state_slots // lay.slots_per_request
     return limits

@@ -109,14 +109,14 @@ def _kv_dtype(model: ModelArch, dep: Deployment, blackwell: bool | None, notes: 
     return KVDtype.FP8_E4M3 if blackwell else KVDtype.BF16
 
 
-def _strategy(model: ModelArch, dep: Deployment, notes: list[str]) -> Deployment:
+def _strategy(model: ModelArch, dep: Deployment, rules: RuleSet, notes: list[str]) -> Deployment:
     if not model.is_hybrid:
         return dep
     strategy = dep.mamba_strategy
     if strategy is MambaStrategy.AUTO:
         strategy = (
             MambaStrategy.EXTRA_BUFFER
-            if dep.linear_attn_backend is LinearBackend.TRITON
+            if dep.linear_attn_backend is LinearBackend.TRITON and rules.auto_strategy_extra_buffer
             else MambaStrategy.NO_BUFFER
         )
         if strategy is MambaStrategy.NO_BUFFER and not dep.disable_overlap_schedule:
@@ -131,10 +131,17 @@ def _strategy(model: ModelArch, dep: Deployment, notes: list[str]) -> Deployment
 
 
 def _page_tokens(model: ModelArch, dep: Deployment, rules: RuleSet, notes: list[str],
-                 attention: AttentionPick | None = None) -> int:
+                 attention: AttentionPick | None = None, *, rocm: bool = False) -> int:
     if model.attn is AttnKind.DSA:
         assert model.indexer is not None
         page = rules.dsa_page_tokens(model.indexer.kpool)
+        if rocm and rules.rocm_dsa_page_tokens is not None:
+            notes.append(f"ROCm: {rules.name} sets the DSA page to {rules.rocm_dsa_page_tokens} "
+                         "(server_args.py, \"Setting page size to 1 for DeepSeek DSA on ROCm\")")
+            return rules.rocm_dsa_page_tokens
+        if rocm:
+            notes.append(f"ROCm: {rules.name} sets the DSA page to 1 when aiter's preshuffle "
+                         f"paged-MQA kernel is unavailable, else {page}; kvledger takes {page}")
         # arg_groups/model_overrides/deepseek_v2.py: on CUDA the DSA page replaces whatever
         # --page-size asked for (with a warning), it does not refuse it.
         if dep.page_size not in (None, 1, page):
@@ -175,7 +182,8 @@ def _check_extra_buffer(page: int, draft_tokens: int) -> None:
                               f"{draft_tokens}\")")
 
 
-def state_slots_per_request(dep: Deployment) -> tuple[int, int]:
+def state_slots_per_request(dep: Deployment, *, track_follows_overlap: bool = True
+                            ) -> tuple[int, int]:
     """(reserved, held) state slots per running request of a hybrid model under `dep`
     (its mamba strategy resolved).
 
@@ -184,20 +192,26 @@ def state_slots_per_request(dep: Deployment) -> tuple[int, int]:
     (``mamba_pool_idx``) and, with extra_buffer, the ``mamba_ping_pong_track_buffer`` of
     ``mamba_ping_pong_track_buffer_size`` slots — 2 with the overlap scheduler, 1 without.
     Reserved is the planning ratio the pool is sized with (3 + track slots; no_buffer 3).
+    `track_follows_overlap` False: 0.5.8/0.5.9's track slots, 2 without speculative decoding
+    and 1 with it (`RuleSet.track_slots_follow_overlap`).
 
     >>> state_slots_per_request(Deployment(mamba_strategy=MambaStrategy.EXTRA_BUFFER))
     (5, 3)
     """
     if dep.disable_radix_cache:
         return 1, 1
-    track_slots = 1 if dep.disable_overlap_schedule else 2  # ping-pong checkpoint slots
+    single_track = (dep.disable_overlap_schedule if track_follows_overlap
+                    else dep.speculative)
+    track_slots = 1 if single_track else 2  # ping-pong checkpoint slots
     if dep.mamba_strategy is MambaStrategy.EXTRA_BUFFER:
         return 3 + track_slots, 1 + track_slots
     return 3, 1
 
 
-def _slots(model: ModelArch, dep: Deployment) -> tuple[int, int]:
-    return state_slots_per_request(dep) if model.is_hybrid else (0, 0)
+def _slots(model: ModelArch, dep: Deployment, rules: RuleSet) -> tuple[int, int]:
+    if not model.is_hybrid:
+        return 0, 0
+    return state_slots_per_request(dep, track_follows_overlap=rules.track_slots_follow_overlap)
 
 
 def _check_requests_per_worker(dep: Deployment, rules: RuleSet, notes: list[str]) -> None:
@@ -233,7 +247,7 @@ def _dsa_backend(model: ModelArch, dep: Deployment, blackwell: bool | None,
         return dep.dsa_backend
     if dep.dcp_size > 1 and rules.dsa_dcp_replicates_index_keys:
         return DsaBackend.TRTLLM  # 0.5.23 `_dsa_dcp_overrides`, on every GPU
-    if blackwell and dep.kv_cache_dtype is KVDtype.FP8_E4M3:
+    if blackwell and dep.kv_cache_dtype is KVDtype.FP8_E4M3 and rules.dsa_fp8_trtllm_on_sm100:
         return DsaBackend.TRTLLM
     return DsaBackend.FLASHMLA_SPARSE
 
@@ -248,11 +262,11 @@ def _check_scale_groups(model: ModelArch, field: str, width: int) -> None:
 
 def resolve(
     model: ModelArch, dep: Deployment, rules: RuleSet, *, blackwell: bool | None = None,
-    gpu: GPU | None = None,
+    gpu: GPU | None = None, rocm: bool | None = None,
 ) -> CacheLayout:
     """Resolve every auto; raise DeploymentError or ShardingError naming the flag. `gpu`
     decides the attention backend's page (decision 3) and, unless `blackwell` is given, the
-    DSA defaults (decision 1)."""
+    DSA defaults (decision 1); `rocm` (else the GPU's vendor) the DSA page on ROCm."""
     if blackwell is None and gpu is not None:
         blackwell = gpu.dsa_auto_kv_fp8
     if arch := NO_SGLANG_MODEL_CLASS.get(model.family):
@@ -268,8 +282,9 @@ def resolve(
     dep = replace(dep, kv_cache_dtype=_kv_dtype(model, dep, blackwell, notes))
     dep = replace(dep, dsa_backend=_dsa_backend(model, dep, blackwell, rules))
     attention = default_attention(model, dep, gpu, rules)  # reads the strategy as given
-    dep = _strategy(model, dep, notes)
-    page = _page_tokens(model, dep, rules, notes, attention)
+    dep = _strategy(model, dep, rules, notes)
+    page = _page_tokens(model, dep, rules, notes, attention,
+                        rocm=gpu.arch.is_rocm if rocm is None and gpu is not None else bool(rocm))
     dep = replace(dep, page_size=page)
     _check_requests_per_worker(dep, rules, notes)
     if dep.speculative and dep.max_running_requests is None:
@@ -299,7 +314,8 @@ def resolve(
         if itemsize == 2:
             layout = RowLayout.BF16
         elif model.attn is AttnKind.DSA and (dep.dsa_backend is None
-                                             or dep.dsa_backend.scaled_fp8):
+                                             or dep.dsa_backend.scaled_fp8
+                                             or not rules.dsa_trtllm_row_raw):
             layout = RowLayout.FP8_SCALED
         else:
             layout = RowLayout.FP8_RAW
@@ -331,7 +347,7 @@ def resolve(
             )
         except ShardingError as exc:
             raise DeploymentError(f"--tp-size {dep.tp_size} (attn_tp {attn_tp}): {exc}") from None
-    slots, held = _slots(model, dep)
+    slots, held = _slots(model, dep, rules)
     return CacheLayout(
         model=model, deployment=dep, rules=rules, kv_row=kv_row, index_key=index_key,
         state=state, page_tokens=page, context_tokens=context, slots_per_request=slots,

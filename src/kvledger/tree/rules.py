@@ -6,9 +6,9 @@ Read from SGLang's own trees (files under ``python/sglang/srt/mem_cache/``):
   unified_tree_core.py``, ``UnifiedTreeCore._iteratively_delete_tombstone_ancestors``) stop
   at the first ancestor that still holds FULL KV on device: the parent stays as a KV-only
   leaf (``_is_device_leaf`` needs no state), its KV lengthens later KV-only matches, and only
-  FULL's LRU walk evicts it. 0.5.20 (``mamba_radix_cache.py``,
-  ``MambaRadixCache._iteratively_delete_tombstone_leaf``) deleted every childless,
-  stateless, unlocked ancestor with its KV.
+  FULL's LRU walk evicts it. 0.5.20, and 0.5.8 and 0.5.9 (``mamba_radix_cache.py``,
+  ``MambaRadixCache._iteratively_delete_tombstone_leaf``; their rule sets pick it) deleted
+  every childless, stateless, unlocked ancestor with its KV.
 
 Where every release read agrees, the tree has no rule, only behaviour (cited where it
 happens): a match refreshes FULL recency from the best match to the root and MAMBA recency
@@ -45,5 +45,6 @@ class TreeRules:
 
 
 UNIFIED_TREE = TreeRules(name="UnifiedRadixCache (SGLang 0.5.21+)", keeps_stateless_kv=True)
-PRUNING_TREE = TreeRules(name="MambaRadixCache (SGLang 0.5.20)", keeps_stateless_kv=False)
+PRUNING_TREE = TreeRules(name="MambaRadixCache (SGLang 0.5.8, 0.5.9, 0.5.20)",
+                         keeps_stateless_kv=False)
 

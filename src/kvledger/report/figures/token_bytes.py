@@ -3,8 +3,8 @@
 Each bar is one token ledger (all full layers of one rank): the KV rows, then the index keys
 as reserved. The hatched part of the index-key segment is what is actually written (one pooled
 key per kpool tokens). Variants are re-resolved from the plan's model and deployment, so the
-bars are the ledgers `kvledger plan` would print for those flags; rule sets that reserve
-index keys differently get their own bars.
+bars are the ledgers `kvledger plan` would print for those flags; the article's two releases,
+which reserve index keys differently, get their own bars (the plan's own rule set first).
 """
 
 from __future__ import annotations
@@ -21,6 +21,9 @@ from kvledger.sglang.plan import SglangPlan
 from kvledger.sglang.resolve import resolve
 from kvledger.sglang.rules import RULES
 
+# the releases the article compares (SPEC §2): 0.5.21's full index rows, 0.5.23's pooled ones
+ARTICLE_RULE_SETS = ("sglang-0.5.21", "sglang-0.5.23")
+
 
 def _variants(plan: SglangPlan) -> list[tuple[str, Ledger]]:
     lay = plan.layout
@@ -30,7 +33,8 @@ def _variants(plan: SglangPlan) -> list[tuple[str, Ledger]]:
         case AttnKind.DSA:
             flavours += [("fp8 scaled", KVDtype.FP8_E4M3, DsaBackend.FLASHMLA_SPARSE),
                          ("fp8 raw (TRT-LLM)", KVDtype.FP8_E4M3, DsaBackend.TRTLLM)]
-            rule_sets = [lay.rules, *(r for r in RULES.values() if r is not lay.rules)]
+            rule_sets = [lay.rules, *(RULES[name] for name in ARTICLE_RULE_SETS
+                                      if name != lay.rules.name)]
         case _:
             flavours.append(("fp8", KVDtype.FP8_E4M3, dep.dsa_backend))
             rule_sets = [lay.rules]
