@@ -10,7 +10,15 @@ import numpy as np
 import pytest
 
 from kvledger.sglang.rules import RULES
-from kvledger.tree import FULL_ONLY, PRUNING_TREE, UNIFIED_TREE, Component, RadixTree, Tier, TreeRules
+from kvledger.tree import (
+    FULL_ONLY,
+    PRUNING_TREE,
+    UNIFIED_TREE,
+    Component,
+    RadixTree,
+    Tier,
+    TreeRules,
+)
 from tree.radix_factories import strip
 
 
