@@ -306,28 +306,33 @@ def test_vllm_28228_kimi_linear_mla_block_aligns_to_64():
     assert dict(r.derived)["num_gpu_blocks"] == "318 … 319"
 
 
-def test_sglang_17830_kimi_linear_clipped_args_command_and_radix_warning():
+def test_sglang_17830_kimi_linear_reconciles_under_058_rules():
     # The ServerArgs repr is clipped before tp_size: the paste's launch command gives --tp 2;
     # the radix-cache warning gives disable_radix_cache, so the state pool is
     # max_running_requests = 16 slots (+1 padding): 17 x 20 KDA layers per rank = 0.33 GB ssm.
+    # The paste names no release; the issue is four days after 0.5.8's wheel, so --rules
+    # sglang-0.5.8: its `handle_max_mamba_cache` charges the budget K = 16 slots of 21,708,800 B,
+    # not K + 1, and the logged 2,167,843 tokens of 8,064 B lie in kvledger's 2,167,125 …
+    # 2,168,456 (0.5.9 agrees: the branch that differs needs an unset limit).
     path = LOGS / "sglang-0.5.8-kimi-linear-48b-tp2-h20-sglang17830.log"
-    r = check_log(path.read_text(), model=KIMI_LINEAR)
-    rows = by_quantity(r)
-    for q in ("max_mamba_cache_size (state slots)", "conv_state size (GB) at 16 slots",
-              "ssm_state size (GB) at 16 slots", "KV size (GB)", "KV cache dtype"):
-        assert rows[q].status is Status.EQUAL, q
+    for rules in ("sglang-0.5.8", "sglang-0.5.9"):
+        r = check_log(path.read_text(), model=KIMI_LINEAR, rules=rules)
+        rows = by_quantity(r)
+        for q in ("max_mamba_cache_size (state slots)", "conv_state size (GB) at 16 slots",
+                  "ssm_state size (GB) at 16 slots", "#tokens (KV pool)", "KV size (GB)",
+                  "KV cache dtype"):
+            assert rows[q].status is Status.EQUAL, q
+        assert rows["#tokens (KV pool)"].kvledger == "2,167,125 … 2,168,456" and not r.differs
+        assert dict(r.derived)["state slot bytes"] == "21,708,800"
     assert any("gives what the clip lost: page_size, tp_size" in n for n in r.notes)
     assert any("disabled the radix cache for KimiLinearForCausalLM" in n for n in r.notes)
-    # Known difference, a release rule not modelled: 0.5.8 charges the state budget K slots
-    # (model_runner_kv_cache_mixin.handle_max_mamba_cache, `max_mamba_cache_size *
-    # mamba_cache_per_req`), 0.5.21 K + 1 (kv_cache_configurator._handle_max_mamba_cache,
-    # "+1 accounts for each pool's padding slot"). One slot of 21,708,800 B is 2,692 tokens of
-    # 8,064 B: kvledger's span moved by it holds the logged count.
-    row = rows["#tokens (KV pool)"]
-    assert row.status is Status.DIFFERS
-    lo, hi = (int(v.replace(",", "")) for v in row.kvledger.split(" … "))
-    slot = int(dict(r.derived)["state slot bytes"].replace(",", "")) // 8_064
-    assert slot == 2_692 and lo + slot <= 2_167_843 <= hi + slot
+    # what it cannot reconcile: the paste ends before max_total_num_tokens (incomplete), and
+    # under 0.5.21's K + 1 ("+1 accounts for each pool's padding slot") the count is one slot
+    # of 21,708,800 B = 2,692 tokens of 8,064 B low
+    assert [m.text for m in r.missing] == ["max_total_num_tokens=N, … max_running_requests=N"]
+    row = by_quantity(check_log(path.read_text(), model=KIMI_LINEAR))["#tokens (KV pool)"]
+    assert (row.status, row.kvledger) == (Status.DIFFERS, "2,164,433 … 2,165,764")
+    assert 2_164_433 + 21_708_800 // 8_064 <= 2_167_843 <= 2_165_764 + 21_708_800 // 8_064
 
 
 def test_xinference_3481_qwen3_14b_layout_exact_count_needs_the_fraction():
@@ -371,8 +376,12 @@ def test_kimi_k25_mi355x_whole_server_args_reconciles():
     # (weights 73.58 GiB), 2,454,401 … 2,454,554 rows of 61 x 576 x 2 B = 70,272 B (MLA:
     # every rank holds the whole latent), the logged 2,454,421 among them; (2,454,421 + 1) x
     # 70,272 B = 160.63 GiB.
+    # The Docker Image line (tag v0.5.8.post1) picks sglang-0.5.8; an MLA model without state
+    # sizes the same under 0.5.21's rules.
     path = LOGS / "sglang-kimi-k2.5-tp8-mi355x-ajithsirra-issues.log"
     r = check_log(path.read_text(), model="deepseek-v3")
+    assert (r.rules, r.version) == ("sglang-0.5.8", "0.5.8.post1-rocm720-mi35x-20260218")
+    assert not check_log(path.read_text(), model="deepseek-v3", rules="sglang-0.5.21").differs
     rows = by_quantity(r)
     for q in ("#tokens (KV pool)", "KV size (GB)", "KV cache dtype"):
         assert rows[q].status is Status.EQUAL, q
@@ -418,23 +427,34 @@ def test_club3090_295_one_block_fewer_than_294_reconciles():
 GLM5 = str(LOGS / "configs" / "glm-5-dsa-shape.json")
 
 
-@pytest.mark.parametrize("name,tokens,logged_gb", [
-    ("sglang-glm-5-fp8-tp8-mi355x-0.5.8-ajithsirra-issues.log", 3_262_823, "186.77"),
-    ("sglang-glm-5-fp8-tp8-mi355x-0.5.9-ajithsirra-issues.log", 3_199_575, "183.15"),
+@pytest.mark.parametrize("name,rules,tokens,logged_gb,span", [
+    ("sglang-glm-5-fp8-tp8-mi355x-0.5.8-ajithsirra-issues.log", "sglang-0.5.8", 3_262_823,
+     "186.77", "3,262,889 … 3,263,083"),
+    ("sglang-glm-5-fp8-tp8-mi355x-0.5.9-ajithsirra-issues.log", "sglang-0.5.9", 3_199_575,
+     "183.15", "3,199,659 … 3,199,854"),
 ])
-def test_glm5_mi355x_known_difference_rocm_page_and_pre_021_budget_cell(name, tokens, logged_gb):
-    # Known difference, two release/platform rules not modelled. (1) On ROCm SGLang sets the
-    # DSA page to 1 (0.5.9 server_args.py ServerArgs._handle_model_specific_adjustments:
-    # "Setting page size to 1 for DeepSeek DSA on ROCm", logged on line 9; the repr says
-    # page_size=1); kvledger's DSA page is the CUDA 64, so the pool is (T + 64) rows, not
-    # (T + 1): (T + 1) x 78 x (656 scaled-fp8 latent + 132 index key) B is the logged size.
-    # (2) 0.5.8/0.5.9 size the budget with an unscaled cell (model_runner_kv_cache_mixin.py
-    # get_cell_size_per_token: (512 + 64) x 1 B + 132 per layer = 708 B), 0.5.21 with the
-    # 788 B row, so kvledger's count is ~10% low.
-    r = check_log((LOGS / name).read_text(), model=GLM5)
+def test_glm5_mi355x_release_rules_layout_exact_count_9_mib_off(name, rules, tokens, logged_gb,
+                                                                span):
+    # The Docker Image line names the release, which picks its rule set. (1) ROCm's DSA page is
+    # 1 (`_handle_model_specific_adjustments`, `if is_hip(): self.page_size = 1`; the warning on
+    # line 12 names the page and the platform): the pool is (T + 1) x 78 x (656 scaled-fp8
+    # latent + 132 index key) B, the logged size. (2) The budget's cell is unscaled
+    # (`get_cell_size_per_token`: (512 + 64) x 1 + 132 = 708 B a layer, 55,224 B a token).
+    text = (LOGS / name).read_text()
+    r = check_log(text, model=GLM5)
+    assert r.rules == rules
     rows = by_quantity(r)
-    assert rows["KV cache dtype"].status is Status.EQUAL
-    assert rows["KV size (GB)"].logged == logged_gb and rows["KV size (GB)"].status is Status.DIFFERS
+    for q in ("DSA page (tokens)", "KV cache dtype", "KV size (GB)"):
+        assert rows[q].status is Status.EQUAL, q
+    assert (rows["DSA page (tokens)"].logged, rows["KV size (GB)"].logged) == ("1", logged_gb)
     assert f"{(tokens + 1) * 78 * 788 / 2**30:.2f}" == logged_gb
     assert dict(r.derived)["token bytes"] == f"{78 * 788:,}"
-    assert rows["#tokens (KV pool)"].status is Status.DIFFERS
+    assert any("SGLang names the platform: ROCm" in n for n in r.notes)
+    # What it cannot reconcile: the count is 66 … 260 (84 … 279) tokens, 3.5 … 14 MiB, under
+    # kvledger's span from the logged free memory (0.005 %; 0.5.21's rules were 10 % off):
+    # memory taken between "Load weight end" and the budget, which the paste does not show.
+    row = rows["#tokens (KV pool)"]
+    assert (row.status, row.kvledger) == (Status.DIFFERS, span)
+    old = by_quantity(check_log(text, model=GLM5, rules="sglang-0.5.21"))
+    assert old["DSA page (tokens)"].status is Status.DIFFERS
+    assert int(old["#tokens (KV pool)"].kvledger.split(" … ")[1].replace(",", "")) < 0.9 * tokens

@@ -68,10 +68,14 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("sglang_server_args", Engine.SGLANG, r"server_args=ServerArgs\((.*?)(\)?)\s*$"),
     # the release a paste names (the boot lines do not): image tag, pin, or stated version
     _p("sglang_version", Engine.SGLANG,
-       r"(?:lmsysorg/sglang:v?|\bsglang==|\b[Ss][Gg][Ll]ang [Vv]ersion:? v?)([0-9]+\.[0-9]+\.[0-9][^\s,]*)"),
+       r"(?:lmsysorg/sglang:v?|/sgl-dev:v?|\bsglang==|\b[Ss][Gg][Ll]ang [Vv]ersion:? v?)"
+       r"([0-9]+\.[0-9]+\.[0-9][^\s,]*)"),
     _p("sglang_command", Engine.SGLANG,
        r"((?:python[0-9.]*\s+-m\s+sglang\.launch_server|sglang\s+serve)(?:\s.*)?)$"),
     # server_args.py turning the radix cache off for a model class without support
+    # server_args' DSA page override, the platform named ("… for DeepSeek DSA on ROCm.")
+    _p("sglang_dsa_page", Engine.SGLANG,
+       r"Setting page size to ([0-9]+) for DeepSeek DSA( on ROCm)?"),
     _p("sglang_radix_off", Engine.SGLANG,
        r"Disabling Radix Cache for (\w+) as it is not yet supported"),
     _p("sglang_load_weight", Engine.SGLANG,

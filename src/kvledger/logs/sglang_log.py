@@ -78,31 +78,38 @@ def _why_not_derivable(scan: LogScan, dep: Deployment) -> str | None:
     return None
 
 
+def _rocm(scan: LogScan) -> bool | None:
+    """True when SGLang's DSA page warning names ROCm (`… for DeepSeek DSA on ROCm`)."""
+    fact = scan.get("sglang_dsa_page")
+    return True if fact is not None and fact.groups[1] else None
+
+
 def _plans(scan: LogScan, model: str, dep: Deployment, rules: str
            ) -> tuple[SglangPlan, SglangPlan] | None:
     load = scan.get("sglang_load_weight")
     if load is None or _why_not_derivable(scan, dep) is not None:
         return None
     avail, usage = float(load.groups[0]), float(load.groups[1])
-    _layout(model, dep, rules)  # an unreadable model is named as such, not as a misfit
+    rocm = _rocm(scan)
+    _layout(model, dep, rules, rocm)  # an unreadable model is named as such, not as a misfit
     try:
         low = make_plan(model, dep, rules=rules, available_gib=avail - HALF_CENT,
-                        weights_gib=usage + HALF_CENT)
+                        weights_gib=usage + HALF_CENT, rocm=rocm)
         high = make_plan(model, dep, rules=rules, available_gib=avail + HALF_CENT,
-                         weights_gib=max(0.0, usage - HALF_CENT))
+                         weights_gib=max(0.0, usage - HALF_CENT), rocm=rocm)
     except ValueError as exc:
         raise LogError(f"the log's deployment does not fit {model}: {exc}") from None
     return low, high
 
 
-def _layout(model: str, dep: Deployment, rules: str) -> CacheLayout:
+def _layout(model: str, dep: Deployment, rules: str, rocm: bool | None = None) -> CacheLayout:
     try:
         arch = load_model(model)
     except (ValueError, OSError) as exc:
         raise LogError(f"the log's model {model!r} is not a config kvledger can read ({exc}); "
                        "pass --model with an embedded name or a config.json") from None
     try:
-        return resolve(arch, dep, get_rules(rules))
+        return resolve(arch, dep, get_rules(rules), rocm=rocm)
     except ValueError as exc:
         raise LogError(f"the log's deployment does not fit {model}: {exc}") from None
 
@@ -236,11 +243,16 @@ def reconcile_sglang(scan: LogScan, *, model: str | None = None, rules: str | No
         raise LogError("the log names no model; pass --model")
     rule_set, version = _release(scan, rules, notes)
     plans = _plans(scan, name, stated.deployment, rule_set)
-    lay = plans[0].layout if plans else _layout(name, stated.deployment, rule_set)
+    lay = plans[0].layout if plans else _layout(name, stated.deployment, rule_set, _rocm(scan))
     rows: list[Row] = []
     if fact := scan.get("sglang_load_weight"):
         rows.append(Row(line_no=fact.line_no, quantity="avail mem after weights (GB = GiB)",
                         logged=fact.groups[0], kvledger="±0.005", status=Status.INPUT))
+    if fact := scan.get("sglang_dsa_page"):
+        if fact.groups[1]:
+            notes.append(f"line {fact.line_no}: SGLang names the platform: ROCm")
+        rows.append(_int_row(fact.line_no, "DSA page (tokens)", fact.int(0), lay.page_tokens,
+                             lay.page_tokens, "the DSA page differs"))
     unknown = _why_not_derivable(scan, stated.deployment) or ""
     rows += _pool_rows(scan, lay, plans, unknown) + _totals_rows(scan, lay, plans, unknown)
     if not any(r.status in (Status.EQUAL, Status.DIFFERS) for r in rows):
