@@ -458,3 +458,54 @@ def test_glm5_mi355x_release_rules_layout_exact_count_9_mib_off(name, rules, tok
     old = by_quantity(check_log(text, model=GLM5, rules="sglang-0.5.21"))
     assert old["DSA page (tokens)"].status is Status.DIFFERS
     assert int(old["#tokens (KV pool)"].kvledger.split(" … ")[1].replace(",", "")) < 0.9 * tokens
+
+
+QWEN3_30B_5L = str(LOGS / "configs" / "qwen3-30b-a3b-5-layers-kv-as-dense.json")
+
+
+def test_sglang_18262_five_layer_qwen3_layout_exact_release_named_057():
+    # The image tag names v0.5.7: kvledger has no 0.5.7 rules, so the next set up (0.5.8)
+    # checks it and a note says so. (21,985,288 + 1) rows x 5 layers x 4 KV heads x 128 x 2 B
+    # = 104.83 GiB each of K and V. The count is not derivable: the paste states no
+    # mem_fraction_static (SGLang picks it, and scales it by 0.85 for aiter on ROCm).
+    path = LOGS / "sglang-qwen3-30b-a3b-5-layers-mi355x-0.5.7-sglang18262.log"
+    r = check_log(path.read_text(), model=QWEN3_30B_5L)
+    assert (r.rules, r.version) == ("sglang-0.5.8", "0.5.7-rocm700-mi35x-20260121")
+    assert any("SGLang v0.5.7 is checked against sglang-0.5.8, read from 0.5.8" in n
+               for n in r.notes)
+    rows = by_quantity(r)
+    for q in ("K size (GB)", "V size (GB)", "KV cache dtype"):
+        assert rows[q].status is Status.EQUAL, q
+    assert rows["K size (GB)"].logged == "104.83" and not r.differs
+    assert round((21_985_288 + 1) * 5 * 4 * 128 * 2 / 2**30, 2) == 104.83
+    assert rows["#tokens (KV pool)"].status is Status.INFO
+    assert "mem_fraction_static is not stated" in rows["#tokens (KV pool)"].reason
+    assert rows["avail mem after weights (GB = GiB)"].logged == "274.42"
+
+
+def test_sglang_18262_qwen3_30b_fp8_weights_bf16_kv_layout_exact():
+    # (2,227,073 + 1) rows x 48 layers x 4 KV heads x 128 x 2 B = 101.95 GiB each of K and V;
+    # the dtype is read from the allocation line. No weight line: the count is not derivable.
+    path = LOGS / "sglang-qwen3-30b-a3b-fp8-mi355x-sglang18262.log"
+    r = check_log(path.read_text(), model=QWEN3_30B_KV)
+    rows = by_quantity(r)
+    for q in ("K size (GB)", "V size (GB)", "KV cache dtype"):
+        assert rows[q].status is Status.EQUAL, q
+    assert (rows["K size (GB)"].logged, rows["KV cache dtype"].logged) == ("101.95", "bfloat16")
+    assert round((2_227_073 + 1) * 49_152 / 2**30, 2) == 101.95 and not r.differs
+    assert "no 'Load weight end" in rows["#tokens (KV pool)"].reason
+    assert any("launch command on line 9" in n for n in r.notes)
+
+
+def test_ktransformers_1971_qwen3_30b_layout_exact():
+    # (122,420 + 1) rows x 48 x 4 x 128 x 2 B = 5.60 GiB each of K and V on one RTX 3090
+    # (ktransformers' fork keeps the experts on the CPU: 2.91 GB of weights on the GPU). The
+    # paste states no fraction; the pool would take 11.21 GiB of the rest.
+    path = LOGS / "sglang-kt-qwen3-30b-a3b-rtx3090-ktransformers1971.log"
+    r = check_log(path.read_text(), model=QWEN3_30B_KV)
+    rows = by_quantity(r)
+    for q in ("K size (GB)", "V size (GB)", "KV cache dtype"):
+        assert rows[q].status is Status.EQUAL, q
+    assert rows["K size (GB)"].logged == "5.60" and not r.differs
+    assert round((122_420 + 1) * 49_152 / 2**30, 2) == 5.60
+    assert "11.21 GiB of pool holds it" in rows["#tokens (KV pool)"].reason

@@ -69,7 +69,7 @@ PATTERNS: tuple[Pattern, ...] = (
     # the release a paste names (the boot lines do not): image tag, pin, or stated version
     _p("sglang_version", Engine.SGLANG,
        r"(?:lmsysorg/sglang:v?|/sgl-dev:v?|\bsglang==|\b[Ss][Gg][Ll]ang [Vv]ersion:? v?)"
-       r"([0-9]+\.[0-9]+\.[0-9][^\s,]*)"),
+       r"([0-9]+\.[0-9]+\.[0-9][^\s,`'\")]*)"),
     _p("sglang_command", Engine.SGLANG,
        r"((?:python[0-9.]*\s+-m\s+sglang\.launch_server|sglang\s+serve)(?:\s.*)?)$"),
     # server_args.py turning the radix cache off for a model class without support
