@@ -18,6 +18,9 @@ much memory would explain it. (SGLang never runs at fraction 1.0 by default: uns
 the fraction from the GPU's memory and the layout, server_args.py, and a paste without
 ServerArgs states neither; `-- --mem-fraction-static F` gives it.)
 
+SGLang's DSA page warning ("Setting page size to 1 for DeepSeek DSA on ROCm.") is checked as a
+row of its own, and its "on ROCm" resolves the layout for ROCm (`RuleSet.rocm_dsa_page_tokens`).
+
 >>> from kvledger.logs.lines import scan_log
 >>> r = reconcile_sglang(scan_log(
 ...     "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B --tp 2\\n"
