@@ -4,12 +4,16 @@
 
 Each input line is a deployment of oracle/sglang/grid.py; each output line is SGLang's answer
 `{"id", "sglang", "starts", "K", "T", "N", "cell_bytes", "slot_bytes", "page_size",
-"mem_fraction_static", ...}` or `{"id", "starts": false, "error": ...}` when SGLang refuses.
+"mem_fraction_static", "prefill_graph", ...}` (`prefill_graph`: the prefill CUDA-graph backend
+as resolved) or `{"id", "starts": false, "error": ...}` when SGLang refuses.
 
 What is SGLang's and what is pretended:
 - the GPU: its platform facts go through SGLang's own `runtime_context.override_platform`
-  (CUDA, the SM of `--gpu`), `get_device_memory_capacity` returns the GPU's memory in MiB and
-  three `torch.cuda` probes (capability, name, device count) answer for it; nothing else in
+  (CUDA, the SM of `--gpu`), `get_device_memory_capacity` returns the GPU's memory in MiB,
+  three `torch.cuda` probes (capability, name, device count) answer for it, and
+  `default_prefill_backend` (model_executor/cuda_graph_config.py), which asks torch's own
+  `sglang.srt.utils.is_cuda()` rather than the override, gets True for that one call (so the
+  prefill CUDA-graph default, and the fraction's reserve for it, are a GPU's); nothing else in
   `ServerArgs.resolve_once` (page size, mem_fraction_static auto, mamba strategy, DSA
   backends, speculative defaults) is touched;
 - the configurator: `ModelConfig.from_server_args`, `resolve_layer_indices`,
@@ -101,6 +105,24 @@ def pretend_gpu(gpu: str) -> None:
         is_sm120=sm == 120, is_blackwell=sm >= 100, is_hopper_with_cuda_12_3=sm == 90,
         has_amx=False, has_flashinfer=True, device_sm=sm, device_capability=(major, minor),
     ).install()
+    # `default_prefill_backend` (model_executor/cuda_graph_config.py) asks
+    # `sglang.srt.utils.is_cuda()`, torch's own answer, not the platform override: under CPU
+    # torch that is False and the prefill CUDA-graph default is a non-CUDA machine's. The
+    # fact is pretended for that one call, which stays SGLang's.
+    from sglang.srt import utils
+    from sglang.srt.model_executor import cuda_graph_config
+
+    engine_default = cuda_graph_config.default_prefill_backend
+
+    def default_prefill_backend():
+        saved = utils.is_cuda
+        utils.is_cuda = lambda: True
+        try:
+            return engine_default()
+        finally:
+            utils.is_cuda = saved
+
+    cuda_graph_config.default_prefill_backend = default_prefill_backend
 
     def capacity_mib(device=None):
         return memory_bytes / MIB
@@ -256,7 +278,8 @@ def size_stage(row: dict, model_dir: str, stage: tuple[int, int] | None,
     check_model_class(kvc.model_config)
     sched = rc.get_schedule()
     out.update(page_size=sched.page_size, mem_fraction_static=sched.mem_fraction_static,
-               attn_dp_size=rc.get_parallel().attn_dp_size)
+               attn_dp_size=rc.get_parallel().attn_dp_size,
+               prefill_graph=rc.get_exec().graph.cuda_graph_config.prefill.backend)
     out["cell_bytes"] = getattr(create_memory_pool_configurator(kvc), "_cell_size", None)
     mamba = kvc.mambaish_config
     out["slot_bytes"] = mamba.mamba2_cache_params.mamba_cache_per_req if mamba else 0

@@ -55,25 +55,13 @@ def _miss_key(ident: str) -> str:
 
 
 # Where kvledger and SGLang still differ, release → {model|GPU|mode (a `*` matches any) → cause}.
-# The test asserts the misses are exactly these (a fix, or a new drift, shows).
-_GRAPH = ("the recorded 0.5.21 mem_fraction_static reserves prefill CUDA-graph memory "
-          "(`reserve_for_graph_mb`, arg_groups/memory_hook.py: len(prefill bs) x 8 MiB, or "
-          "1.5 GiB with MLA, before the 10 GiB floor) under tc_piecewise's rules, which kvledger "
-          "does not count. That backend is an artifact of the oracle's CPU torch: "
-          "`default_prefill_backend` (model_executor/cuda_graph_config.py) asks "
-          "`sglang.srt.utils.is_cuda()` = torch.cuda.is_available(), so the recordings ran "
-          "tc_piecewise (0.5.21) and disabled (0.5.23) where a CUDA machine runs breakable in "
-          "both releases (with that one call answering True, 20 of 0.5.21's and 48 of 0.5.23's "
-          "100 answers change). Modelling it needs sizing.py's pretended GPU to cover that call "
-          "and both grids recorded again, then breakable's rules in kvledger")
-KNOWN_MISSES: dict[str, dict[str, str]] = {
-    "0.5.21": {
-        **{key: _GRAPH for key in ("deepseek-v3.2|*|null", "glm-5.2|A100 80GB|null",
-                                   "kimi-linear-48b-a3b-instruct|B200|null",
-                                   "nemotron-h-56b-base-8k|H200|null")},
-    },
-    "0.5.23": {},
-}
+# The test asserts the misses are exactly these (a fix, or a new drift, shows). None are left:
+# the prefill CUDA-graph reserve the automatic mem_fraction_static holds back
+# (`reserve_for_graph_mb`) is modelled per release (kvledger.sglang.cudagraphs), and the
+# oracle answers `default_prefill_backend`'s `is_cuda()` as a CUDA machine does (sizing.py
+# `pretend_gpu`), so the recordings ran the backend a GPU runs: breakable in both releases
+# unless cuda_graph_hook.py turns it off (the answers' `prefill_graph`).
+KNOWN_MISSES: dict[str, dict[str, str]] = {"0.5.21": {}, "0.5.23": {}}
 
 
 def _known(release: str, ident: str) -> bool:
@@ -141,3 +129,21 @@ def test_sglang_answers_the_recording_again(release):
                           input=feed, capture_output=True, text=True, timeout=300, check=True)
     answers = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     assert answers == [row["sglang_answer"] for row in rows]
+
+
+@pytest.mark.parametrize("release", grid.RELEASES)
+def test_the_prefill_graph_backend_is_the_one_sglang_ran(release):
+    """kvledger's prefill CUDA-graph backend (kvledger.sglang.cudagraphs) against the one each
+    started deployment ran (`prefill_graph`: cuda_graph_config.prefill.backend after
+    resolution). Every disabled one has a reason kvledger names (pp, KDA, dcp, decode role)."""
+    from kvledger.model.config import load_model
+    from kvledger.sglang.cudagraphs import cuda_graphs
+    from kvledger.sglang.rules import get_rules
+
+    rules = get_rules(f"sglang-{release}").cuda_graphs
+    started = [row for row in _recorded(release) if row["sglang_answer"]["starts"]]
+    ours = {row["id"]: cuda_graphs(rules, load_model(row["model"]), agreement.deployment(row))
+            for row in started}
+    assert {i: g.prefill.value for i, g in ours.items()} == {
+        row["id"]: row["sglang_answer"]["prefill_graph"] for row in started}
+    assert {g.prefill.value for g in ours.values()} == {"breakable", "disabled"}

@@ -13,6 +13,7 @@ from kvledger.sglang.deploy import (
     DeploymentError,
     DisaggMode,
     DsaBackend,
+    GraphBackend,
     KVDtype,
     LinearBackend,
     MambaStrategy,
@@ -136,6 +137,12 @@ SAMPLES = {
     "disaggregation_decode_enable_radix_cache": (["--disaggregation-mode", "decode"], None,
                                                  "disaggregation_decode_enable_radix_cache",
                                                  True),
+    "disable_cuda_graph": ([], None, "disable_cuda_graph", True),
+    "disable_prefill_cuda_graph": ([], None, "disable_prefill_cuda_graph", True),
+    "disable_decode_cuda_graph": ([], None, "disable_decode_cuda_graph", True),
+    "cuda_graph_backend_prefill": ([], "full", "cuda_graph_backend_prefill", GraphBackend.FULL),
+    "cuda_graph_backend_decode": ([], "breakable", "cuda_graph_backend_decode",
+                                  GraphBackend.BREAKABLE),
 }
 
 

@@ -7,8 +7,8 @@ has the same expression)::
     estimated = int(token_capacity / self.model_config.context_len * 512)
     estimated = max(min(estimated, 4096), 2048)
 
-A true division, times 512, then `int`: T = 912,823 tokens at a 131,072-token context is
-6.964 contexts, 3,565.7 → 3,565 requests. Flooring the contexts first (6 × 512 = 3,072)
+A true division, times 512, then `int`: T = 908,257 tokens at a 131,072-token context is
+6.930 contexts, 3,547.9 → 3,547 requests. Flooring the contexts first (6 × 512 = 3,072)
 would pass every ledger test; the goldens below catch it.
 """
 
@@ -28,12 +28,13 @@ from kvledger.sglang.rules import RULES
 
 runner = CliRunner()
 
-# model, T (the plan's max_total_tokens on one H200), context, N = int(T / context · 512)
+# model, T (the plan's max_total_tokens on one H200, mem_fraction_static 0.903 with the
+# breakable prefill graphs' 464 MiB reserved), context, N = int(T / context · 512)
 GOLDEN = [
-    # int(912,823 / 131,072 · 512) = int(3,565.71) = 3,565 (floored first: 6 · 512 = 3,072)
-    ("llama-3.1-8b", 912_823, 131_072, 3_565),
-    # int(267,725 / 40,960 · 512) = int(3,346.56) = 3,346 (floored first: 6 · 512 = 3,072)
-    ("qwen3-32b", 267_725, 40_960, 3_346),
+    # int(908,257 / 131,072 · 512) = int(3,547.88) = 3,547 (floored first: 6 · 512 = 3,072)
+    ("llama-3.1-8b", 908_257, 131_072, 3_547),
+    # int(265,442 / 40,960 · 512) = int(3,318.03) = 3,318 (floored first: 6 · 512 = 3,072)
+    ("qwen3-32b", 265_442, 40_960, 3_318),
 ]
 
 
@@ -55,9 +56,9 @@ def test_the_plan_table_shows_n():
     assert result.exit_code == 0, result.output
     heuristic = next(line for line in result.stdout.splitlines()
                      if "N limit: SGLang default" in line)
-    assert "3,565" in heuristic and "binds" in heuristic
+    assert "3,547" in heuristic and "binds" in heuristic
     running = next(line for line in result.stdout.splitlines() if "N running requests" in line)
-    assert "3,565" in running
+    assert "3,547" in running
 
 
 def _layout(context_length: int | None = None):

@@ -110,14 +110,17 @@ def test_decode_refusals():
 
 
 def test_role_memory_fractions():
-    # H200 143,771 MiB, tp 8 (max_bs 512). Aggregated: 512 + 8,192·1.5 + 1,024 + 512·2 = 14,848.
+    # H200 143,771 MiB, tp 8 (max_bs 512). Aggregated: 512 + 8,192·1.5 + 1,024 + 512·2 + 464
+    # (breakable prefill graphs, 58 sizes × 8 MiB: kvledger.sglang.cudagraphs) = 15,312.
     agg = auto_mem_fraction_static(143_771, tp=8)
-    # Prefill: no decode graphs → 13,824. Decode: max(64·1, 2,048)·1.5 → 5,632, floored 10,240.
+    # Prefill: no decode graphs → 14,288. Decode: max(64·1, 2,048)·1.5 and no prefill graphs
+    # (reserve_for_graph_mb skips them on a decode server) → 5,632, floored 10,240.
     pre = auto_mem_fraction_static(143_771, tp=8, role=DisaggMode.PREFILL)
     dec = auto_mem_fraction_static(143_771, tp=8, role=DisaggMode.DECODE, max_running_requests=64,
                                    vit=(24, 1024))
-    assert (agg.reserved_mib, pre.reserved_mib, dec.reserved_mib) == (14_848, 13_824, 10_240)
-    assert (agg.fraction, pre.fraction, dec.fraction) == (0.897, 0.904, 0.929)
+    assert (agg.reserved_mib, pre.reserved_mib, dec.reserved_mib) == (15_312, 14_288, 10_240)
+    assert (agg.fraction, pre.fraction, dec.fraction) == (0.893, 0.901, 0.929)
+    assert (agg.prefill_graph_mib, pre.prefill_graph_mib, dec.prefill_graph_mib) == (464, 464, 0)
     assert dec.vit_factor == 1.0  # is_vlm excludes the decode role
     big = auto_mem_fraction_static(143_771, tp=8, role=DisaggMode.DECODE,
                                    max_running_requests=4096, draft_tokens=4)
@@ -150,17 +153,17 @@ def test_role_in_json_and_header():
 
 def test_release_0_5_23_caps_the_graph_batch_at_the_request_limit():
     # memory_hook.handle_gpu_memory_settings (0.5.23 only): max_bs = min(256, 64) on an H100
-    # (81,559 MiB, tp 1): reserved 512 + 8,192·1.5 + 128 + 64·2 = 13,056 (0.5.21: 13,440).
+    # (81,559 MiB, tp 1): reserved 512 + 8,192·1.5 + 128 + 64·2 + 464 = 13,520 (0.5.21: 13,904).
     old = auto_mem_fraction_static(81_559, tp=1, max_running_requests=64)
     new = auto_mem_fraction_static(81_559, tp=1, max_running_requests=64,
                                    cap_max_bs_by_requests=True)
     assert (old.cuda_graph_max_bs, new.cuda_graph_max_bs) == (256, 64)
-    assert (old.reserved_mib, new.reserved_mib) == (13_440, 13_056)
-    assert (old.fraction, new.fraction) == (0.835, 0.840)
+    assert (old.reserved_mib, new.reserved_mib) == (13_904, 13_520)
+    assert (old.fraction, new.fraction) == (0.83, 0.834)
     flags = ["--max-running-requests", "64"]
-    assert plan(flags, model="llama-3.1-8b", gpu="H100").capacity.memory.mem_fraction_static == 0.835
+    assert plan(flags, model="llama-3.1-8b", gpu="H100").capacity.memory.mem_fraction_static == 0.83
     assert plan(flags, rules="sglang-0.5.23", model="llama-3.1-8b",
-                gpu="H100").capacity.memory.mem_fraction_static == 0.840
+                gpu="H100").capacity.memory.mem_fraction_static == 0.834
 
 
 def test_device_pools_ledger_is_the_allocation():

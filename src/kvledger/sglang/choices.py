@@ -113,3 +113,13 @@ class DisaggMode(Enum):
     def label(self) -> str:
         """How a plan names the role."""
         return "aggregated" if self is DisaggMode.NULL else f"{self.value} role"
+
+
+class GraphBackend(Enum):
+    """--cuda-graph-backend-prefill / --cuda-graph-backend-decode (model_executor/
+    cuda_graph_config.py `Backend`); tc_piecewise is 0.5.21's only (`kvledger.sglang.cudagraphs`)."""
+
+    FULL = "full"
+    BREAKABLE = "breakable"
+    TC_PIECEWISE = "tc_piecewise"
+    DISABLED = "disabled"

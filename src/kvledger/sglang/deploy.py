@@ -36,6 +36,9 @@ from kvledger.sglang.choices import (
     DsaBackend as DsaBackend,
 )
 from kvledger.sglang.choices import (
+    GraphBackend as GraphBackend,
+)
+from kvledger.sglang.choices import (
     KVDtype as KVDtype,
 )
 from kvledger.sglang.choices import (
@@ -104,6 +107,13 @@ class Deployment:
     enable_hierarchical_cache: bool = _flag(False, "--enable-hierarchical-cache")
     hicache_ratio: float | None = _flag(None, "--hicache-ratio")  # host = ratio × device, per pool
     hicache_size_gb: float | None = _flag(None, "--hicache-size")  # host GB (1e9 B); beats ratio
+    # CUDA graphs, per phase (kvledger.sglang.cudagraphs): their capture is reserved out of the
+    # automatic mem_fraction_static; None: SGLang's default backend
+    disable_cuda_graph: bool = _flag(False, "--disable-cuda-graph")
+    disable_prefill_cuda_graph: bool = _flag(False, "--disable-prefill-cuda-graph")
+    disable_decode_cuda_graph: bool = _flag(False, "--disable-decode-cuda-graph")
+    cuda_graph_backend_prefill: GraphBackend | None = _flag(None, "--cuda-graph-backend-prefill")
+    cuda_graph_backend_decode: GraphBackend | None = _flag(None, "--cuda-graph-backend-decode")
 
     def __post_init__(self) -> None:
         _check_types(self)
@@ -130,10 +140,12 @@ FIELD_FLAGS: dict[str, str] = {f.name: f.metadata["flag"] for f in fields(Deploy
 _ENUM_FIELDS = {"kv_cache_dtype": KVDtype, "disaggregation_mode": DisaggMode,
                 "mamba_strategy": MambaStrategy, "linear_attn_backend": LinearBackend}
 _OPTIONAL_ENUM_FIELDS = {"mamba_ssm_dtype": StateDtype, "speculative_algorithm": SpecAlgorithm,
-                         "dsa_backend": DsaBackend,
+                         "dsa_backend": DsaBackend, "cuda_graph_backend_prefill": GraphBackend,
+                         "cuda_graph_backend_decode": GraphBackend,
                          "quantization": QuantMethod}
 _BOOL_FIELDS = ("enable_dp_attention", "disable_overlap_schedule", "disable_radix_cache",
-                "enable_hierarchical_cache", "disaggregation_decode_enable_radix_cache")
+                "enable_hierarchical_cache", "disaggregation_decode_enable_radix_cache",
+                "disable_cuda_graph", "disable_prefill_cuda_graph", "disable_decode_cuda_graph")
 _POSITIVE_INT_FIELDS = ("tp_size", "dp_size", "attn_cp_size", "ep_size", "pp_size", "dcp_size")
 _OPTIONAL_POSITIVE_INT_FIELDS = ("page_size", "speculative_eagle_topk", "max_mamba_cache_size",
                                  "max_total_tokens", "max_running_requests", "context_length")

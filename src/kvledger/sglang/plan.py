@@ -34,6 +34,7 @@ from kvledger.sglang.capacity import (
     check_workload,
     plan_capacity,
 )
+from kvledger.sglang.cudagraphs import cuda_graphs
 from kvledger.sglang.deploy import Deployment, KVDtype
 from kvledger.sglang.hicache import HostPlan, plan_host
 from kvledger.sglang.launch.line import sglang_command
@@ -251,9 +252,12 @@ def make_plan(
                          f"from 0.5.21's and 0.5.23's source, not {rules}'s (its "
                          "_handle_gpu_memory_settings buckets differ); pass it")
     notes = list(layout.notes)
+    on_rocm = gpu_spec.arch.is_rocm if rocm is None and gpu_spec is not None else bool(rocm)
+    graphs = cuda_graphs(layout.rules.cuda_graphs, arch, layout.deployment, rocm=on_rocm)
     memory, auto_fraction = plan_memory(arch, layout.deployment, gpu_spec, available_gib, weights_gib,
                      gpu_memory_gib, notes, requests_given=dep.max_running_requests,
-                     cap_max_bs_by_requests=layout.rules.cuda_graph_max_bs_capped_by_requests)
+                     cap_max_bs_by_requests=layout.rules.cuda_graph_max_bs_capped_by_requests,
+                     graphs=graphs)
     pipeline = None
     if layout.deployment.pp_size > 1:
         pipeline = plan_stages(layout, memory)

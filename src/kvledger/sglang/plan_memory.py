@@ -10,6 +10,7 @@ from kvledger.core.limits import MAX_GIB, check_number
 from kvledger.core.units import GiB, MiB
 from kvledger.model.arch import ModelArch
 from kvledger.sglang.capacity import MemoryInput
+from kvledger.sglang.cudagraphs import CUDA_DEFAULT, CudaGraphs
 from kvledger.sglang.deploy import Deployment
 from kvledger.sglang.memfraction import CUDA_CONTEXT_BYTES, MemFraction, auto_mem_fraction_static
 from kvledger.sglang.rankweights import weights_ledger
@@ -33,10 +34,11 @@ def device_memory(gpu: GPU | None, gpu_memory_gib: float | None) -> tuple[str, i
 def plan_memory(model: ModelArch, dep: Deployment, gpu: GPU | None, available_gib: float | None,
                 weights_gib: float | None, gpu_memory_gib: float | None,
                 notes: list[str], *, requests_given: int | None = None,
-                cap_max_bs_by_requests: bool = False,
+                cap_max_bs_by_requests: bool = False, graphs: CudaGraphs = CUDA_DEFAULT,
                 ) -> tuple[MemoryInput, MemFraction | None]:
     """The rank's memory and SGLang's automatic mem_fraction_static when it chose one;
-    `requests_given`: --max-running-requests as given, before the speculative default."""
+    `requests_given`: --max-running-requests as given, before the speculative default;
+    `graphs`: the CUDA-graph backends whose capture the fraction reserves for."""
     fraction = dep.mem_fraction_static
     device = device_memory(gpu, gpu_memory_gib)
     if device is not None and available_gib is not None:
@@ -68,7 +70,7 @@ def plan_memory(model: ModelArch, dep: Deployment, gpu: GPU | None, available_gi
             vit=model.vit_shape if model.is_multimodal else None, pp=dep.pp_size,
             role=dep.disaggregation_mode, max_running_requests=requests_given,
             draft_tokens=dep.speculative_num_draft_tokens,
-            cap_max_bs_by_requests=cap_max_bs_by_requests)
+            cap_max_bs_by_requests=cap_max_bs_by_requests, graphs=graphs)
         fraction = auto.fraction
         notes.append(f"--mem-fraction-static not given: SGLang's {auto.derivation()}")
     notes.append(f"free before load = {name} {total:,} B − CUDA context {CUDA_CONTEXT_BYTES:,} B")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from kvledger.core.registry import RuleRegistry
 from kvledger.core.units import MiB, cdiv
+from kvledger.sglang.cudagraphs import GRAPHS_0521, GRAPHS_0523, GraphRules
 
 # DSA kernels process 64 index keys per page (the CUDA assert `page_size / kpool == 64` in
 # 0.5.22+); 0.5.21 used a 64-token page regardless of kpool.
@@ -60,6 +61,10 @@ class RuleSet:
     # (as given) before the fraction's graph reserve is sized (0.5.23 memory_hook
     # `handle_gpu_memory_settings`); False: the GPU bucket's size stands (0.5.21).
     cuda_graph_max_bs_capped_by_requests: bool = False
+    # Which CUDA-graph backend each phase gets and what the automatic fraction reserves for it
+    # (kvledger.sglang.cudagraphs: 0.5.21 turns breakable off for every KDA model and accepts
+    # tc_piecewise; 0.5.23 keeps breakable for GLM-5.3-Flash and removed tc_piecewise).
+    cuda_graphs: GraphRules = GRAPHS_0521
     # True: --dcp-size > 1 is refused for DSA models whose index keys pool several tokens
     # (0.5.23 arg_groups/model_overrides/deepseek_v2.py); 0.5.21 has no such check.
     dcp_refuses_pooled_index: bool = False
@@ -221,6 +226,7 @@ RULES: RuleRegistry[RuleSet] = RuleRegistry(
             prefill_reserves_verify_scratch=False,
             decode_radix_refuses_speculative=False,
             cuda_graph_max_bs_capped_by_requests=True,
+            cuda_graphs=GRAPHS_0523,
             dcp_refuses_pooled_index=True,
             decode_extra_slots_floor_one=True,
             elides_index_keys_with_pd_and_hicache=True,

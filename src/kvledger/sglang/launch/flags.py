@@ -34,6 +34,7 @@ from kvledger.sglang.deploy import (
     Deployment,
     DisaggMode,
     DsaBackend,
+    GraphBackend,
     KVDtype,
     LinearBackend,
     MambaStrategy,
@@ -155,6 +156,19 @@ FLAGS: tuple[Flag, ...] = (
          expects=POSITIVE, help="running requests (global, split over attention DP)"),
     Flag(spellings=("--context-length",), key="context_length", parse=human_int,
          expects=HUMAN, help="max tokens per request"),
+    # CUDA graphs (arg_groups/fields/exec_.py; --disable-cuda-graph is server_args.py's
+    # deprecated spelling): the automatic fraction reserves for their capture
+    Flag(spellings=("--disable-cuda-graph",), key="disable_cuda_graph",
+         help="no CUDA graphs in either phase: nothing reserved for them"),
+    Flag(spellings=("--disable-prefill-cuda-graph",), key="disable_prefill_cuda_graph",
+         help="no prefill CUDA graphs: nothing reserved for them"),
+    Flag(spellings=("--disable-decode-cuda-graph",), key="disable_decode_cuda_graph",
+         help="no decode CUDA graphs: nothing reserved for them"),
+    _choices(("--cuda-graph-backend-prefill",), "cuda_graph_backend_prefill",
+             enum_choices(GraphBackend), "prefill CUDA-graph capture (default: breakable on CUDA "
+             "where SGLang allows it)"),
+    _choices(("--cuda-graph-backend-decode",), "cuda_graph_backend_decode",
+             enum_choices(GraphBackend), "decode CUDA-graph capture (default: full)"),
     # speculative decoding: on when an algorithm is given (arg_groups/speculative_hook.py)
     _choices(("--speculative-algorithm",), "speculative_algorithm",
              enum_choices(SpecAlgorithm, extra={"NEXTN": SpecAlgorithm.EAGLE}),
@@ -197,8 +211,10 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
 )
 
 # Known flags with no effect on the cache ledgers. --dtype sizes weights (and `auto` KV rows
-# outside DSA follow it, which kvledger takes as bf16); attention/MoE backends and CUDA
-# graphs change kernels and activation memory, not the pools.
+# outside DSA follow it, which kvledger takes as bf16); attention/MoE backends change kernels
+# and activation memory, not the pools. The chunk and CUDA-graph sizes (--chunked-prefill-size,
+# --cuda-graph-max-bs, --cuda-graph-bs) change only the automatic fraction's reserve, which
+# kvledger takes at the GPU's defaults (kvledger.sglang.memfraction).
 IGNORED: frozenset[str] = frozenset({
     "--host", "--port", "--trust-remote-code", "--served-model-name", "--tokenizer-path",
     "--tokenizer-mode", "--revision", "--download-dir", "--load-format",
@@ -208,7 +224,7 @@ IGNORED: frozenset[str] = frozenset({
     "--nnodes", "--node-rank", "--random-seed", "--skip-server-warmup", "--device",
     "--base-gpu-id", "--chunked-prefill-size", "--max-prefill-tokens", "--schedule-policy",
     "--schedule-conservativeness", "--enable-mixed-chunk", "--cuda-graph-max-bs",
-    "--cuda-graph-bs", "--disable-cuda-graph", "--enable-torch-compile", "--attention-backend",
+    "--cuda-graph-bs", "--enable-torch-compile", "--attention-backend",
     "--prefill-attention-backend", "--decode-attention-backend", "--mm-attention-backend",
     "--linear-attn-decode-backend", "--linear-attn-prefill-backend", "--mamba-backend",
     "--mamba-track-interval", "--moe-runner-backend", "--moe-a2a-backend", "--enable-dp-lm-head", "--disable-custom-all-reduce",
