@@ -3,7 +3,7 @@
 Real bytes: the tiny model's torch pools, the tree keys tokens. Accounting: numpy page ids,
 the tree keys whole pages (one interned key per page of token ids, as the simulator's
 `PageKeyer` does). Both: page 16, a 16-token checkpoint grid, 3 held slots per request
-(extra_buffer with overlap: working + ping-pong pair, resolve.state_slots_per_request).
+(extra_buffer with overlap: working + ping-pong pair, mamba_strategy.state_slots_per_request).
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from kvledger.engine.memory import (
 from kvledger.engine.pool_store import PoolStore
 from kvledger.engine.request import Request
 from kvledger.sglang.deploy import Deployment, MambaStrategy
-from kvledger.sglang.resolve import state_slots_per_request
+from kvledger.sglang.mamba_strategy import state_slots_per_request
 from kvledger.tree import RadixTree
 
 # The tiny engine runs SGLang's default hybrid deployment: extra_buffer with the overlap

@@ -34,7 +34,7 @@ from kvledger.engine.model import TinyModel
 from kvledger.engine.script import Script, run_script
 from kvledger.engine.verify import engine_policies_for
 from kvledger.engine.workloads import WORKLOADS, Workload
-from kvledger.sglang.resolve import state_slots_per_request
+from kvledger.sglang.mamba_strategy import state_slots_per_request
 from kvledger.tree import RadixTree
 
 INT8_LEVELS = 127

@@ -17,9 +17,10 @@ Files:
 - `stagelayers.py`: pipeline stages (`--pp-size`): each stage's layers, PP's forced settings.
 - `attention.py`: SGLang's default attention backend on a GPU and the page it forces.
 - `dcp.py`: decode context parallelism (`--dcp-size`): what is planned, what is refused.
-- `rules.py`: per-release rule sets (`sglang-0.5.21`, `sglang-0.5.23`).
+- `rules.py`: per-release rule sets (`sglang-0.5.8`, `sglang-0.5.9`, `sglang-0.5.21`, `sglang-0.5.23`).
 - `specs.py`: frozen row specs that own their byte formulas.
 - `resolve.py`: auto values resolved against a model and a rule set.
+- `mamba_strategy.py`: the Mamba scheduler strategy, extra_buffer's page checks, state slots per request.
 - `ledger.py`: the ledgers, row by row.
 - `statebudget.py`: the state pool's share of the budget.
 - `requestlimits.py`: the running-request limit rules.

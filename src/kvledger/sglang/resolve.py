@@ -35,9 +35,13 @@ from kvledger.sglang.deploy import (
     DeploymentError,
     DsaBackend,
     KVDtype,
-    LinearBackend,
     MambaStrategy,
     StateDtype,
+)
+from kvledger.sglang.mamba_strategy import (
+    check_extra_buffer,
+    resolve_strategy,
+    state_slots,
 )
 from kvledger.sglang.roles import resolve_role
 from kvledger.sglang.rules import RuleSet
@@ -109,27 +113,6 @@ def _kv_dtype(model: ModelArch, dep: Deployment, blackwell: bool | None, notes: 
     return KVDtype.FP8_E4M3 if blackwell else KVDtype.BF16
 
 
-def _strategy(model: ModelArch, dep: Deployment, rules: RuleSet, notes: list[str]) -> Deployment:
-    if not model.is_hybrid:
-        return dep
-    strategy = dep.mamba_strategy
-    if strategy is MambaStrategy.AUTO:
-        strategy = (
-            MambaStrategy.EXTRA_BUFFER
-            if dep.linear_attn_backend is LinearBackend.TRITON and rules.auto_strategy_extra_buffer
-            else MambaStrategy.NO_BUFFER
-        )
-        if strategy is MambaStrategy.NO_BUFFER and not dep.disable_overlap_schedule:
-            notes.append("mamba strategy auto → no_buffer: overlap scheduler turned off")
-            dep = replace(dep, disable_overlap_schedule=True)
-    # An explicit no_buffer with overlap on never gets here: Deployment refuses it.
-    if strategy is MambaStrategy.NO_BUFFER and model.attn is AttnKind.DSA:
-        raise DeploymentError(
-            "--mamba-scheduler-strategy no_buffer: needs page size 1, which DSA models cannot use"
-        )
-    return replace(dep, mamba_strategy=strategy)
-
-
 def _page_tokens(model: ModelArch, dep: Deployment, rules: RuleSet, notes: list[str],
                  attention: AttentionPick | None = None, *, rocm: bool = False) -> int:
     if model.attn is AttnKind.DSA:
@@ -154,64 +137,8 @@ def _page_tokens(model: ModelArch, dep: Deployment, rules: RuleSet, notes: list[
             notes.append(note)
         page = attention.page_tokens
     if model.is_hybrid and dep.mamba_strategy is MambaStrategy.EXTRA_BUFFER:
-        _check_extra_buffer(page, dep.speculative_num_draft_tokens)
+        check_extra_buffer(page, dep.speculative_num_draft_tokens)
     return page
-
-
-# arg_groups/mamba_hook.validate_mamba_extra_buffer (ServerArgs in older releases): the
-# checkpoint interval must hold whole pages and the draft tokens; FLA kernels chunk by 64.
-MAMBA_TRACK_INTERVAL = 256  # --mamba-track-interval default
-FLA_CHUNK_SIZE = 64
-
-
-def _check_extra_buffer(page: int, draft_tokens: int) -> None:
-    strategy = "--mamba-scheduler-strategy extra_buffer"
-    if MAMBA_TRACK_INTERVAL % page:
-        raise DeploymentError(f"--page-size {page}: {strategy} needs it to divide the track "
-                              f"interval (SGLang: \"mamba_track_interval {MAMBA_TRACK_INTERVAL} "
-                              f"must be divisible by page_size {page}\")")
-    if max(FLA_CHUNK_SIZE, page) % min(FLA_CHUNK_SIZE, page):
-        raise DeploymentError(f"--page-size {page}: {strategy} (SGLang: \"For SSM models with "
-                              "extra buffer, either FLA_CHUNK_SIZE or page_size must be divisible "
-                              f"by the other, got FLA_CHUNK_SIZE={FLA_CHUNK_SIZE}, "
-                              f"self.page_size={page}\")")
-    if draft_tokens > MAMBA_TRACK_INTERVAL:
-        raise DeploymentError(f"--speculative-num-draft-tokens {draft_tokens}: {strategy} "
-                              f"(SGLang: \"mamba_track_interval {MAMBA_TRACK_INTERVAL} must be "
-                              f"greater than or equal to speculative_num_draft_tokens "
-                              f"{draft_tokens}\")")
-
-
-def state_slots_per_request(dep: Deployment, *, track_follows_overlap: bool = True
-                            ) -> tuple[int, int]:
-    """(reserved, held) state slots per running request of a hybrid model under `dep`
-    (its mamba strategy resolved).
-
-    Held is what a running request physically owns, as SGLang's HybridReqToTokenPool hands
-    it out (mem_cache/memory_pool.py, HybridReqToTokenPool.alloc): one working slot
-    (``mamba_pool_idx``) and, with extra_buffer, the ``mamba_ping_pong_track_buffer`` of
-    ``mamba_ping_pong_track_buffer_size`` slots — 2 with the overlap scheduler, 1 without.
-    Reserved is the planning ratio the pool is sized with (3 + track slots; no_buffer 3).
-    `track_follows_overlap` False: 0.5.8/0.5.9's track slots, 2 without speculative decoding
-    and 1 with it (`RuleSet.track_slots_follow_overlap`).
-
-    >>> state_slots_per_request(Deployment(mamba_strategy=MambaStrategy.EXTRA_BUFFER))
-    (5, 3)
-    """
-    if dep.disable_radix_cache:
-        return 1, 1
-    single_track = (dep.disable_overlap_schedule if track_follows_overlap
-                    else dep.speculative)
-    track_slots = 1 if single_track else 2  # ping-pong checkpoint slots
-    if dep.mamba_strategy is MambaStrategy.EXTRA_BUFFER:
-        return 3 + track_slots, 1 + track_slots
-    return 3, 1
-
-
-def _slots(model: ModelArch, dep: Deployment, rules: RuleSet) -> tuple[int, int]:
-    if not model.is_hybrid:
-        return 0, 0
-    return state_slots_per_request(dep, track_follows_overlap=rules.track_slots_follow_overlap)
 
 
 def _check_requests_per_worker(dep: Deployment, rules: RuleSet, notes: list[str]) -> None:
@@ -282,7 +209,7 @@ def resolve(
     dep = replace(dep, kv_cache_dtype=_kv_dtype(model, dep, blackwell, notes))
     dep = replace(dep, dsa_backend=_dsa_backend(model, dep, blackwell, rules))
     attention = default_attention(model, dep, gpu, rules)  # reads the strategy as given
-    dep = _strategy(model, dep, rules, notes)
+    dep = resolve_strategy(model, dep, rules, notes)
     page = _page_tokens(model, dep, rules, notes, attention,
                         rocm=gpu.arch.is_rocm if rocm is None and gpu is not None else bool(rocm))
     dep = replace(dep, page_size=page)
@@ -347,7 +274,7 @@ def resolve(
             )
         except ShardingError as exc:
             raise DeploymentError(f"--tp-size {dep.tp_size} (attn_tp {attn_tp}): {exc}") from None
-    slots, held = _slots(model, dep, rules)
+    slots, held = state_slots(model, dep, rules)
     return CacheLayout(
         model=model, deployment=dep, rules=rules, kv_row=kv_row, index_key=index_key,
         state=state, page_tokens=page, context_tokens=context, slots_per_request=slots,
