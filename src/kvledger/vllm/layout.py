@@ -262,16 +262,18 @@ def vllm_layout(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
                                    num_speculative_tokens=dep.num_speculative_tokens
                                    ).page_bytes if tail else 0
         groups = sparse_hybrid_groups(
-            latent_page_bytes=attention.page_bytes, num_mla=model.num_full_layers,
+            latent_page_bytes=attention.page_bytes,
+            mla_layers=[layer.index for layer in model.full_layers],
             indexer_page_bytes=indexer.page_bytes, num_indexer=num_indexer,
-            state_page_bytes=mamba.page_bytes, num_states=model.num_linear_layers,
+            state_page_bytes=mamba.page_bytes,
+            state_layers=[layer.index for layer in model.linear_layers],
             tail_page_bytes=tail_page,
             states_first=model.layers[0].kind is LayerKind.LINEAR)
     else:
-        counts = {"attention": model.num_full_layers}
+        layers = {"attention": [layer.index for layer in model.full_layers]}
         if model.is_hybrid:
-            counts["mamba"] = model.num_linear_layers
-        groups = kv_cache_groups(counts)
+            layers["mamba"] = [layer.index for layer in model.linear_layers]
+        groups = kv_cache_groups(layers)
     assert dep.max_model_len is not None and dep.enable_prefix_caching is not None
     stride = 1
     if tail and backend is not None:  # GLM-5.3-Flash's block-outermost layout
