@@ -6,8 +6,8 @@ import pytest
 
 from kvledger.core.errors import DeploymentError
 from kvledger.vllm.flags import is_vllm_command, parse_vllm_command
-from kvledger.vllm.serve_line import vllm_command
 from kvledger.vllm.rules import MambaCacheMode
+from kvledger.vllm.serve_line import vllm_command
 
 
 def test_vllm_serve_with_every_memory_flag():

@@ -31,7 +31,7 @@ def test_pp_indices_is_get_pp_indices(layers, pp, split):
     ranges = [pp_indices(layers, r, pp) for r in range(pp)]
     assert [end - start for start, end in ranges] == split
     assert ranges[0][0] == 0 and ranges[-1][1] == layers
-    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:], strict=False))
 
 
 def _stages(model: str, gpu: str = "H200", **deploy):
