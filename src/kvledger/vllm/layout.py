@@ -11,9 +11,8 @@ Decisions, in vLLM's order:
    attention page (sparse MLA: the latent page; the indexer row is not counted there).
 5. KV-cache groups (kvledger.vllm.groups): sparse MLA puts latent and indexer layers in one
    group of mixed pages; GLM-5.3-Flash adds its state groups and the kpool tail.
-With --pipeline-parallel-size the layout is the whole model's; `kvledger.vllm.stages` cuts it
-to one stage's layers (`VllmLayout.stage`). With --decode-context-parallel-size a request's
-attention blocks count its tokens on one DCP rank (`kvledger.vllm.context_parallel`).
+A stage of --pipeline-parallel-size is the layout cut to its layers (`kvledger.vllm.stages`);
+under DCP an attention group counts one rank's tokens (`kvledger.vllm.context_parallel`).
 
 >>> from kvledger.model.config import load_model
 >>> from kvledger.vllm.rules import RULES
@@ -91,8 +90,7 @@ class VllmLayout:
     stage: StageRange | None = None
 
     @property
-    def dcp_size(self) -> int:
-        """Ranks that share each request's tokens (--decode-context-parallel-size)."""
+    def dcp_size(self) -> int:  # ranks sharing each request's tokens
         return self.deployment.decode_context_parallel_size
 
     @property
