@@ -21,14 +21,17 @@ Llama-3.1-8B at TP 2 over 3 stages (11/11/10 layers; 4 KV heads × 2 × 128 × 2
 >>> from kvledger.model.config import load_model
 >>> from kvledger.vllm.deploy import VllmDeployment
 >>> from kvledger.vllm.layout import vllm_layout
+>>> from kvledger.vllm.memory import kv_memory
 >>> from kvledger.vllm.rules import RULES
 >>> lay = vllm_layout(load_model("llama-3.1-8b"), VllmDeployment(
 ...     tensor_parallel_size=2, pipeline_parallel_size=3), RULES["vllm-0.33"])
->>> pipe = plan_pipeline(lay, 20_000_000_000)
+>>> pipe = plan_pipeline(lay, kv_memory(kv_cache_memory_bytes=20_000_000_000))
 >>> [(s.layout.bytes_per_block, s.capacity.own_num_blocks) for s in pipe.stages]
 [(360448, 55486), (360448, 55486), (327680, 61035)]
 >>> pipe.num_blocks, pipe.binding_stage, pipe.stages[2].capacity.trimmed_blocks
 (55486, 0, 5549)
+>>> pipe.stages[2].ledgers.lost_per_rank.rows[-1].total_bytes  # 5,549 × 327,680 B unallocated
+1818296320
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ from dataclasses import dataclass
 
 from kvledger.vllm.capacity import KVCacheMemoryError, VllmCapacity, admitted_blocks, vllm_capacity
 from kvledger.vllm.layout import VllmLayout
+from kvledger.vllm.ledgers import VllmLedgers, vllm_ledgers
+from kvledger.vllm.memory import KVMemory
 from kvledger.vllm.stages import StageRange, stage_layout
 
 
@@ -44,6 +49,7 @@ from kvledger.vllm.stages import StageRange, stage_layout
 class StagePlan:
     layout: VllmLayout  # cut to the stage's layers (`layout.stage`)
     capacity: VllmCapacity  # num_blocks the smallest stage's; own_num_blocks its own
+    ledgers: VllmLedgers  # the stage's own: its block, its lost bytes
 
     @property
     def stage(self) -> StageRange:
@@ -85,8 +91,10 @@ def _stage_error(stage: StageRange, exc: KVCacheMemoryError) -> KVCacheMemoryErr
                               f"{stage.end_layer - 1}): {exc}")
 
 
-def plan_pipeline(lay: VllmLayout, available_bytes: int) -> VllmPipeline:
-    """Every stage's pool, in the module doc's order; KVCacheMemoryError names the stage."""
+def plan_pipeline(lay: VllmLayout, memory: KVMemory) -> VllmPipeline:
+    """Every stage's pool and ledgers, in the module doc's order, every stage given `memory`;
+    KVCacheMemoryError names the stage."""
+    available_bytes = memory.available_bytes
     pp = lay.deployment.pipeline_parallel_size
     assert pp > 1, "plan_pipeline is for --pipeline-parallel-size > 1"
     layouts = [stage_layout(lay, r) for r in range(pp)]
@@ -98,7 +106,9 @@ def plan_pipeline(lay: VllmLayout, available_bytes: int) -> VllmPipeline:
         except KVCacheMemoryError as exc:
             raise _stage_error(stage_lay.stage, exc) from None
     smallest = min(own)
-    stages = tuple(StagePlan(layout=s, capacity=vllm_capacity(s, available_bytes,
-                                                              num_blocks=smallest))
-                   for s in layouts)
-    return VllmPipeline(stages=stages)
+    stages = []
+    for stage_lay in layouts:
+        cap = vllm_capacity(stage_lay, available_bytes, num_blocks=smallest)
+        stages.append(StagePlan(layout=stage_lay, capacity=cap,
+                                ledgers=vllm_ledgers(stage_lay, cap, memory)))
+    return VllmPipeline(stages=tuple(stages))

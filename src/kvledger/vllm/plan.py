@@ -254,11 +254,13 @@ def make_vllm_plan(
                        non_torch_gib=non_torch_gib, cudagraph_gib=cudagraph_gib, notes=notes)
     pipeline = None
     if lay.deployment.pipeline_parallel_size > 1:
-        pipeline = plan_pipeline(lay, memory.available_bytes)
-        lay, capacity = pipeline.binding.layout, pipeline.binding.capacity
+        pipeline = plan_pipeline(lay, memory)
+        binding = pipeline.binding
+        lay, capacity, ledgers = binding.layout, binding.capacity, binding.ledgers
         notes.append(_stage_note(pipeline))
     else:
         capacity = vllm_capacity(lay, memory.available_bytes)
+        ledgers = vllm_ledgers(lay, capacity, memory)
     if lay.dcp_size > 1:
         notes.append(f"--decode-context-parallel-size {lay.dcp_size}: a rank holds "
                      f"cdiv(tokens, {lay.dcp_size}) of each request's tokens; concurrency and "
@@ -273,7 +275,7 @@ def make_vllm_plan(
         notes.append(f"--context {context_tokens:,}: longer than max_model_len "
                      f"{lay.max_model_len:,}, which vLLM rejects; raise --max-model-len")
     return VllmPlan(layout=lay, memory=memory, capacity=capacity,
-                    ledgers=vllm_ledgers(lay, capacity, memory), notes=tuple(notes), given=dep,
+                    ledgers=ledgers, notes=tuple(notes), given=dep,
                     requests=requests, context_tokens_asked=context_tokens, pipeline=pipeline)
 
 

@@ -15,7 +15,8 @@ the workload's context — else max_model_len — that fit at once over the DP e
 key as SGLang's plan document, like for like), workload|null{requests|null,
 context_tokens|null, fits}, pipeline|null{binding_stage, num_blocks, stages[{pp_rank,
 start_layer, end_layer, groups[{kind, num_layers}], bytes_per_block, own_num_blocks,
-num_blocks, pool_bytes, trimmed_blocks}]} (with --pipeline-parallel-size > 1; layout,
+num_blocks, pool_bytes, trimmed_blocks, ledgers{per_block, per_request, lost_per_request,
+lost_per_rank}}]} (with --pipeline-parallel-size > 1; layout,
 ledgers and capacity are then the binding stage's). `totals`, `context_fit`, `workload`,
 `pipeline` and the layout's `dcp_size` / `rank_tokens_per_request` were added within major 1.
 """
@@ -90,5 +91,7 @@ def _pipeline(plan: VllmPlan) -> dict[str, Any] | None:
         "groups": [{"kind": g.kind, "num_layers": g.num_layers} for g in s.layout.groups],
         "bytes_per_block": s.capacity.bytes_per_block,
         "own_num_blocks": s.capacity.own_num_blocks, "num_blocks": s.capacity.num_blocks,
-        "pool_bytes": s.pool_bytes, "trimmed_blocks": s.capacity.trimmed_blocks}
+        "pool_bytes": s.pool_bytes, "trimmed_blocks": s.capacity.trimmed_blocks,
+        "ledgers": {name: ledger_json(getattr(s.ledgers, name)) for name in (
+            "per_block", "per_request", "lost_per_request", "lost_per_rank")}}
         for s in pipe.stages]}
