@@ -6,22 +6,30 @@ Run inside the environment oracle/vllm/setup_env.sh builds:
 
 Each input line is one deployment (a JSON object: model, tensor_parallel_size, kv_cache_dtype,
 mamba_ssm_cache_dtype, block_size, max_model_len, max_num_seqs, enable_prefix_caching,
-num_speculative_tokens, available_bytes, id); each output line is vLLM's answer for it. Every
+num_speculative_tokens, pipeline_parallel_size, decode_context_parallel_size,
+prefill_context_parallel_size, available_bytes, id); each output line is vLLM's answer for it
+(with pipeline stages, `stages`: each stage's layers, groups, bytes per block and the blocks
+its own memory holds). More ranks than one node's 8 GPUs are launched as `--nnodes` asks. Every
 deployment of one process sees the one GPU of --gpu (fake_gpu.py: the swap is process-wide).
 
 The path is the engine's (`EngineCore._initialize_kv_caches`, vllm/v1/engine/core.py), step by
 step, with vLLM 0.33's functions:
  1. `EngineArgs(...).create_engine_config()` (vllm/engine/arg_utils.py): the model's
     `verify_and_update_config` hooks (model_executor/models/config.py) set mamba_cache_mode,
-    the state dtypes and the sparse-MLA fp8 dtype;
+    the state dtypes and the sparse-MLA fp8 dtype; ParallelConfig and ModelConfig check the
+    DCP / PCP sizes (context_parallel.py asks for Model Runner V2 where PCP needs it);
  2. the KV-bearing layers in `compilation_config.static_forward_context` (layers.py, the one
-    substitution: vLLM's own layer classes, built without weights or a process group);
+    substitution: vLLM's own layer classes, built without weights or a process group), then
+    the model runner's `check_attention_cp_compatibility` (context_parallel.py);
  3. `current_platform.update_block_size_for_backend` (platforms/interface.py: the backend's
     block size, `_align_hybrid_block_size`);
- 4. `get_kv_cache_spec` (v1/worker/gpu/attn_utils.py), `resolve_kv_cache_layout`;
+ 4. `get_kv_cache_spec` (v1/worker/gpu/attn_utils.py), one spec dict per worker: a pipeline
+    stage's workers keep their stage's layers (stages.py, vLLM's `get_pp_indices`);
+    `resolve_kv_cache_layout`;
  5. `get_global_kv_cache_groups`, `get_kv_cache_configs` (v1/core/kv_cache_planning.py) with
     the given available bytes on every worker (no profiling run);
- 6. `generate_scheduler_kv_cache_config`, `get_kv_cache_capacity` (v1/core/kv_cache_utils.py);
+ 6. `generate_scheduler_kv_cache_config`, `get_kv_cache_capacity` (v1/core/kv_cache_utils.py),
+    then `resolve_kv_cache_block_sizes` (0.24 refuses hybrid groups under DCP there);
  7. the Mamba FULL-cudagraph start check of config/compilation.py (max_num_seqs > num_blocks
     refuses), evaluated here because the config is built with enforce_eager.
 A ValueError from vLLM on the way is the deployment's refusal (`error`).
