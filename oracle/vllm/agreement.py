@@ -144,8 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     usable = [row for row in rows if comparable(row, args.rules)]
     misses = {row["id"]: diff for row in usable if (diff := compare(row, args.rules))}
     kinds = Counter(key for diff in misses.values() for key in diff)
+    unanswered = sum("oracle_error" in row["vllm_plan"] for row in rows)
+    no_class = len(rows) - len(usable) - unanswered
     print(f"{len(usable) - len(misses)} of {len(usable)} agree under {args.rules} "
-          f"({len(rows) - len(usable)} not answered); differing: {dict(kinds)}")
+          f"({unanswered} not answered" + (f", {no_class} of a model the release has no class "
+                                           "for" if no_class else "")
+          + f"); differing: {dict(kinds)}")
     for ident, diff in list(misses.items())[: args.show]:
         print(ident, {k: v if k not in ("starts", "refusal") else tuple(str(x)[:90] for x in v)
                       for k, v in diff.items()})
