@@ -114,17 +114,72 @@ def block_size_deployments() -> list[dict]:
     return rows
 
 
+# The scale-out grid (`python oracle/vllm/grid.py --scale-out`): pipeline stages, decode and
+# prefill context parallelism, alone and together, over a dense GQA, a GQA hybrid (Gated
+# DeltaNet; Nemotron-H's Mamba2 for its own stage-layer count), a dense MLA, the sparse-MLA
+# DeepSeek-V3.2 and GLM-5.3-Flash (sparse MLA + KDA). Each shape is (model, tp, pp, dcp, pcp);
+# the uneven splits (32 layers over 3 stages, 48 over 5, 61 over 4, 45 over 2 to 4) and the
+# sizes vLLM refuses (DCP above tp // KV heads, a DCP that does not divide TP or span PCP,
+# PCP with GQA or state layers) are there on purpose.
+SCALE_OUT_SHAPES = (
+    ("llama-3.1-8b", 1, 2, 1, 1), ("llama-3.1-8b", 2, 3, 1, 1),
+    ("deepseek-v3", 8, 2, 1, 1), ("deepseek-v3.2", 8, 2, 1, 1), ("deepseek-v3.2", 4, 4, 1, 1),
+    ("qwen3-next-80b-a3b-instruct", 2, 2, 1, 1), ("qwen3-next-80b-a3b-instruct", 4, 3, 1, 1),
+    ("qwen3-next-80b-a3b-instruct", 1, 5, 1, 1), ("glm-5.3-flash", 4, 2, 1, 1),
+    ("glm-5.3-flash", 2, 3, 1, 1), ("glm-5.3-flash", 1, 4, 1, 1),
+    ("nemotron-h-56b-base-8k", 4, 2, 1, 1),
+    ("deepseek-v3", 8, 1, 2, 1), ("deepseek-v3", 8, 1, 8, 1), ("deepseek-v3", 4, 1, 3, 1),
+    ("deepseek-v3.2", 8, 1, 4, 1), ("glm-5.3-flash", 4, 1, 2, 1), ("glm-5.3-flash", 8, 1, 8, 1),
+    ("qwen3-next-80b-a3b-instruct", 4, 1, 2, 1), ("qwen3-next-80b-a3b-instruct", 8, 1, 4, 1),
+    ("qwen3-next-80b-a3b-instruct", 8, 1, 8, 1), ("llama-3.1-8b", 8, 1, 2, 1),
+    ("deepseek-v3.2", 8, 2, 2, 1), ("qwen3-next-80b-a3b-instruct", 4, 2, 2, 1),
+    ("glm-5.3-flash", 4, 2, 4, 1),
+    ("deepseek-v3", 4, 1, 1, 2), ("deepseek-v3", 4, 1, 2, 2), ("deepseek-v3", 4, 1, 8, 2),
+    ("deepseek-v3", 4, 1, 4, 2), ("deepseek-v3.2", 8, 1, 1, 2), ("llama-3.1-8b", 2, 1, 1, 2),
+    ("qwen3-next-80b-a3b-instruct", 4, 1, 1, 2), ("glm-5.3-flash", 4, 1, 1, 2),
+)
+# (GPU, kv_cache_dtype) per shape: MLA models also in fp8, whose sparse backends differ.
+SCALE_OUT_VARIANTS = (("H200", "auto"), ("B200", "auto"), ("H200", "fp8"))
+_GQA_MODELS = ("llama-3.1-8b", "qwen3-next-80b-a3b-instruct", "nemotron-h-56b-base-8k")
+
+
+def scale_out_deployments() -> list[dict]:
+    rows = []
+    for (model, tp, pp, dcp, pcp), (gpu, dtype) in itertools.product(SCALE_OUT_SHAPES,
+                                                                   SCALE_OUT_VARIANTS):
+        if dtype == "fp8" and model in _GQA_MODELS:
+            continue
+        ident = f"{model}|{gpu}|{dtype}|tp={tp}|pp={pp}|dcp={dcp}|pcp={pcp}"
+        rows.append({"id": ident, "model": model, "gpu": gpu, "kv_cache_dtype": dtype,
+                     "enable_prefix_caching": None, "num_speculative_tokens": 0,
+                     "tensor_parallel_size": tp, "pipeline_parallel_size": pp,
+                     "decode_context_parallel_size": dcp, "prefill_context_parallel_size": pcp,
+                     "available_bytes": (4 + _hash(ident) % 57) * GIB + _hash(ident + "b") % GIB})
+    return rows
+
+
 def sample(rows: list[dict], n: int) -> list[dict]:
     return sorted(sorted(rows, key=lambda r: _hash(r["id"] + "sample"))[:n],
                   key=lambda r: r["id"])
+
+
+def selected(args) -> list[dict]:
+    """The grid the command line names (--blocks, --scale-out, else the main grid)."""
+    if args.blocks:
+        return block_size_deployments()
+    if args.scale_out:
+        return scale_out_deployments()
+    return deployments()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sample", type=int)
     parser.add_argument("--blocks", action="store_true", help="the --block-size grid")
+    parser.add_argument("--scale-out", action="store_true",
+                        help="the pipeline / context-parallel grid")
     args = parser.parse_args(argv)
-    rows = block_size_deployments() if args.blocks else deployments()
+    rows = selected(args)
     if args.sample:
         rows = sample(rows, args.sample)
     for row in rows:

@@ -1,7 +1,7 @@
 """Run the grid through vLLM's planning, one process per GPU, and record the answers.
 
     python oracle/vllm/run_grid.py --env ENV --out answers.jsonl [--sample N] [--timeout S]
-                                   [--check tests/data/oracle/vllm-0.33.0-grid.jsonl] [--blocks]
+                                   [--check tests/data/oracle/vllm-0.33.0-grid.jsonl] [--blocks | --scale-out]
 
 Deployments are grouped by GPU (the pretended platform is process-wide) and fed, one after
 another, to `ENV/bin/python oracle/vllm/sizing.py --gpu G`, niced. An answer already in
@@ -9,7 +9,9 @@ another, to `ENV/bin/python oracle/vllm/sizing.py --gpu G`, niced. An answer alr
 stopped. Each output line is the deployment with vLLM's answer under "vllm_plan". With
 --check, the run fails unless every answer equals the recording's (the tests compare kvledger
 with that recording). With --blocks the rows are grid.block_size_deployments (a --block-size
-each), recorded as tests/data/oracle/vllm-<release>-block-size.jsonl.
+each), recorded as tests/data/oracle/vllm-<release>-block-size.jsonl; with --scale-out,
+grid.scale_out_deployments (pipeline stages, decode and prefill context parallelism), recorded
+as tests/data/oracle/vllm-<release>-scale-out.jsonl.
 """
 
 from __future__ import annotations
@@ -53,8 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", type=Path, help="a recording the answers must equal")
     parser.add_argument("--blocks", action="store_true",
                         help="the --block-size grid (grid.block_size_deployments)")
+    parser.add_argument("--scale-out", action="store_true",
+                        help="the pipeline / context-parallel grid (grid.scale_out_deployments)")
     args = parser.parse_args(argv)
-    rows = grid.block_size_deployments() if args.blocks else grid.deployments()
+    rows = grid.selected(args)
     if args.sample:
         rows = grid.sample(rows, args.sample)
     known = _known(args.out)

@@ -6,22 +6,30 @@ Run inside the environment oracle/vllm/setup_env.sh builds:
 
 Each input line is one deployment (a JSON object: model, tensor_parallel_size, kv_cache_dtype,
 mamba_ssm_cache_dtype, block_size, max_model_len, max_num_seqs, enable_prefix_caching,
-num_speculative_tokens, available_bytes, id); each output line is vLLM's answer for it. Every
+num_speculative_tokens, pipeline_parallel_size, decode_context_parallel_size,
+prefill_context_parallel_size, available_bytes, id); each output line is vLLM's answer for it
+(with pipeline stages, `stages`: each stage's layers, groups, bytes per block and the blocks
+its own memory holds). More ranks than one node's 8 GPUs are launched as `--nnodes` asks. Every
 deployment of one process sees the one GPU of --gpu (fake_gpu.py: the swap is process-wide).
 
 The path is the engine's (`EngineCore._initialize_kv_caches`, vllm/v1/engine/core.py), step by
 step, with vLLM 0.33's functions:
  1. `EngineArgs(...).create_engine_config()` (vllm/engine/arg_utils.py): the model's
     `verify_and_update_config` hooks (model_executor/models/config.py) set mamba_cache_mode,
-    the state dtypes and the sparse-MLA fp8 dtype;
+    the state dtypes and the sparse-MLA fp8 dtype; ParallelConfig and ModelConfig check the
+    DCP / PCP sizes (context_parallel.py asks for Model Runner V2 where PCP needs it);
  2. the KV-bearing layers in `compilation_config.static_forward_context` (layers.py, the one
-    substitution: vLLM's own layer classes, built without weights or a process group);
+    substitution: vLLM's own layer classes, built without weights or a process group), then
+    the model runner's `check_attention_cp_compatibility` (context_parallel.py);
  3. `current_platform.update_block_size_for_backend` (platforms/interface.py: the backend's
     block size, `_align_hybrid_block_size`);
- 4. `get_kv_cache_spec` (v1/worker/gpu/attn_utils.py), `resolve_kv_cache_layout`;
+ 4. `get_kv_cache_spec` (v1/worker/gpu/attn_utils.py), one spec dict per worker: a pipeline
+    stage's workers keep their stage's layers (stages.py, vLLM's `get_pp_indices`);
+    `resolve_kv_cache_layout`;
  5. `get_global_kv_cache_groups`, `get_kv_cache_configs` (v1/core/kv_cache_planning.py) with
     the given available bytes on every worker (no profiling run);
- 6. `generate_scheduler_kv_cache_config`, `get_kv_cache_capacity` (v1/core/kv_cache_utils.py);
+ 6. `generate_scheduler_kv_cache_config`, `get_kv_cache_capacity` (v1/core/kv_cache_utils.py),
+    then `resolve_kv_cache_block_sizes` (0.24 refuses hybrid groups under DCP there);
  7. the Mamba FULL-cudagraph start check of config/compilation.py (max_num_seqs > num_blocks
     refuses), evaluated here because the config is built with enforce_eager.
 A ValueError from vLLM on the way is the deployment's refusal (`error`).
@@ -42,8 +50,15 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 CONFIGS = HERE.parents[1] / "src" / "kvledger" / "model" / "configs"
 
+import context_parallel  # noqa: E402
 import layers  # noqa: E402
+import stages  # noqa: E402
 from fake_gpu import install  # noqa: E402
+
+# The scale-out sizes a deployment may set (EngineArgs fields); left out, vLLM's default 1.
+GPUS_PER_NODE = 8  # fake_gpu's device_count
+SCALE_OUT = ("pipeline_parallel_size", "decode_context_parallel_size",
+             "prefill_context_parallel_size")
 
 
 def _model_dir(model: str) -> str:
@@ -68,9 +83,17 @@ def engine_config(dep: dict):
                   tensor_parallel_size=dep.get("tensor_parallel_size", 1),
                   kv_cache_dtype=dep.get("kv_cache_dtype", "auto"),
                   mamba_ssm_cache_dtype=dep.get("mamba_ssm_cache_dtype", "auto"))
-    for key in ("max_model_len", "max_num_seqs", "block_size", "enable_prefix_caching"):
+    for key in ("max_model_len", "max_num_seqs", "block_size", "enable_prefix_caching",
+                *SCALE_OUT):
         if dep.get(key) is not None:
             kwargs[key] = dep[key]
+    world = 1
+    for key in ("tensor_parallel_size", "pipeline_parallel_size", "prefill_context_parallel_size"):
+        world *= dep.get(key) or 1
+    if world > GPUS_PER_NODE:
+        # more ranks than one node's GPUs: the multi-node multiprocessing launch
+        # (`--nnodes`), as ParallelConfig asks for it
+        kwargs["nnodes"] = -(-world // GPUS_PER_NODE)
     if dep.get("num_speculative_tokens"):
         # n-gram drafting: speculative tokens without a draft model, so the cache holds the
         # target model's layers only (what kvledger counts)
@@ -93,19 +116,23 @@ def plan(dep: dict, platform) -> dict:
 
     out: dict = {"id": dep.get("id")}
     try:
-        vc = engine_config(dep)
-    except (ValueError, TypeError, NotImplementedError) as exc:
+        with context_parallel.v2_runner(dep):
+            vc = engine_config(dep)
+    except (ValueError, TypeError, NotImplementedError, AssertionError) as exc:
+        # (0.24's ModelConfig.verify_with_parallel_config refuses a DCP size with asserts)
         return {**out, "starts": False, "error": f"{type(exc).__name__}: {exc}"}
     cache = vc.cache_config
     try:
         layers.build(vc)  # a layer's __init__ picks its backend: vLLM refuses here without one
     except ValueError as exc:
         return {**out, "starts": False, "error": f"ValueError: {exc}"}
+    if refused := context_parallel.refusal(vc):  # the model runner's check, before planning
+        return {**out, "starts": False, "error": refused}
     backends = get_current_attn_backends(vc)
     platform.update_block_size_for_backend(vc)
     specs = get_kv_cache_spec(vc)
     world = vc.parallel_config.world_size
-    all_specs = [specs] * world
+    all_specs, ranges = stages.worker_specs(vc, specs)
     extra: tuple = ()
     if hasattr(planning, "get_global_kv_cache_groups"):
         from vllm.v1.attention.backends.utils import (
@@ -127,6 +154,8 @@ def plan(dep: dict, platform) -> dict:
         configs = planning.get_kv_cache_configs(vc, all_specs, [available] * world, *extra)
     except ValueError as exc:
         return {**out, "starts": False, "error": f"ValueError: {exc}"}
+    if len(ranges) > 1:
+        out["stages"] = _stages(vc, planning, configs, ranges, available)
     sched = kv_cache_utils.generate_scheduler_kv_cache_config(configs)
     worker = configs[0]
     group_rows, per_request = [], 0
@@ -140,6 +169,10 @@ def plan(dep: dict, platform) -> dict:
                            "page_bytes": spec.page_size_bytes, "blocks_per_request": blocks})
     cache.num_gpu_blocks = sched.num_blocks
     tokens, concurrency = kv_cache_utils.get_kv_cache_capacity(vc, sched)
+    try:  # EngineCore._initialize_kv_caches, before the scheduler is built
+        kv_cache_utils.resolve_kv_cache_block_sizes(sched, vc)
+    except ValueError as exc:
+        return {**out, "starts": False, "error": f"ValueError: {exc}"}
     has_mamba = any(g["kind"] == "mamba" for g in group_rows)
     seqs = vc.scheduler_config.max_num_seqs
     graph_ok = not (has_mamba and seqs is not None and seqs > sched.num_blocks)
@@ -153,6 +186,21 @@ def plan(dep: dict, platform) -> dict:
         out["error"] = (f"ValueError: max_num_seqs ({seqs}) exceeds available Mamba cache "
                         f"blocks ({sched.num_blocks}) (config/compilation.py)")
     return out
+
+
+def _stages(vc, planning, configs, ranges, available: int) -> list[dict]:
+    """Each pipeline stage's worker (its first TP rank): its layers, the bytes one block
+    spans there and the blocks its own memory would hold, before `get_kv_cache_configs` gave
+    every worker the smallest count."""
+    per_stage = len(configs) // len(ranges)
+    rows = []
+    for rank, (start, end) in enumerate(ranges):
+        groups = configs[rank * per_stage].kv_cache_groups
+        per_block = planning._pool_bytes_per_block(vc, groups)
+        rows.append({"pp_rank": rank, "start_layer": start, "end_layer": end,
+                     "group_layers": [len(g.layer_names) for g in groups],
+                     "bytes_per_block": per_block, "num_blocks_alone": available // per_block})
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -65,3 +65,31 @@ def test_engine_errors_are_one_line_exit_2():
         r = run(*args)
         assert r.exit_code == 2, (args, r.output)
         assert message in r.output and "Traceback" not in r.output
+
+
+def test_the_issues_pipeline_and_dcp_commands_plan():
+    # kvledger issue 24: both exited 2 ("not modelled by kvledger's vLLM rules (only 1)").
+    # GLM-5.3-Flash on H200s; the stage and DCP arithmetic is tests/vllm/test_pipeline.py's and
+    # test_context_parallel.py's, checked against vLLM 0.33.0's own planning (tests/oracle).
+    pp = run("--engine", "vllm", "--gpu", "H200", "--tp", "4", "--pipeline-parallel-size", "2",
+             "--json")
+    assert pp.exit_code == 0, pp.output
+    doc = json.loads(pp.stdout)
+    stages = doc["pipeline"]["stages"]
+    assert [s["bytes_per_block"] for s in stages] == [6_116_352, 7_332_864]
+    assert doc["pipeline"]["binding_stage"] == 1 == stages[1]["pp_rank"]
+    assert stages[0]["num_blocks"] == stages[1]["num_blocks"] == doc["capacity"]["num_blocks"]
+    assert stages[0]["trimmed_blocks"] == stages[0]["own_num_blocks"] - stages[0]["num_blocks"]
+    assert doc["totals"]["ranks"] == 8
+    assert doc["totals"]["token_pool_bytes"] == 4 * sum(s["pool_bytes"] for s in stages)
+    dcp = run("--engine", "vllm", "--gpu", "H200", "--tp", "8",
+              "--decode-context-parallel-size", "2", "--json")
+    assert dcp.exit_code == 0, dcp.output
+    doc = json.loads(dcp.stdout)
+    # cdiv(cdiv(1,048,576, 2), 640) attention blocks + 4 KDA groups × 3 + the kpool tail
+    assert doc["capacity"]["blocks_per_request"] == 820 + 12 + 1
+    assert doc["layout"]["dcp_size"] == 2 and doc["layout"]["rank_tokens_per_request"] == 524_288
+    assert doc["pipeline"] is None and doc["totals"]["ranks"] == 8
+    table = run("--engine", "vllm", "--gpu", "H200", "-tp", "4", "-pp", "2")
+    assert table.exit_code == 0, table.output
+    assert "Pipeline stages" in table.output and "PP1 ← binds" in table.output

@@ -127,6 +127,40 @@ def test_block_size_deployments_agree_with_vllm(rules):
     assert plans["deepseek-v3.2|B200|fp8|bs=32|tp=8"]["block_size"] == 32
 
 
+# The scale-out grid (grid.scale_out_deployments, `run_grid.py --scale-out`): pipeline stages,
+# decode and prefill context parallelism, under both releases. 0.24 has no GLM-5.3-Flash class
+# (agreement.NO_MODEL_CLASS), so its rows there are left out.
+SCALE_OUT = {"vllm-0.33": ROOT / "tests" / "data" / "oracle" / "vllm-0.33.0-scale-out.jsonl",
+             "vllm-0.24": ROOT / "tests" / "data" / "oracle" / "vllm-0.24.0-scale-out.jsonl"}
+
+
+@pytest.mark.parametrize("rules", sorted(SCALE_OUT))
+def test_scale_out_deployments_agree_with_vllm(rules):
+    rows = [row for row in _recorded(SCALE_OUT[rules]) if agreement.comparable(row, rules)]
+    assert {row["id"] for row in rows} <= {row["id"] for row in grid.scale_out_deployments()}
+    assert len(rows) >= 60
+    misses = {row["id"]: diff for row in rows if (diff := agreement.compare(row, rules))}
+    assert not misses, list(misses.items())[:5]
+    plans = [row["vllm_plan"] for row in rows]
+    # what the recording pins: vLLM's per-stage pools, and refusals for every reason
+    assert sum("stages" in plan for plan in plans) >= 20
+    assert any(len({s["num_blocks_alone"] for s in plan.get("stages", [])}) > 1
+               for plan in plans)  # stages whose own counts differ: the minimum is taken
+    reasons = {agreement.reason(plan["error"]) for plan in plans if not plan["starts"]}
+    assert {"context-parallel sizes", "no attention backend"} <= reasons
+    if rules == "vllm-0.24":
+        assert "hybrid groups under DCP" in reasons
+
+
+def test_scale_out_recording_pins_vllms_dcp_arithmetic():
+    plans = {row["id"]: row["vllm_plan"] for row in _recorded(SCALE_OUT["vllm-0.33"])}
+    plan = plans["deepseek-v3|H200|auto|tp=8|pp=1|dcp=2|pcp=1"]
+    assert plan["blocks_per_request"] == 163_840 // 2 // 16 == 5_120
+    plan = plans["glm-5.3-flash|H200|auto|tp=4|pp=2|dcp=1|pcp=1"]
+    assert [s["num_blocks_alone"] for s in plan["stages"]] == [4_570, 3_812]
+    assert plan["num_blocks"] == 3_812
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not (ENV / "bin" / "python").exists(),
                     reason=f"vLLM 0.33.0 oracle environment absent at {ENV}: build it with "

@@ -161,6 +161,9 @@ def test_an_a100_gets_the_small_token_budget_and_a_flag_overrides_it():
     (VllmDeployment(tensor_parallel_size=2, data_parallel_size=2), "--data-parallel-size 2"),
     (VllmDeployment(tensor_parallel_size=2, mamba_cache_mode=MambaCacheMode.NONE),
      "--mamba-cache-mode none"),
+    # a DCP rank's block holds every dcp-th token of block × dcp (not the simulated table)
+    (VllmDeployment(tensor_parallel_size=4, decode_context_parallel_size=2),
+     "--decode-context-parallel-size 2"),
 ])
 def test_deployments_it_cannot_serve_are_refused_by_name(deployment, flag):
     plan = make_vllm_plan("qwen3-next-80b-a3b-instruct", deployment, gpu="h200")

@@ -7,6 +7,7 @@ import pytest
 from kvledger.core.errors import DeploymentError
 from kvledger.vllm.flags import is_vllm_command, parse_vllm_command
 from kvledger.vllm.rules import MambaCacheMode
+from kvledger.vllm.serve_line import vllm_command
 
 
 def test_vllm_serve_with_every_memory_flag():
@@ -45,7 +46,7 @@ def test_bare_flags_and_detection():
 
 
 @pytest.mark.parametrize("cmd,message", [
-    ("vllm serve m --pipeline-parallel-size 2", "--pipeline-parallel-size 2: not modelled"),
+    ("vllm serve m --cpu-offload-gb 4", "--cpu-offload-gb 4: not modelled"),
     ("vllm serve m --gpu-memory-utilization 1.2", "--gpu-memory-utilization 1.2: expected"),
     ("vllm serve m --kv-cache-dtype fp4", "--kv-cache-dtype fp4: expected one of"),
     ("vllm serve m --mamba-cache-mode all", "--mamba-cache-mode 'all'"),
@@ -60,3 +61,18 @@ def test_bare_flags_and_detection():
 def test_bad_flags_name_the_flag(cmd, message):
     with pytest.raises(DeploymentError, match=message.replace("(", r"\(").replace("{", r"\{")):
         parse_vllm_command(cmd)
+
+
+def test_scale_out_flags_and_their_short_spellings():
+    # EngineArgs.add_cli_args (vllm/engine/arg_utils.py): -pp, -dcp, -pcp
+    p = parse_vllm_command("vllm serve m -tp 8 -pp 2 -dcp 4 -pcp 1 --port 8000")
+    dep = p.deployment
+    assert (dep.tensor_parallel_size, dep.pipeline_parallel_size,
+            dep.decode_context_parallel_size, dep.prefill_context_parallel_size) == (8, 2, 4, 1)
+    assert dep.gpus_per_engine == 16
+    # SGLang's --pp-size and --dcp-size mean the same: read as vLLM's flags
+    assert parse_vllm_command("--pp-size 3 --dcp-size 2").deployment.pipeline_parallel_size == 3
+    # and the serve line writes them back in vLLM's spelling
+    line = vllm_command("m", dep)
+    assert "--pipeline-parallel-size 2 --decode-context-parallel-size 4" in line
+    assert parse_vllm_command(line).deployment == dep

@@ -97,6 +97,7 @@ class MlaShape:
 class GqaShape:
     num_kv_heads: int  # unsharded
     head_dim: int  # elements per head
+    num_heads: int | None = None  # query heads, unsharded (None: not read)
 
     def kv_heads_per_rank(self, attn_tp: int) -> int:
         # SGLang replicates KV heads when TP exceeds them: max(1, heads // tp)

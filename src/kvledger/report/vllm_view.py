@@ -1,4 +1,5 @@
-"""Rich rendering of a VllmPlan: layer specs, groups, block ledgers, the bytes lost, capacity."""
+"""Rich rendering of a VllmPlan: layer specs, groups, block ledgers, the bytes lost, capacity,
+and with pipeline stages one row per stage."""
 
 from __future__ import annotations
 
@@ -69,13 +70,49 @@ def capacity_table(plan: VllmPlan) -> Table:
     return table
 
 
+def stage_table(plan: VllmPlan) -> Table | None:
+    """One row per pipeline stage: its layers and groups, its block, the blocks it could hold
+    and the count every stage gets (get_kv_cache_configs' minimum)."""
+    pipe = plan.pipeline
+    if pipe is None:
+        return None
+    table = Table(title=f"Pipeline stages — every stage gets the smallest stage's "
+                  f"{pipe.num_blocks:,} blocks", title_justify="left")
+    for name in ("stage", "layers", "groups (layers on the stage)", "B/block", "blocks alone",
+                 "num_gpu_blocks", "pool B", "unallocated blocks"):
+        table.add_column(name, justify="left" if name in ("stage", "layers") else "right")
+    for s in pipe.stages:
+        mark = " ← binds" if s.stage.pp_rank == pipe.binding_stage else ""
+        table.add_row(f"PP{s.stage.pp_rank}{mark}", f"{s.stage.start_layer}..{s.stage.end_layer - 1}",
+                      " + ".join(str(g.num_layers) for g in s.layout.groups),
+                      f"{s.capacity.bytes_per_block:,}", f"{s.capacity.own_num_blocks:,}",
+                      f"{s.capacity.num_blocks:,}", show_bytes(s.pool_bytes),
+                      f"{s.capacity.trimmed_blocks:,}")
+    return table
+
+
+def _scale_out(plan: VllmPlan) -> str:
+    dep = plan.deployment
+    words = []
+    if (pipe := plan.pipeline) is not None:
+        stage = pipe.binding.stage
+        words.append(f"pp {dep.pipeline_parallel_size} (per-rank tables: stage PP{stage.pp_rank},"
+                     f" layers {stage.start_layer}..{stage.end_layer - 1})")
+    if dep.decode_context_parallel_size > 1:
+        words.append(f"dcp {dep.decode_context_parallel_size} (a rank holds 1/"
+                     f"{dep.decode_context_parallel_size} of each request's tokens)")
+    if dep.prefill_context_parallel_size > 1:
+        words.append(f"pcp {dep.prefill_context_parallel_size}")
+    return "".join(f", {w}" for w in words)
+
+
 def render_vllm_plan(plan: VllmPlan, console: Console, ignored: tuple[str, ...] = ()) -> None:
     lay, dep, model = plan.layout, plan.layout.deployment, plan.model
     head = (f"[bold]{model.name}[/] ({model.family.value}) under [bold]{lay.rules.name}[/]: "
             f"{model.num_full_layers} attention + {model.num_linear_layers} linear layers; "
-            f"tp {dep.tensor_parallel_size}, kv {dep.kv_cache_dtype}, max_model_len "
-            f"{lay.max_model_len:,}, gpu_memory_utilization {dep.gpu_memory_utilization}"
-            + (f", {plan.gpu.name}" if plan.gpu else ""))
+            f"tp {dep.tensor_parallel_size}{_scale_out(plan)}, kv {dep.kv_cache_dtype}, "
+            f"max_model_len {lay.max_model_len:,}, gpu_memory_utilization "
+            f"{dep.gpu_memory_utilization}" + (f", {plan.gpu.name}" if plan.gpu else ""))
     led = plan.ledgers
     parts: list = [head, layout_table(plan),
                    ledger_table(led.memory, "KV cache memory per rank"),
@@ -84,6 +121,8 @@ def render_vllm_plan(plan: VllmPlan, console: Console, ignored: tuple[str, ...] 
                    ledger_table(led.lost_per_request, "Bytes lost — per max_model_len request"),
                    ledger_table(led.lost_per_rank, "Bytes lost — per rank"),
                    capacity_table(plan)]
+    if table := stage_table(plan):
+        parts.append(table)
     notes = [*plan.notes, *(f"ignored flag: {flag}" for flag in ignored)]
     if notes:
         parts.append(Text("\n".join(f"note: {n}" for n in notes), style="yellow"))

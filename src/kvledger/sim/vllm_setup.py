@@ -83,6 +83,12 @@ def vllm_sim_setup(plan: VllmPlan, *, timer: StepCost | Roofline,
         raise WorkloadError(f"--data-parallel-size {lay.deployment.data_parallel_size}: "
                             "simulate --engine vllm serves one engine's pool; data parallel "
                             "is not simulated")
+    for flag, size in (("--decode-context-parallel-size", lay.dcp_size),
+                       ("--prefill-context-parallel-size",
+                        lay.deployment.prefill_context_parallel_size)):
+        if size > 1:  # a DCP block spans block × dcp tokens of a request (not simulated)
+            raise WorkloadError(f"{flag} {size}: simulate --engine vllm serves one rank's "
+                                "block table; context parallelism is not simulated")
     block = lay.block_tokens
     num_mamba = sum(g.kind == "mamba" for g in lay.groups)
     groups: tuple[GroupSpec, ...] = (FullAttentionSpec(block_size_tokens=block),)

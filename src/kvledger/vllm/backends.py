@@ -31,7 +31,7 @@ True
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import gcd, lcm
 from typing import TYPE_CHECKING
 
@@ -61,6 +61,9 @@ class MlaBackend:
     ds_mla_when_auto: bool = False  # `auto` stored as fp8_ds_mla too
     stride_rows: int | None = None  # align_blocks_to_rows(spec, n)
     stride_multiple_of_when_quantized: int | None = None  # MultipleOf(n) for quantised KV
+    # Takes --decode-context-parallel-size > 1: the impl's `supports_dcp` (0.33's selector
+    # reads it) / `can_return_lse_for_decode` (0.24's model runner asserts it).
+    dcp: bool = True
 
     @property
     def smallest_block(self) -> int:
@@ -77,12 +80,14 @@ class MlaBackend:
     def stride_alignment_bytes(self, *, block_tokens: int, row_bytes: int,
                                quantized: bool) -> int:
         """`get_block_stride_alignment` of the latent spec (1: none)."""
+        multiple = self.stride_multiple_of_when_quantized if quantized else None
+        if multiple is not None:
+            if gcd(multiple, block_tokens) == block_tokens:
+                return 1
+            return gcd(multiple, block_tokens) * row_bytes
         if self.stride_rows:
             return self.stride_rows * row_bytes
-        multiple = self.stride_multiple_of_when_quantized if quantized else None
-        if multiple is None or gcd(multiple, block_tokens) == block_tokens:
-            return 1
-        return gcd(multiple, block_tokens) * row_bytes
+        return 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,12 +105,16 @@ TRITON_MLA = MlaBackend(name="TRITON_MLA", kernel_multiple_of=16)
 FLASH_ATTN_MLA = MlaBackend(name="FLASH_ATTN_MLA", kernel_multiple_of=16)  # SM90, no fp8 KV
 FLASHMLA = MlaBackend(name="FLASHMLA", kernel_blocks=(64,))
 FLASHINFER_MLA = MlaBackend(name="FLASHINFER_MLA", kernel_blocks=(32, 64))
+# SparseMLACommonImpl leaves `supports_dcp` False; FlashMLASparseImpl and
+# FlashInferMLASparseImpl set it (v1/attention/backends/mla/*.py).
 FLASH_ATTN_MLA_SPARSE = MlaBackend(name="FLASH_ATTN_MLA_SPARSE", kernel_multiple_of=64,
-                                   stride_rows=1)
+                                   stride_rows=1, dcp=False)
+# customize_spec: quantised off SM100, MultipleOf(64); else align_blocks_to_rows(spec), one row
 FLASHMLA_SPARSE = MlaBackend(name="FLASHMLA_SPARSE", kernel_multiple_of=64,
-                             ds_mla_when_quantized=True, stride_multiple_of_when_quantized=64)
+                             ds_mla_when_quantized=True, stride_multiple_of_when_quantized=64,
+                             stride_rows=1)
 FLASHINFER_MLA_SPARSE_SM90 = MlaBackend(name="FLASHINFER_MLA_SPARSE_SM90",
-                                        kernel_multiple_of=64, stride_rows=1)
+                                        kernel_multiple_of=64, stride_rows=1, dcp=False)
 FLASHINFER_MLA_SPARSE = MlaBackend(name="FLASHINFER_MLA_SPARSE", kernel_multiple_of=32,
                                    stride_rows=32)
 # v0.33.0's SM120 backend inherits `_FlashInferMLASparseBackendBase.customize_spec`
@@ -113,14 +122,21 @@ FLASHINFER_MLA_SPARSE = MlaBackend(name="FLASHINFER_MLA_SPARSE", kernel_multiple
 # MultipleOf(64) kernel block; v0.24.0's class has no customize_spec.
 FLASHINFER_MLA_SPARSE_SM120 = MlaBackend(name="FLASHINFER_MLA_SPARSE_SM120",
                                          kernel_multiple_of=64, ds_mla_when_quantized=True,
-                                         ds_mla_when_auto=True, stride_rows=64)
+                                         ds_mla_when_auto=True, stride_rows=64, dcp=False)
+# v0.24.0's impls: only FlashMLA, FlashAttention MLA, CUTLASS MLA and Triton MLA (and, for GQA,
+# FlashAttention and FlashInfer) set `can_return_lse_for_decode`, so no sparse one takes DCP.
 FLASHINFER_MLA_SPARSE_SM120_024 = MlaBackend(name="FLASHINFER_MLA_SPARSE_SM120",
                                              kernel_multiple_of=64, ds_mla_when_quantized=True,
-                                             ds_mla_when_auto=True)
+                                             ds_mla_when_auto=True, dcp=False)
 
 # v0.24.0's FlashInfer sparse kernel takes blocks of 32 or 64 (v1/attention/backends/mla/
 # flashinfer_mla_sparse.py); 0.33's is MultipleOf(32) with 32-row strides.
-FLASHINFER_MLA_SPARSE_024 = MlaBackend(name="FLASHINFER_MLA_SPARSE", kernel_blocks=(32, 64))
+FLASHINFER_MLA_SPARSE_024 = MlaBackend(name="FLASHINFER_MLA_SPARSE", kernel_blocks=(32, 64),
+                                       dcp=False)
+FLASHMLA_SPARSE_024 = MlaBackend(name="FLASHMLA_SPARSE", kernel_multiple_of=64,
+                                 ds_mla_when_quantized=True,
+                                 stride_multiple_of_when_quantized=64, dcp=False)
+FLASHINFER_MLA_024 = MlaBackend(name="FLASHINFER_MLA", kernel_blocks=(32, 64), dcp=False)
 
 # vLLM 0.33's `_get_backend_priorities` for MLA, reduced to the first backend whose checks
 # pass for the cases kvledger's models reach (bfloat16 checkpoints, 512- or 576-wide latents).
@@ -135,7 +151,12 @@ MLA_CHOICES_033 = (
               backend=FLASHINFER_MLA_SPARSE_SM90),
     MlaChoice(sparse=True, majors=frozenset({9}), quantized=False,
               backend=FLASH_ATTN_MLA_SPARSE),
-    MlaChoice(sparse=True, majors=frozenset({9}), quantized=True, backend=FLASHMLA_SPARSE),
+    # FlashMLA's sparse kernel takes a 512-wide latent only unquantised on SM90
+    # (`FlashMLASparseBackend.supports_combination`)
+    MlaChoice(sparse=True, majors=frozenset({9}), quantized=True, head_size=576,
+              backend=FLASHMLA_SPARSE),
+    # reached only with DCP, the two before it having no DCP: FlashMLA's for bfloat16
+    MlaChoice(sparse=True, majors=frozenset({9}), quantized=False, backend=FLASHMLA_SPARSE),
     # SM100: FlashInfer's sparse kernel for fp8; FlashMLA's (or FA4's) for bfloat16
     MlaChoice(sparse=True, majors=frozenset({10}), quantized=True, backend=FLASHINFER_MLA_SPARSE),
     MlaChoice(sparse=True, majors=frozenset({10}), quantized=False, backend=FLASHMLA_SPARSE),
@@ -144,13 +165,18 @@ MLA_CHOICES_033 = (
 
 
 def mla_backend(rules: VllmRules, *, sparse: bool, major: int, quantized: bool,
-                head_size: int) -> MlaBackend | None:
+                head_size: int, dcp: bool = False) -> MlaBackend | None:
     """The backend `rules` pick, or None when none serves the case (vLLM refuses: "No valid
-    attention backend found")."""
+    attention backend found"). With `dcp` (--decode-context-parallel-size > 1) a release
+    whose selector checks DCP support (`ContextParallelRules.dcp_filters_backends`) skips
+    the backends without it."""
+    skip = dcp and rules.context_parallel is not None \
+        and rules.context_parallel.dcp_filters_backends
     for choice in rules.mla_backends:
         if (choice.sparse is sparse and major in choice.majors
                 and choice.quantized in (None, quantized)
-                and choice.head_size in (None, head_size)):
+                and choice.head_size in (None, head_size)
+                and not (skip and not choice.backend.dcp)):
             return choice.backend
     return None
 
@@ -165,14 +191,29 @@ def mla_backend_for(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
     assert model.mla is not None
     sparse = model.attn is AttnKind.DSA
     major = gpu.compute_capability[0]
+    dcp = dep.decode_context_parallel_size
     backend = mla_backend(rules, sparse=sparse, major=major,
                           quantized=dep.kv_cache_dtype != "auto",
-                          head_size=model.mla.kv_lora_rank + model.mla.qk_rope_head_dim)
+                          head_size=model.mla.kv_lora_rank + model.mla.qk_rope_head_dim,
+                          dcp=dcp > 1)
+    what = f"{'sparse ' if sparse else ''}MLA attention backend"
+    if backend is None and dcp > 1 and mla_backend(
+            rules, sparse=sparse, major=major, quantized=dep.kv_cache_dtype != "auto",
+            head_size=model.mla.kv_lora_rank + model.mla.qk_rope_head_dim) is not None:
+        raise DeploymentError(
+            f"--decode-context-parallel-size {dcp}: vLLM has no {what} with DCP for SM "
+            f"{major}.x and --kv-cache-dtype {dep.kv_cache_dtype} (No valid attention backend "
+            "found: DCP not supported)")
     if backend is None:
         raise DeploymentError(
-            f"--gpu {gpu.name}: vLLM has no {'sparse ' if sparse else ''}MLA attention backend "
+            f"--gpu {gpu.name}: vLLM has no {what} "
             f"for SM {major}.x (No valid attention backend found; sparse MLA needs SM 9.0 or "
             "newer)")
+    if dcp > 1 and not backend.dcp:  # a release whose model runner refuses it at start-up
+        raise DeploymentError(
+            f"--decode-context-parallel-size {dcp}: vLLM picks {backend.name} on SM {major}.x, "
+            "whose impl returns no softmax LSE (Decode Context Parallelism (DCP) requires "
+            "attention implementations to return the softmax LSE during decode)")
     return backend
 
 
@@ -219,10 +260,11 @@ def block_stride_alignment_bytes(model: ModelArch, attention: AttentionLayer,
 # v0.24.0's: the same dense choices; sparse MLA on SM90 is FlashMLA's for either dtype. Matches
 # what vLLM 0.24.0's own planning picked on every GPU of a 200-deployment grid sample.
 MLA_CHOICES_024 = (
-    *(choice for choice in MLA_CHOICES_033 if not choice.sparse),
-    MlaChoice(sparse=True, majors=frozenset({9}), backend=FLASHMLA_SPARSE),
+    *(replace(choice, backend=FLASHINFER_MLA_024) if choice.backend is FLASHINFER_MLA
+      else choice for choice in MLA_CHOICES_033 if not choice.sparse),
+    MlaChoice(sparse=True, majors=frozenset({9}), backend=FLASHMLA_SPARSE_024),
     MlaChoice(sparse=True, majors=frozenset({10}), quantized=True,
               backend=FLASHINFER_MLA_SPARSE_024),
-    MlaChoice(sparse=True, majors=frozenset({10}), quantized=False, backend=FLASHMLA_SPARSE),
+    MlaChoice(sparse=True, majors=frozenset({10}), quantized=False, backend=FLASHMLA_SPARSE_024),
     MlaChoice(sparse=True, majors=frozenset({12}), backend=FLASHINFER_MLA_SPARSE_SM120_024),
 )

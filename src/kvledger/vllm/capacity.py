@@ -4,15 +4,18 @@ Formulas (vllm/v1/core/kv_cache_utils.py, later split into kv_cache_planning.py)
 - bytes per block = the largest group's summed per-layer pages (`_get_kv_cache_bytes_per_block`;
   0.13's `get_num_blocks` divides by page then by group size, the same floor);
 - num_blocks = available // bytes per block (`get_kv_cache_config_from_groups`), one of them
-  the null block the BlockPool holds back;
-- blocks per request = Σ over groups of cdiv(max_memory_usage_bytes, page);
+  the null block the BlockPool holds back; with pipeline stages every worker gets the
+  smallest stage's count (`get_kv_cache_configs`, kvledger.vllm.pipeline);
+- blocks per request = Σ over groups of cdiv(max_memory_usage_bytes, page) (an attention
+  group's tokens are one DCP rank's, kvledger.vllm.context_parallel);
 - max concurrency = num_blocks / blocks per request
   (`get_max_concurrency_for_kv_cache_config`, logged "%.2fx");
 - GPU KV cache size: the rule set's `logged_tokens` formula.
 Refusals: `_check_enough_kv_cache_memory` (one max_model_len request must fit: the needed
 bytes are bytes per block × blocks per request, planned against the memory less the null block
 in 0.33) and `CompilationConfig.resolve_cudagraph_mode_and_sizes` (with full CUDA graphs, a
-hybrid's max_num_seqs must not exceed the blocks).
+hybrid's max_num_seqs must not exceed the blocks); between them, 0.24's refusal of several
+groups under DCP (`resolve_kv_cache_block_sizes`).
 
 >>> from kvledger.model.config import load_model
 >>> from kvledger.vllm.layout import vllm_layout, VllmDeployment
@@ -30,6 +33,7 @@ from dataclasses import dataclass
 
 from kvledger.core.errors import DeploymentError
 from kvledger.core.units import GiB
+from kvledger.vllm.context_parallel import check_groups
 from kvledger.vllm.layout import VllmLayout
 from kvledger.vllm.rules import LoggedTokens
 
@@ -47,10 +51,19 @@ class VllmCapacity:
     max_concurrency: float
     logged_tokens: int  # what "GPU KV cache size: N tokens" prints
     max_num_seqs: int
+    # Blocks this rank's memory alone holds; more than num_blocks on a pipeline stage whose
+    # blocks are narrower than the widest stage's (the count every worker gets).
+    own_num_blocks: int = 0
+
+    @property
+    def trimmed_blocks(self) -> int:
+        """Blocks this rank could hold but leaves unallocated (the smallest stage's count)."""
+        return max(self.own_num_blocks - self.num_blocks, 0)
 
     @property
     def unallocated_bytes(self) -> int:
-        return self.available_bytes - self.num_blocks * self.bytes_per_block
+        """Memory past the last whole block of this rank's own count."""
+        return self.available_bytes - (self.num_blocks + self.trimmed_blocks) * self.bytes_per_block
 
     @property
     def binding(self) -> str:
@@ -76,8 +89,9 @@ def estimate_max_model_len(lay: VllmLayout, check_bytes: int) -> int:
     return best
 
 
-def vllm_capacity(lay: VllmLayout, available_bytes: int) -> VllmCapacity:
-    """Size the block pool; raise KVCacheMemoryError where vLLM refuses to start."""
+def admitted_blocks(lay: VllmLayout, available_bytes: int) -> int:
+    """The blocks `available_bytes` hold, once one max_model_len request is admitted
+    (`_check_enough_kv_cache_memory`); KVCacheMemoryError otherwise."""
     if available_bytes <= 0:
         raise KVCacheMemoryError(
             f"No available memory for the cache blocks ({_gib(available_bytes)} GiB). Try "
@@ -94,7 +108,20 @@ def vllm_capacity(lay: VllmLayout, available_bytes: int) -> VllmCapacity:
             f"--max-model-len {lay.max_model_len}: to serve at least one request with the "
             f"model's max seq len ({lay.max_model_len}), {_gib(needed)} GiB KV cache is needed, "
             f"which is larger than the available KV cache memory ({_gib(check)} GiB).{hint}")
-    num_blocks = available_bytes // per_block
+    return available_bytes // per_block
+
+
+def vllm_capacity(lay: VllmLayout, available_bytes: int, *,
+                  num_blocks: int | None = None) -> VllmCapacity:
+    """Size the block pool; raise KVCacheMemoryError where vLLM refuses to start.
+
+    `num_blocks`: the count every pipeline stage's worker gets (the smallest stage's);
+    None: the rank's own."""
+    own = admitted_blocks(lay, available_bytes)
+    num_blocks = own if num_blocks is None else num_blocks
+    if lay.rules.context_parallel is not None:
+        check_groups(len(lay.groups), lay.deployment, lay.rules.context_parallel)
+    per_block, per_request = lay.bytes_per_block, lay.blocks_per_request()
     concurrency = num_blocks / per_request
     if lay.rules.logged_tokens is LoggedTokens.BLOCKS_PER_GROUP:
         tokens = num_blocks // len(lay.groups) * lay.block_tokens
@@ -110,4 +137,4 @@ def vllm_capacity(lay: VllmLayout, available_bytes: int) -> VllmCapacity:
     return VllmCapacity(available_bytes=available_bytes, bytes_per_block=per_block,
                         num_blocks=num_blocks, blocks_per_request=per_request,
                         max_concurrency=concurrency, logged_tokens=tokens,
-                        max_num_seqs=dep.max_num_seqs)
+                        max_num_seqs=dep.max_num_seqs, own_num_blocks=own)

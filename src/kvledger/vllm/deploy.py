@@ -40,6 +40,13 @@ def _flag(default: object, flag: str):
 class VllmDeployment:
     tensor_parallel_size: int = _flag(1, "--tensor-parallel-size")
     data_parallel_size: int = _flag(1, "--data-parallel-size")
+    # Stages of decoder layers (kvledger.vllm.pipeline); each its own GPUs.
+    pipeline_parallel_size: int = _flag(1, "--pipeline-parallel-size")
+    # TP ranks that shard each request's tokens (kvledger.vllm.context_parallel); no GPUs of
+    # its own.
+    decode_context_parallel_size: int = _flag(1, "--decode-context-parallel-size")
+    # Ranks that split a prefill; GPUs of their own beside TP.
+    prefill_context_parallel_size: int = _flag(1, "--prefill-context-parallel-size")
     gpu_memory_utilization: float | None = _flag(None, "--gpu-memory-utilization")
     kv_cache_memory_bytes: int | None = _flag(None, "--kv-cache-memory-bytes")
     max_model_len: int | None = _flag(None, "--max-model-len")
@@ -54,7 +61,8 @@ class VllmDeployment:
     enforce_eager: bool = _flag(False, "--enforce-eager")
 
     def __post_init__(self) -> None:
-        for name in ("tensor_parallel_size", "data_parallel_size"):
+        for name in ("tensor_parallel_size", "data_parallel_size", "pipeline_parallel_size",
+                     "decode_context_parallel_size", "prefill_context_parallel_size"):
             _positive(self, name, getattr(self, name), MAX_GPUS)
         for name in ("max_model_len", "max_num_seqs", "block_size", "kv_cache_memory_bytes"):
             if getattr(self, name) is not None:
@@ -80,6 +88,14 @@ class VllmDeployment:
         if self.mamba_cache_mode is MambaCacheMode.ALIGN and self.enable_prefix_caching is False:
             raise _fail("mamba_cache_mode", "align",
                         "needs prefix caching (drop --no-enable-prefix-caching)")
+
+
+    @property
+    def gpus_per_engine(self) -> int:
+        """GPUs one DP engine spans: TP × PCP × PP ranks (`ParallelConfig.world_size`,
+        vllm/config/parallel.py); DCP reuses TP ranks."""
+        return (self.tensor_parallel_size * self.prefill_context_parallel_size
+                * self.pipeline_parallel_size)
 
 
 FIELD_FLAGS: dict[str, str] = {f.name: f.metadata["flag"] for f in fields(VllmDeployment)}

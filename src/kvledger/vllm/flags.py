@@ -57,6 +57,12 @@ _VALUE_FLAGS: dict[str, tuple[str, Callable[[str], object]]] = {
     "-tp": ("tensor_parallel_size", integer),
     "--data-parallel-size": ("data_parallel_size", integer),
     "-dp": ("data_parallel_size", integer),
+    "--pipeline-parallel-size": ("pipeline_parallel_size", integer),
+    "-pp": ("pipeline_parallel_size", integer),
+    "--decode-context-parallel-size": ("decode_context_parallel_size", integer),
+    "-dcp": ("decode_context_parallel_size", integer),
+    "--prefill-context-parallel-size": ("prefill_context_parallel_size", integer),
+    "-pcp": ("prefill_context_parallel_size", integer),
     "--gpu-memory-utilization": ("gpu_memory_utilization", _float),
     "--kv-cache-memory-bytes": ("kv_cache_memory_bytes", human_int),
     "--kv-cache-memory": ("kv_cache_memory_bytes", human_int),
@@ -76,14 +82,15 @@ _SWITCHES: dict[str, tuple[str, bool]] = {
     "--no-enforce-eager": ("enforce_eager", False),
 }
 # Flags that change memory in ways kvledger does not model: refused unless neutral.
-_REFUSED = {"--pipeline-parallel-size": "1", "-pp": "1", "--cpu-offload-gb": "0",
-            "--num-gpu-blocks-override": None, "--prefill-context-parallel-size": "1",
-            "--decode-context-parallel-size": "1", "-dcp": "1"}
+_REFUSED = {"--cpu-offload-gb": "0", "--num-gpu-blocks-override": None}
+# The short spellings EngineArgs registers (a word after a flag is its value unless it is one)
+_SHORT_FLAGS = frozenset({"-tp", "-dp", "-pp", "-dcp", "-pcp"})
 _MODEL_FLAGS = ("--model",)
 # SGLang's spellings of vLLM flags that mean the same: read as the vLLM flag (one spelling
 # policy for every command, whichever engine plans).
 SGLANG_ALIASES = {
     "--tp": "--tensor-parallel-size", "--tp-size": "--tensor-parallel-size",
+    "--pp-size": "--pipeline-parallel-size", "--dcp-size": "--decode-context-parallel-size",
     "--context-length": "--max-model-len", "--page-size": "--block-size",
     "--mamba-ssm-dtype": "--mamba-ssm-cache-dtype",
     "--disable-radix-cache": "--no-enable-prefix-caching",
@@ -176,7 +183,7 @@ def parse_vllm_command(argv: Sequence[str] | str) -> ParsedVllm:
         elif flag in _VALUE_FLAGS or flag in _MODEL_FLAGS or flag in _REFUSED or flag == "--dtype":
             if eq:
                 text = inline
-            elif i < len(words) and not (words[i].startswith("--") or words[i] in ("-tp", "-dp")):
+            elif i < len(words) and not (words[i].startswith("--") or words[i] in _SHORT_FLAGS):
                 text, i = words[i], i + 1
             else:
                 raise DeploymentError(f"{flag}: expected a value")

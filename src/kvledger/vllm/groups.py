@@ -4,13 +4,19 @@
 kv_cache_planning.py in later releases): layers are bucketed by spec (all attention layers,
 all Mamba layers); the group size is the smallest bucket, or the largest when it is under 1.5×
 the smallest; each bucket splits into cdiv(len, group size) groups, layer i going to group
-i mod n. A group shorter than the group size leaves "padding layers": its share of every block
-is allocated and never used. A model whose layers all share one spec is one group.
+i mod n (`layers[i::num_groups]`, so that every pipeline stage's share of a group stays
+near 1/pp of it). A group shorter than the group size leaves "padding layers": its share of
+every block is allocated and never used. A model whose layers all share one spec is one group.
+Each group keeps its layers' decoder-layer indices, so a pipeline stage can take its own
+(`kvledger.vllm.stages`).
 
->>> g = kv_cache_groups({"attention": 12, "mamba": 36})
+>>> g = kv_cache_groups({"attention": range(3, 48, 4),
+...                      "mamba": [i for i in range(48) if i % 4 != 3]})
 >>> [(grp.kind, grp.num_layers) for grp in g], group_size(g)
 ([('attention', 12), ('mamba', 12), ('mamba', 12), ('mamba', 12)], 12)
->>> [grp.num_layers for grp in kv_cache_groups({"attention": 7, "mamba": 20})]
+>>> g[1].layers[:4]
+(0, 4, 8, 12)
+>>> [grp.num_layers for grp in kv_cache_groups({"attention": range(7), "mamba": range(20)})]
 [7, 7, 7, 6]
 
 Layers whose pages differ in a block-outermost layout (GLM-5.3-Flash: latent, indexer, state
@@ -19,6 +25,7 @@ and tail pages side by side in a block) are grouped by `packed_groups` instead.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kvledger.core.units import cdiv
@@ -28,24 +35,29 @@ from kvledger.core.units import cdiv
 class KVCacheGroup:
     kind: str  # "attention" or "mamba"
     num_layers: int
+    # The decoder-layer indices of the group's layers (a sparse-MLA group: its MLA layers,
+    # each with its indexer cache); empty where a test builds a group by count alone.
+    layers: tuple[int, ...] = ()
 
 
-def kv_cache_groups(layers_by_kind: dict[str, int]) -> list[KVCacheGroup]:
-    buckets = {kind: n for kind, n in layers_by_kind.items() if n > 0}
+def _split(kind: str, layers: Sequence[int], count: int) -> list[KVCacheGroup]:
+    # layers[i::count]: the first len % count groups get one more layer
+    return [KVCacheGroup(kind=kind, num_layers=len(part), layers=tuple(part))
+            for part in (list(layers)[i::count] for i in range(count))]
+
+
+def kv_cache_groups(layers_by_kind: dict[str, Sequence[int]]) -> list[KVCacheGroup]:
+    buckets = {kind: list(layers) for kind, layers in layers_by_kind.items() if len(layers)}
     if not buckets:
         return []
     if len(buckets) == 1:
-        ((kind, n),) = buckets.items()
-        return [KVCacheGroup(kind=kind, num_layers=n)]
-    smallest, largest = min(buckets.values()), max(buckets.values())
+        ((kind, layers),) = buckets.items()
+        return _split(kind, layers, 1)
+    smallest = min(len(layers) for layers in buckets.values())
+    largest = max(len(layers) for layers in buckets.values())
     size = largest if largest < smallest * 1.5 else smallest
-    groups: list[KVCacheGroup] = []
-    for kind, n in buckets.items():
-        count = cdiv(n, size)
-        # layers[i::count]: the first n % count groups get one more layer
-        groups += [KVCacheGroup(kind=kind, num_layers=len(range(i, n, count)))
-                   for i in range(count)]
-    return groups
+    return [group for kind, layers in buckets.items()
+            for group in _split(kind, layers, cdiv(len(layers), size))]
 
 
 def group_size(groups: list[KVCacheGroup]) -> int:
@@ -159,26 +171,32 @@ def packed_groups(buckets: list[PageBucket]) -> list[tuple[PageBucket, tuple[int
     return out
 
 
-def sparse_hybrid_groups(*, latent_page_bytes: int, num_mla: int, indexer_page_bytes: int,
-                         num_indexer: int, state_page_bytes: int, num_states: int,
-                         tail_page_bytes: int, states_first: bool) -> list[KVCacheGroup]:
+def sparse_hybrid_groups(*, latent_page_bytes: int, mla_layers: Sequence[int],
+                         indexer_page_bytes: int, num_indexer: int, state_page_bytes: int,
+                         state_layers: Sequence[int], tail_page_bytes: int,
+                         states_first: bool) -> list[KVCacheGroup]:
     """GLM-5.3-Flash's groups by `packed_groups`, in vLLM's order (buckets open in layer
     order: the state groups first when layer 0 is linear): one attention group of the MLA
     layers and their indexer caches, the state groups; the kpool tail's own group (one per
     request, `VllmLayout.kpool_tail`) is left out.
 
-    >>> [(g.kind, g.num_layers) for g in sparse_hybrid_groups(
-    ...     latent_page_bytes=2_854_912, num_mla=11, indexer_page_bytes=143_616,
-    ...     num_indexer=11, state_page_bytes=2_228_224, num_states=34, tail_page_bytes=2_048,
-    ...     states_first=True)]
-    [('mamba', 12), ('mamba', 11), ('mamba', 11), ('attention', 11)]
+    A group takes its bucket's pattern repeats round-robin (`pattern_repeats[i::n]`): repeat
+    j is the bucket's j-th layer (an MLA layer with its indexer cache, or one state layer).
+
+    >>> groups = sparse_hybrid_groups(
+    ...     latent_page_bytes=2_854_912, mla_layers=range(11), indexer_page_bytes=143_616,
+    ...     num_indexer=11, state_page_bytes=2_228_224, state_layers=range(11, 45),
+    ...     tail_page_bytes=2_048, states_first=True)
+    >>> [(g.kind, g.num_layers) for g in groups], groups[0].layers[:3]
+    ([('mamba', 12), ('mamba', 11), ('mamba', 11), ('attention', 11)], (11, 14, 17))
     """
     mla = PageBucket(kind="attention",
-                     layers_by_page=((latent_page_bytes, num_mla), (indexer_page_bytes,
-                                                                   num_indexer)))
-    states = PageBucket(kind="mamba", layers_by_page=((state_page_bytes, num_states),),
+                     layers_by_page=((latent_page_bytes, len(mla_layers)),
+                                     (indexer_page_bytes, num_indexer)))
+    states = PageBucket(kind="mamba", layers_by_page=((state_page_bytes, len(state_layers)),),
                         state=True)
     tail = PageBucket(kind="tail", layers_by_page=((tail_page_bytes, num_indexer),), state=True)
     buckets = [states, mla, tail] if states_first else [mla, tail, states]
-    return [KVCacheGroup(kind=bucket.kind, num_layers=n)
-            for bucket, split in packed_groups(buckets) if bucket.kind != "tail" for n in split]
+    layers = {"attention": list(mla_layers), "mamba": list(state_layers)}
+    return [group for bucket, split in packed_groups(buckets) if bucket.kind != "tail"
+            for group in _split(bucket.kind, layers[bucket.kind], len(split))]

@@ -11,6 +11,8 @@ Decisions, in vLLM's order:
    attention page (sparse MLA: the latent page; the indexer row is not counted there).
 5. KV-cache groups (kvledger.vllm.groups): sparse MLA puts latent and indexer layers in one
    group of mixed pages; GLM-5.3-Flash adds its state groups and the kpool tail.
+A stage of --pipeline-parallel-size is the layout cut to its layers (`kvledger.vllm.stages`);
+under DCP an attention group counts one rank's tokens (`kvledger.vllm.context_parallel`).
 
 >>> from kvledger.model.config import load_model
 >>> from kvledger.vllm.rules import RULES
@@ -23,6 +25,7 @@ Decisions, in vLLM's order:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from kvledger.core.errors import DeploymentError
 from kvledger.core.gpus import GPU
@@ -36,6 +39,7 @@ from kvledger.vllm.backends import (
     block_stride_alignment_bytes,
     mla_backend_for,
 )
+from kvledger.vllm.context_parallel import local_tokens
 from kvledger.vllm.deploy import KV_CACHE_DTYPES, VllmDeployment
 from kvledger.vllm.groups import KVCacheGroup, group_size, kv_cache_groups, sparse_hybrid_groups
 from kvledger.vllm.hybrid import align_hybrid
@@ -48,6 +52,9 @@ from kvledger.vllm.layers import (
 )
 from kvledger.vllm.resolve import resolve_deployment
 from kvledger.vllm.rules import MambaCacheMode, VllmRules
+
+if TYPE_CHECKING:
+    from kvledger.vllm.stages import StageRange
 
 CUDA_DEFAULT_BLOCK = 16  # CudaPlatform.check_and_update_config when --block-size is unset
 
@@ -79,6 +86,12 @@ class VllmLayout:
     # Block-outermost layouts (GLM-5.3-Flash) round a block to the lcm of every layer's
     # block-stride alignment (`_get_kv_cache_bytes_per_block`); 1: no rounding.
     block_stride_alignment_bytes: int = 1
+    # The pipeline stage this layout is cut to (kvledger.vllm.stages); None: every layer.
+    stage: StageRange | None = None
+
+    @property
+    def dcp_size(self) -> int:  # ranks sharing each request's tokens
+        return self.deployment.decode_context_parallel_size
 
     @property
     def block_tokens(self) -> int:
@@ -122,11 +135,12 @@ class VllmLayout:
 
     def blocks_for_len(self, tokens: int) -> int:
         """Blocks one request of `tokens` tokens takes from the shared pool: Σ over groups of
-        cdiv(max_memory_usage_bytes, page) (`get_max_concurrency_for_kv_cache_config`)."""
+        cdiv(max_memory_usage_bytes, page) (`get_max_concurrency_for_kv_cache_config`); an
+        attention group holds the tokens of one DCP rank, cdiv(tokens, dcp)."""
         total = 0
         for group in self.groups:
             if group.kind == "attention":
-                total += cdiv(tokens, self.block_tokens)
+                total += cdiv(local_tokens(tokens, self.dcp_size), self.block_tokens)
             else:
                 assert self.mamba is not None
                 total += self.mamba.blocks_per_request
@@ -262,16 +276,18 @@ def vllm_layout(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
                                    num_speculative_tokens=dep.num_speculative_tokens
                                    ).page_bytes if tail else 0
         groups = sparse_hybrid_groups(
-            latent_page_bytes=attention.page_bytes, num_mla=model.num_full_layers,
+            latent_page_bytes=attention.page_bytes,
+            mla_layers=[layer.index for layer in model.full_layers],
             indexer_page_bytes=indexer.page_bytes, num_indexer=num_indexer,
-            state_page_bytes=mamba.page_bytes, num_states=model.num_linear_layers,
+            state_page_bytes=mamba.page_bytes,
+            state_layers=[layer.index for layer in model.linear_layers],
             tail_page_bytes=tail_page,
             states_first=model.layers[0].kind is LayerKind.LINEAR)
     else:
-        counts = {"attention": model.num_full_layers}
+        layers = {"attention": [layer.index for layer in model.full_layers]}
         if model.is_hybrid:
-            counts["mamba"] = model.num_linear_layers
-        groups = kv_cache_groups(counts)
+            layers["mamba"] = [layer.index for layer in model.linear_layers]
+        groups = kv_cache_groups(layers)
     assert dep.max_model_len is not None and dep.enable_prefix_caching is not None
     stride = 1
     if tail and backend is not None:  # GLM-5.3-Flash's block-outermost layout

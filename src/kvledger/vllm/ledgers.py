@@ -7,7 +7,10 @@
   padding, the padding layers of short groups (with mixed pages: the bytes of each block its
   group's pages leave unused), the empty tail of the last attention block;
   memo: how much of that tail the block inflation (aligned block vs the kernel block) adds;
-- `lost per rank`: the memory no block covers and the null block;
+- `lost per rank`: the memory no block covers, the null block, and on a pipeline stage with
+  narrower blocks than the widest stage's the blocks it leaves unallocated;
+With --decode-context-parallel-size a request's attention blocks and their empty tail are one
+DCP rank's: cdiv(max_model_len, dcp) tokens.
 - `memory`: the KV cache memory and how it was obtained (`kvledger.vllm.memory`).
 """
 
@@ -18,6 +21,7 @@ from dataclasses import dataclass
 from kvledger.core.ledger import Ledger, LedgerRow
 from kvledger.core.units import cdiv
 from kvledger.vllm.capacity import VllmCapacity
+from kvledger.vllm.context_parallel import local_tokens
 from kvledger.vllm.layout import CUDA_DEFAULT_BLOCK, FLASHMLA_SPARSE_BLOCK, VllmLayout
 from kvledger.vllm.memory import KVMemory
 
@@ -68,12 +72,21 @@ def per_block_ledger(lay: VllmLayout) -> Ledger:
     return Ledger(name="per block", per="block", rows=tuple(rows), memo=tuple(memo))
 
 
+def _rank_tokens(lay: VllmLayout) -> tuple[int, str]:
+    """A max_model_len request's tokens on one DCP rank, and how they are written."""
+    if lay.dcp_size == 1:
+        return lay.max_model_len, f"{lay.max_model_len:,}"
+    return (local_tokens(lay.max_model_len, lay.dcp_size),
+            f"cdiv({lay.max_model_len:,}, dcp {lay.dcp_size})")
+
+
 def per_request_ledger(lay: VllmLayout) -> Ledger:
     rows = []
+    tokens, shown = _rank_tokens(lay)
     for i, group in enumerate(lay.groups):
         if group.kind == "attention":
-            blocks = cdiv(lay.max_model_len, lay.block_tokens)
-            detail = f"cdiv({lay.max_model_len:,}, {lay.block_tokens})"
+            blocks = cdiv(tokens, lay.block_tokens)
+            detail = f"cdiv({shown}, {lay.block_tokens})"
         else:
             assert lay.mamba is not None
             blocks = lay.mamba.blocks_per_request
@@ -90,10 +103,11 @@ def lost_per_request_ledger(lay: VllmLayout) -> Ledger:
     rows: list[LedgerRow] = []
     memo: list[LedgerRow] = []
     size = lay.group_size
+    tokens, _ = _rank_tokens(lay)
     for group in lay.groups:
         if group.kind == "attention":
-            blocks = cdiv(lay.max_model_len, lay.block_tokens)
-            tail = blocks * lay.block_tokens - lay.max_model_len
+            blocks = cdiv(tokens, lay.block_tokens)
+            tail = blocks * lay.block_tokens - tokens
             rows.append(LedgerRow(component="last attention block, empty tail",
                                   count=tail * group.num_layers,
                                   unit_bytes=lay.attention.bytes_per_token,
@@ -107,8 +121,7 @@ def lost_per_request_ledger(lay: VllmLayout) -> Ledger:
                            f"{lay.num_indexer_layers} layers"))
             kernel = FLASHMLA_SPARSE_BLOCK if lay.indexer is not None else CUDA_DEFAULT_BLOCK
             if lay.block_tokens > kernel and lay.mamba is not None:
-                kernel_tail = cdiv(lay.max_model_len, kernel) * kernel \
-                    - lay.max_model_len
+                kernel_tail = cdiv(tokens, kernel) * kernel - tokens
                 memo.append(LedgerRow(
                     component="of which block inflation", count=(tail - kernel_tail) * group.num_layers,
                     unit_bytes=lay.attention.bytes_per_token,
@@ -138,12 +151,17 @@ def lost_per_request_ledger(lay: VllmLayout) -> Ledger:
 
 
 def lost_per_rank_ledger(cap: VllmCapacity) -> Ledger:
-    rows = (LedgerRow(component="memory past the last whole block", count=1,
+    rows = [LedgerRow(component="memory past the last whole block", count=1,
                       unit_bytes=cap.unallocated_bytes,
                       detail=f"available mod {cap.bytes_per_block:,} B"),
             LedgerRow(component="null block", count=1, unit_bytes=cap.bytes_per_block,
-                      detail="BlockPool holds block 0 back"))
-    return Ledger(name="lost per rank", per="rank", rows=rows)
+                      detail="BlockPool holds block 0 back")]
+    if cap.trimmed_blocks:
+        rows.append(LedgerRow(component="blocks past the smallest stage's count",
+                              count=cap.trimmed_blocks, unit_bytes=cap.bytes_per_block,
+                              detail=f"{cap.own_num_blocks:,} fit, every stage gets "
+                                     f"{cap.num_blocks:,} (get_kv_cache_configs)"))
+    return Ledger(name="lost per rank", per="rank", rows=tuple(rows))
 
 
 def vllm_ledgers(lay: VllmLayout, capacity: VllmCapacity, memory: KVMemory) -> VllmLedgers:

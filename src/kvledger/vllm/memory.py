@@ -22,11 +22,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from kvledger.core.ledger import LedgerRow
 from kvledger.core.limits import MAX_GIB, check_number
 from kvledger.core.units import GiB
 from kvledger.vllm.rules import VllmRules
+
+if TYPE_CHECKING:
+    from kvledger.core.gpus import GPU
+    from kvledger.vllm.deploy import VllmDeployment
 
 
 class MemorySource(Enum):
@@ -100,3 +105,18 @@ def kv_memory(*, available_gib: float | None = None, kv_cache_memory_bytes: int 
                     total_bytes=total_bytes, utilization=utilization, requested_bytes=requested,
                     weights_bytes=weights_bytes, activation_bytes=activations,
                     non_torch_bytes=non_torch, cudagraph_bytes=graphs)
+
+
+def memory_source(available_gib: float | None, dep: VllmDeployment,
+                  gpu: GPU | None) -> str | None:
+    """The one memory source given (--available-gib, --kv-cache-memory-bytes), else None for
+    the GPU's budget; both, or none and no GPU, is an error."""
+    sources = [name for name, given in (("--available-gib", available_gib is not None),
+                                        ("--kv-cache-memory-bytes",
+                                         dep.kv_cache_memory_bytes is not None)) if given]
+    if len(sources) > 1:
+        raise ValueError(f"{' and '.join(sources)}: give one, not both")
+    if not sources and gpu is None:
+        raise ValueError("--engine vllm needs --gpu, --available-gib (vLLM's logged "
+                         "'Available KV cache memory') or --kv-cache-memory-bytes")
+    return sources[0] if sources else None

@@ -1,7 +1,9 @@
 """VllmPlan: the one call from (model, vLLM deployment, rule set, memory) to ledgers and capacity.
 
 Ledgers: `kvledger.vllm.ledgers` (per block, per request, lost per request and per rank).
-`lost_bytes` = lost per rank + lost per request × whole concurrent requests.
+`lost_bytes` = lost per rank + lost per request × whole concurrent requests. With
+--pipeline-parallel-size every stage's pool is planned (`kvledger.vllm.pipeline`) and the
+per-rank layout, capacity and ledgers are the binding stage's.
 
 >>> p = make_vllm_plan("qwen3-next-80b-a3b-instruct", VllmDeployment(tensor_parallel_size=2),
 ...                    rules="vllm-0.13", available_gib=44.59)
@@ -20,15 +22,16 @@ from kvledger.core.ledger import Ledger, LedgerRow
 from kvledger.core.limits import MAX_COUNT, show_value
 from kvledger.core.plan import Binding, ContextFit
 from kvledger.core.totals import DeploymentTotals
-from kvledger.core.units import GiB
 from kvledger.model.arch import ModelArch
 from kvledger.model.config import REPO_IDS, load_model
 from kvledger.vllm.capacity import VllmCapacity, vllm_capacity
 from kvledger.vllm.deploy import VllmDeployment
 from kvledger.vllm.layout import VllmLayout, vllm_layout
 from kvledger.vllm.ledgers import VllmLedgers, vllm_ledgers
-from kvledger.vllm.memory import KVMemory, kv_memory
+from kvledger.vllm.memory import KVMemory, kv_memory, memory_source
+from kvledger.vllm.pipeline import VllmPipeline, plan_pipeline
 from kvledger.vllm.plan_json import vllm_plan_json
+from kvledger.vllm.rank_weights import gpu_weights
 from kvledger.vllm.rules import DEFAULT_VLLM_RULES, VllmRules, get_vllm_rules
 from kvledger.vllm.serve_line import vllm_command
 
@@ -37,12 +40,14 @@ from kvledger.vllm.serve_line import vllm_command
 class VllmPlan:
     """vLLM's plan of one deployment; an `EnginePlan` (kvledger.core.plan).
 
-    Deployment-wide (`totals`): GPUs = tensor_parallel_size × data_parallel_size, each DP rank
+    Deployment-wide (`totals`): GPUs = TP × PCP × PP × DP (DCP reuses TP ranks), each DP rank
     its own engine and block pool (vllm/v1/engine/core.py: one EngineCore and KV cache per DP
     rank); running requests = DP × min(max_num_seqs, ⌊max_concurrency⌋), max_concurrency =
     num_gpu_blocks / blocks per max_model_len request (`get_max_concurrency_for_kv_cache_config`,
-    vllm/v1/core/kv_cache_utils.py); tokens = DP × the logged "GPU KV cache size"; the token
-    pool is the one block pool attention pages and Mamba states share (no state pool)."""
+    vllm/v1/core/kv_cache_utils.py); tokens = DP × the logged "GPU KV cache size" (with DCP,
+    whole requests' tokens over the DCP ranks); the token pool is the one block pool attention
+    pages and Mamba states share (no state pool), allocated on every GPU: Σ over pipeline
+    stages of num_gpu_blocks × the stage's bytes per block, × TP × PCP × DP."""
 
     layout: VllmLayout
     memory: KVMemory
@@ -52,6 +57,7 @@ class VllmPlan:
     given: VllmDeployment | None = None  # the flags as given, before vLLM's defaults
     requests: int | None = None  # the workload asked (global concurrent requests), if any
     context_tokens_asked: int | None = None  # its tokens per request (None: max_model_len)
+    pipeline: VllmPipeline | None = None  # with --pipeline-parallel-size > 1: every stage
 
     engine: ClassVar[Engine] = Engine.VLLM
     # the memory system builds SGLang's pools; vLLM's shared block pool is not modelled there
@@ -83,12 +89,13 @@ class VllmPlan:
     def totals(self) -> DeploymentTotals:
         dep, cap = self.deployment, self.capacity
         dp = dep.data_parallel_size
-        ranks = dep.tensor_parallel_size * dp
+        per_stage = dep.tensor_parallel_size * dep.prefill_context_parallel_size * dp
+        pools = (self.pipeline.pool_bytes if self.pipeline is not None
+                 else cap.num_blocks * cap.bytes_per_block)
         return DeploymentTotals(
-            ranks=ranks, workers=dp,
+            ranks=dep.gpus_per_engine * dp, workers=dp,
             running_requests=dp * min(cap.max_num_seqs, int(cap.max_concurrency)),
-            tokens=dp * cap.logged_tokens,
-            token_pool_bytes=cap.num_blocks * cap.bytes_per_block * ranks,
+            tokens=dp * cap.logged_tokens, token_pool_bytes=pools * per_stage,
             state_pool_bytes=0, verify_bytes=0, side_bytes=0)
 
     @property
@@ -174,7 +181,8 @@ class VllmPlan:
     def layout_fields(self, *, as_given: bool = False) -> dict[str, Any]:
         dep = self.given if as_given and self.given else self.deployment
         return {"tp_size": dep.tensor_parallel_size, "dp_size": dep.data_parallel_size,
-                "enable_dp_attention": False, "replicas": dep.data_parallel_size,
+                "pp_size": dep.pipeline_parallel_size,
+                "dcp_size": dep.decode_context_parallel_size, "enable_dp_attention": False, "replicas": dep.data_parallel_size,
                 "attn_tp_size": dep.tensor_parallel_size, "kv_cache_dtype": dep.kv_cache_dtype,
                 "mamba_ssm_dtype": dep.mamba_ssm_cache_dtype}
 
@@ -182,6 +190,9 @@ class VllmPlan:
         dep = self.deployment
         return {"tensor_parallel_size": dep.tensor_parallel_size,
                 "data_parallel_size": dep.data_parallel_size,
+                "pipeline_parallel_size": dep.pipeline_parallel_size,
+                "decode_context_parallel_size": dep.decode_context_parallel_size,
+                "prefill_context_parallel_size": dep.prefill_context_parallel_size,
                 "max_model_len": self.layout.max_model_len, "kv_cache_dtype": dep.kv_cache_dtype}
 
     def per_worker(self) -> dict[str, int | float]:
@@ -204,49 +215,6 @@ def _check_workload(requests: int | None, context_tokens: int | None) -> None:
         if value is not None and not (isinstance(value, int) and 1 <= value <= MAX_COUNT):
             raise ValueError(f"{flag} {show_value(value)}: expected a positive integer (at "
                              f"most {MAX_COUNT:,})")
-
-
-def _memory_source(available_gib: float | None, dep: VllmDeployment,
-                   gpu: GPU | None) -> str | None:
-    """The one memory source given (--available-gib, --kv-cache-memory-bytes), else None for
-    the GPU's budget; both, or none and no GPU, is an error."""
-    sources = [name for name, given in (("--available-gib", available_gib is not None),
-                                        ("--kv-cache-memory-bytes",
-                                         dep.kv_cache_memory_bytes is not None)) if given]
-    if len(sources) > 1:
-        raise ValueError(f"{' and '.join(sources)}: give one, not both")
-    if not sources and gpu is None:
-        raise ValueError("--engine vllm needs --gpu, --available-gib (vLLM's logged "
-                         "'Available KV cache memory') or --kv-cache-memory-bytes")
-    return sources[0] if sources else None
-
-
-def _gpu_weights(arch: ModelArch, lay: VllmLayout, gpu: GPU, weights_gib: float | None,
-                 given: VllmDeployment, notes: list[str]) -> int:
-    """Weights per rank on the GPU's budget (given, else the config's estimate), checked
-    against total × gpu_memory_utilization; each default taken is noted."""
-    dep = lay.deployment
-    if weights_gib is not None:
-        if not weights_gib >= 0:
-            raise ValueError(f"--weights-gib {weights_gib:g}: expected a non-negative number")
-        weights = int(weights_gib * GiB)
-    elif arch.weight_bytes is None:
-        raise ValueError(f"{arch.name}: weight size unknown; pass --weights-gib")
-    else:
-        weights = arch.weight_bytes // dep.tensor_parallel_size
-        notes.append(f"weights estimated from the config: {weights / GiB:,.2f} GiB per rank; "
-                     "override with --weights-gib (vLLM logs 'Model loading took X GiB')")
-    if given.gpu_memory_utilization is None:
-        notes.append(f"--gpu-memory-utilization not given: {lay.rules.name}'s default "
-                     f"{dep.gpu_memory_utilization:g}")
-    budget = gpu.memory_bytes * dep.gpu_memory_utilization
-    if weights >= budget:
-        raise ValueError(
-            f"weights of {weights / GiB:,.2f} GiB per rank do not fit in "
-            f"--gpu-memory-utilization {dep.gpu_memory_utilization:g} × "
-            f"{gpu.name}'s {gpu.memory_bytes / GiB:,.2f} GiB "
-            f"({budget / GiB:,.2f} GiB); raise --tensor-parallel-size or pass --weights-gib")
-    return weights
 
 
 def make_vllm_plan(
@@ -275,16 +243,28 @@ def make_vllm_plan(
     lay = vllm_layout(arch, dep, rule_set, gpu_spec)
     notes = list(lay.notes)
     weights = 0
-    if _memory_source(available_gib, dep, gpu_spec) is None:
+    if memory_source(available_gib, dep, gpu_spec) is None:
         assert gpu_spec is not None
-        weights = _gpu_weights(arch, lay, gpu_spec, weights_gib, dep, notes)
+        weights = gpu_weights(arch, lay, gpu_spec, weights_gib, dep, notes)
     memory = kv_memory(available_gib=available_gib,
                        kv_cache_memory_bytes=dep.kv_cache_memory_bytes,
                        total_bytes=None if gpu_spec is None else gpu_spec.memory_bytes,
                        utilization=lay.deployment.gpu_memory_utilization, rules=rule_set,
                        weights_bytes=weights, activation_gib=activation_gib,
                        non_torch_gib=non_torch_gib, cudagraph_gib=cudagraph_gib, notes=notes)
-    capacity = vllm_capacity(lay, memory.available_bytes)
+    pipeline = None
+    if lay.deployment.pipeline_parallel_size > 1:
+        pipeline = plan_pipeline(lay, memory)
+        binding = pipeline.binding
+        lay, capacity, ledgers = binding.layout, binding.capacity, binding.ledgers
+        notes.append(_stage_note(pipeline))
+    else:
+        capacity = vllm_capacity(lay, memory.available_bytes)
+        ledgers = vllm_ledgers(lay, capacity, memory)
+    if lay.dcp_size > 1:
+        notes.append(f"--decode-context-parallel-size {lay.dcp_size}: a rank holds "
+                     f"cdiv(tokens, {lay.dcp_size}) of each request's tokens; concurrency and "
+                     "the GPU KV cache size count whole requests over the DCP ranks")
     if dep.max_num_seqs is None and gpu_spec is not None:  # without a GPU the layout says so
         notes.append(f"--max-num-seqs not given: vLLM's default {capacity.max_num_seqs:,} on "
                      f"{gpu_spec.name}")
@@ -295,5 +275,13 @@ def make_vllm_plan(
         notes.append(f"--context {context_tokens:,}: longer than max_model_len "
                      f"{lay.max_model_len:,}, which vLLM rejects; raise --max-model-len")
     return VllmPlan(layout=lay, memory=memory, capacity=capacity,
-                    ledgers=vllm_ledgers(lay, capacity, memory), notes=tuple(notes), given=dep,
-                    requests=requests, context_tokens_asked=context_tokens)
+                    ledgers=ledgers, notes=tuple(notes), given=dep,
+                    requests=requests, context_tokens_asked=context_tokens, pipeline=pipeline)
+
+
+def _stage_note(pipe: VllmPipeline) -> str:
+    stage = pipe.binding.stage
+    return (f"pp {len(pipe.stages)}: ledgers and capacity per rank are stage PP{stage.pp_rank}'s "
+            f"(layers {stage.start_layer}..{stage.end_layer - 1}), whose "
+            f"{pipe.binding.capacity.own_num_blocks:,} blocks are the fewest; every stage gets "
+            "that count")

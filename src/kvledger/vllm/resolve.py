@@ -8,7 +8,10 @@
   does so, prefix caching is turned off with vLLM's log line;
 - `--kv-cache-dtype auto` made fp8 on SM10x for the model classes whose
   verify_and_update_config does so;
-- gpu_memory_utilization and max_num_seqs: the rule set's defaults.
+- gpu_memory_utilization and max_num_seqs: the rule set's defaults;
+- before them, the scale-out sizes: --pipeline-parallel-size against the model's decoder
+  layers, DCP and PCP as `kvledger.vllm.context_parallel` checks them; a rule set not read for
+  them refuses them.
 
 >>> from kvledger.model.config import load_model
 >>> from kvledger.vllm.rules import RULES
@@ -25,8 +28,34 @@ from dataclasses import replace
 from kvledger.core.errors import DeploymentError
 from kvledger.core.gpus import GPU
 from kvledger.model.arch import ModelArch
+from kvledger.vllm.context_parallel import check_pcp_layers, check_sizes
 from kvledger.vllm.deploy import VllmDeployment
-from kvledger.vllm.rules import MambaCacheMode, VllmRules
+from kvledger.vllm.rules import RULES, MambaCacheMode, VllmRules
+
+
+def _read_for(wanted) -> str:
+    return " and ".join(name for name in RULES.names if wanted(RULES[name]))
+
+
+def _check_scale_out(model: ModelArch, dep: VllmDeployment, rules: VllmRules) -> None:
+    pp = dep.pipeline_parallel_size
+    if pp > 1 and not rules.pipeline_parallel:
+        raise DeploymentError(f"--pipeline-parallel-size {pp}: rule set {rules.name} does not "
+                              "model pipeline parallelism (read for "
+                              f"{_read_for(lambda r: r.pipeline_parallel)})")
+    if pp > model.num_layers:
+        raise DeploymentError(f"--pipeline-parallel-size {pp}: {model.name} has only "
+                              f"{model.num_layers} decoder layers to split")
+    cp = rules.context_parallel
+    for name, flag in (("decode_context_parallel_size", "--decode-context-parallel-size"),
+                       ("prefill_context_parallel_size", "--prefill-context-parallel-size")):
+        if getattr(dep, name) > 1 and cp is None:
+            raise DeploymentError(f"{flag} {getattr(dep, name)}: rule set {rules.name} does not "
+                                  "model context parallelism (read for "
+                                  f"{_read_for(lambda r: r.context_parallel is not None)})")
+    if cp is not None:
+        check_sizes(model, dep, cp)
+        check_pcp_layers(model, dep, cp)
 
 
 def _cache_mode(model: ModelArch, dep: VllmDeployment, rules: VllmRules,
@@ -65,6 +94,7 @@ def resolve_deployment(model: ModelArch, dep: VllmDeployment, rules: VllmRules, 
              notes: list[str]) -> VllmDeployment:
     """Steps 1 and 2: max_model_len, prefix caching, mamba_cache_mode and the rule set's
     defaults (gpu_memory_utilization, max_num_seqs) written into the deployment."""
+    _check_scale_out(model, dep, rules)
     max_len = dep.max_model_len or model.max_context_tokens
     if dep.max_model_len and model.max_context_tokens and dep.max_model_len > model.max_context_tokens:
         raise DeploymentError(

@@ -23,7 +23,9 @@ Sources (files under `vllm/` of each release):
   sparse MLA is FlashMLA's on SM90, and the first backend's preferred block is the block).
   Like 0.13, its `kda_state_shape` drops num_spec (no speculative conv rows for KDA).
   Checked against vLLM 0.24.0's own planning on 200 deployments (tests/oracle). (Its `all`
-  mode is not modelled.)
+  mode is not modelled.) Pipeline stages as 0.33; DCP and PCP as `context_parallel.CP_024`
+  (no sparse-MLA or FlashInfer-MLA impl returns the LSE DCP needs, no impl takes PCP, no
+  hybrid takes DCP).
 - `vllm-0.27` (v0.27.0–v0.31.0): as 0.24, plus prefix caching on by default for hybrids and
   the MLA granule floor of 128 tokens
   (`kernel_block_alignment_size = max(kernel_block_alignment_size, 128)` from v0.27.0).
@@ -39,7 +41,9 @@ Sources (files under `vllm/` of each release):
   `get_mamba_prefill_checkpoint_alignment`); `get_kv_cache_configs` keeps the null block out
   of the admission check; the CUDA-graph estimate is subtracted from the available memory
   (default since v0.21); `request_memory` takes the ceiling. Who exports a checkpoint on which
-  GPU: `kvledger.vllm.checkpoint`.
+  GPU: `kvledger.vllm.checkpoint`. Pipeline stages (`kvledger.vllm.pipeline`) and DCP / PCP
+  (`context_parallel.CP_033`) were read in this release and checked on its own planning
+  (tests/data/oracle/vllm-0.33.0-scale-out.jsonl); the other rule sets refuse them.
 
 What each 0.33 rule rests on:
 - MLA granule ≥ 128: `_align_hybrid_block_size` sets
@@ -78,6 +82,7 @@ from kvledger.core.units import GiB
 from kvledger.model.arch import Family, LinearKind
 from kvledger.vllm.backends import MLA_CHOICES_024, MLA_CHOICES_033, MlaChoice
 from kvledger.vllm.checkpoint import CheckpointExporter
+from kvledger.vllm.context_parallel import CP_024, CP_033, ContextParallelRules
 
 
 class LoggedTokens(Enum):
@@ -155,6 +160,10 @@ class VllmRules:
     subtracts_cudagraph_estimate: bool
     # requested_memory = ceil(total × utilization) (True) or int(total × utilization).
     requested_memory_ceil: bool
+    # --pipeline-parallel-size > 1 (kvledger.vllm.pipeline), read in this release's planning.
+    pipeline_parallel: bool = False
+    # DCP and PCP (kvledger.vllm.context_parallel); None: not read for this release.
+    context_parallel: ContextParallelRules | None = None
     # EngineArgs._set_default_args: --max-num-seqs for the OpenAI server is 1024 on GPUs with
     # at least 70 GiB that are not A100s, 256 otherwise.
     large_gpu_max_num_seqs: int = 1024
@@ -234,6 +243,7 @@ RULES: RuleRegistry[VllmRules] = RuleRegistry(
                   # FLASHMLA_SPARSE MultipleOf(64); SM100 adds FLASHINFER_MLA_SPARSE's [32, 64]
                   sparse_user_block_multiples=_SPARSE_USER_BLOCKS,
                   conv_without_spec_rows=_NO_KDA_SPEC_ROWS,
+                  pipeline_parallel=True, context_parallel=CP_024,
                   **{**_LATER, "hybrid_prefix_caching_default": False}),
         VllmRules(name="vllm-0.27", releases=(27, 31), mla_granule_floor_tokens=128,
                   **_LATER),
@@ -250,6 +260,7 @@ RULES: RuleRegistry[VllmRules] = RuleRegistry(
                   # GlmMoeDsaForCausalLM / Glm5NextModelConfig.verify_and_update_config
                   auto_kv_fp8_on_sm100=((Family.GLM_MOE_DSA, "fp8_e4m3"),
                                         (Family.GLM5_NEXT, "fp8")),
+                  pipeline_parallel=True, context_parallel=CP_033,
                   **_LATER),
     ),
     default="vllm-0.33",

@@ -22,7 +22,9 @@ def _value(value: object) -> str:
 _VLLM_DEFAULTS = VllmDeployment()
 # Written as vLLM's parser spells them; speculative decoding is a JSON --speculative-config,
 # which a sweep point never sets.
-_VLLM_WRITABLE = ("tensor_parallel_size", "data_parallel_size", "gpu_memory_utilization",
+_VLLM_WRITABLE = ("tensor_parallel_size", "data_parallel_size", "pipeline_parallel_size",
+                  "decode_context_parallel_size", "prefill_context_parallel_size",
+                  "gpu_memory_utilization",
                   "max_model_len", "max_num_seqs", "kv_cache_dtype", "mamba_cache_dtype",
                   "mamba_ssm_cache_dtype", "block_size", "enable_prefix_caching",
                   "enforce_eager", "kv_cache_memory_bytes")

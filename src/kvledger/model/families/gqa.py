@@ -7,7 +7,7 @@ means plain multi-head attention, as in transformers' configs.
 >>> from kvledger.model.reader import ConfigReader
 >>> gqa_shape(ConfigReader({"hidden_size": 4096, "num_attention_heads": 32,
 ...                         "num_key_value_heads": 8}, "c.json"))
-GqaShape(num_kv_heads=8, head_dim=128)
+GqaShape(num_kv_heads=8, head_dim=128, num_heads=32)
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def gqa_shape(text: ConfigReader, head_dim_key: str = "head_dim") -> GqaShape:
                 f"{head_dim_key} to be set)",
             )
         head_dim = hidden // heads
-    return GqaShape(num_kv_heads=kv_heads, head_dim=head_dim)
+    return GqaShape(num_kv_heads=kv_heads, head_dim=head_dim, num_heads=heads)
 
 
 def gqa_params(text: ConfigReader, shape: GqaShape, *, gated_q: bool = False) -> int:
