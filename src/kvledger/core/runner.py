@@ -30,6 +30,7 @@ Contract (what makes every runner's results the serial run's, byte for byte):
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import queue
 import time
@@ -275,7 +276,8 @@ class _RayBackend(Backend):
         self._started = not ray.is_initialized()
         if self._started:
             try:
-                ray.init(address=address, include_dashboard=False, log_to_driver=False)
+                ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                         logging_level=logging.WARNING)  # no INFO lines on connecting
             except ConnectionError as exc:
                 raise ValueError(f"--ray {address}: no Ray cluster there ({exc}); start one "
                                  "with `ray start --head`, or name its address") from None
