@@ -165,12 +165,12 @@ def test_compare_policies_reports_progress_over_every_run():
 
     pairs = COMPARE_PAIRS[:2]
     compare_policies(plan, work, SimConfig(), pairs, observer=Seen())
-    # serially, in list order: the baseline, the ceiling and the bound (both wait on the
-    # baseline's replay), then the other pair
+    # serially: the baseline first (the ceiling and the bound wait on it), then by cost
+    # (`Task.cost`): the bound, the FLOP-aware pair, the ceiling
     labels = [e[2] for e in events if e[0] == "start"]
-    assert labels == [f"{a.value} + {e.value}" for a, e in pairs[:1]] + [
-        "FULL-only ceiling", "offline bound"] + [f"{a.value} + {e.value}" for a, e in pairs[1:]]
-    assert [e[1] for e in events if e[0] == "done"] == [0, 1, 2, 3]
+    assert labels == ["engine + lru", "offline bound", "engine + flop-aware",
+                      "FULL-only ceiling"]
+    assert [e[1] for e in events if e[0] == "done"] == [0, 2, 3, 1]
     # the replays tick once per request (30 of them), the ceiling and the bound not at all
     for index in (0, 3):
         ticks = [e[2] for e in events if e[0] == "tick" and e[1] == index]

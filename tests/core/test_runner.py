@@ -37,11 +37,20 @@ ARITHMETIC = [Task(fn=pow, args=(2, 10), label="2^10"),
               Task(fn=operator.sub, args=(100,), label="100 − 21", after=2)]
 
 
-def test_serial_runs_in_list_order_and_appends_the_awaited_result():
+def test_serial_appends_the_awaited_result_and_starts_awaited_tasks_first():
     seen = Events()
     assert SERIAL.run(ARITHMETIC, seen) == [1024, 1025, 21, 79]
-    assert seen.log == [("start", 0), ("done", 0), ("start", 1), ("done", 1),
-                        ("start", 2), ("done", 2), ("start", 3), ("done", 3)]
+    # tasks 0 and 2 are awaited (contract 3), so they start before 1 and 3
+    assert seen.log == [("start", 0), ("done", 0), ("start", 2), ("done", 2),
+                        ("start", 1), ("done", 1), ("start", 3), ("done", 3)]
+
+
+def test_the_costliest_ready_task_starts_first_ties_in_list_order():
+    tasks = [Task(fn=pow, args=(2, i), label=str(i), cost=cost)
+             for i, cost in enumerate((1.0, 3.0, 1.0, 2.0))]
+    seen = Events()
+    assert SERIAL.run(tasks, seen) == [1, 2, 4, 8]  # results stay in list order
+    assert [e[1] for e in seen.log if e[0] == "start"] == [1, 3, 0, 2]
 
 
 def test_processes_give_the_serial_results_and_start_a_task_after_the_one_it_awaits():

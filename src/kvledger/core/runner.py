@@ -4,7 +4,7 @@ A command with several independent simulations or plans (`simulate --compare`, `
 `recommend`) hands them to one `Runner` as a list of `Task`s and gets their results back in
 list order, whichever finished first. Three runners, one contract:
 
-- `Serial()` (`--jobs 1`, the default): every task in this process, in list order;
+- `Serial()` (`--jobs 1`, the default): every task in this process, one after another;
 - `Processes(jobs)` (`--jobs N`): N local worker processes, started by forkserver where the
   platform has it, else spawn (never fork: the caller may hold threads, a progress bar's);
 - `RayCluster(address)` (`--ray ADDRESS|auto`): Ray tasks on a cluster (the `ray` extra).
@@ -14,8 +14,10 @@ Contract (what makes every runner's results the serial run's, byte for byte):
    an equal result, in any process. Nothing a task returns may depend on the process.
 2. A task may wait on one earlier task (`after`): that task's result is appended to its
    arguments, and it starts only once that task has finished.
-3. Ready tasks start in list order, at most `slots` at once: a list puts first what others
-   wait on (the baseline replay the offline bound needs).
+3. At most `slots` tasks run at once. Of the ready ones, a task others wait on starts first
+   (the baseline replay the offline bound needs), then the costliest (`cost`, a relative
+   hint: the longest runs first keep the last worker from running alone), ties in list
+   order. The order never changes a result, only when it is ready.
 4. A task with `ticks` takes a keyword `tick` (default None), called `tick(done, total)` as
    it runs: `Serial` reports each tick, `Processes` forwards them through a queue (at most
    one per task every `TICK_S`), `RayCluster` passes none (its progress is whole tasks).
@@ -30,6 +32,7 @@ Contract (what makes every runner's results the serial run's, byte for byte):
 
 from __future__ import annotations
 
+import functools
 import logging
 import multiprocessing
 import queue
@@ -44,8 +47,6 @@ from kvledger.core.extras import RAY
 
 TICK_S = 0.2  # a worker forwards a task's progress at most this often
 WAIT_S = 0.1  # how often the caller looks at the forwarded progress while tasks run
-# what a worker process imports once, before the first task (forkserver forks from it)
-PRELOAD = ("kvledger.sim.replay", "kvledger.sizing.run", "kvledger.bound")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,6 +59,7 @@ class Task:
     label: str  # what the progress bar says while it runs
     after: int | None = None  # the earlier task whose result is appended to args
     ticks: bool = False  # fn takes tick=(done, total) (contract 4)
+    cost: float = 1.0  # relative run time, a scheduling hint (contract 3)
 
 
 class RunObserver:
@@ -83,9 +85,11 @@ class Runner(ABC):
                 f"task {i} ({task.label}) waits on task {task.after}, not an earlier one")
         seen.planned(tasks)
         results: dict[int, Any] = {}
-        waiting = list(range(len(tasks)))
+        awaited = {t.after for t in tasks}
+        # contract 3: what others wait on, then the costliest, then list order
+        waiting = sorted(range(len(tasks)), key=lambda i: (i not in awaited, -tasks[i].cost, i))
         running: dict[Any, int] = {}
-        with self._backend() as backend:
+        with self._backend(tasks) as backend:
             while waiting or running:
                 while len(running) < backend.slots:
                     ready = next((i for i in waiting if tasks[i].after is None
@@ -111,7 +115,7 @@ class Runner(ABC):
         return True
 
     @abstractmethod
-    def _backend(self) -> Backend: ...
+    def _backend(self, tasks: Sequence[Task]) -> Backend: ...
 
 
 class Backend(ABC):
@@ -135,13 +139,13 @@ class Backend(ABC):
 
 @dataclass(frozen=True)
 class Serial(Runner):
-    """Every task here, in list order (`--jobs 1`)."""
+    """Every task here, one after another (`--jobs 1`)."""
 
     @property
     def parallel(self) -> bool:
         return False
 
-    def _backend(self) -> Backend:
+    def _backend(self, tasks: Sequence[Task]) -> Backend:
         return _SerialBackend()
 
 
@@ -156,22 +160,13 @@ class _SerialBackend(Backend):
 
     def submit(self, index: int, task: Task, args: tuple, seen: RunObserver) -> Any:
         if task.ticks:
-            self._done[index] = task.fn(*args, tick=_Relay(seen, index))
+            self._done[index] = task.fn(*args, tick=functools.partial(seen.ticked, index))
         else:
             self._done[index] = task.fn(*args)
         return index
 
     def wait(self, handles: list[Any], seen: RunObserver) -> list[tuple[Any, Any]]:
         return [(h, self._done.pop(h)) for h in handles]
-
-
-@dataclass(frozen=True, slots=True)
-class _Relay:
-    seen: RunObserver
-    index: int
-
-    def __call__(self, done: int, total: int) -> None:
-        self.seen.ticked(self.index, done, total)
 
 
 def start_method() -> str:
@@ -189,8 +184,10 @@ class Processes(Runner):
     def __post_init__(self) -> None:
         assert self.jobs >= 1, f"Processes: jobs {self.jobs}, expected at least 1"
 
-    def _backend(self) -> Backend:
-        return _ProcessBackend(self.jobs)
+    def _backend(self, tasks: Sequence[Task]) -> Backend:
+        # the forkserver imports the tasks' modules once; each worker forks from it
+        preload = sorted({t.fn.__module__ for t in tasks} - {"__main__", "builtins"})
+        return _ProcessBackend(self.jobs, preload)
 
 
 _TICKS: Any = None  # in a worker process: the queue its ticks go to
@@ -220,10 +217,10 @@ def _call(index: int, fn: Callable[..., Any], args: tuple, ticks: bool) -> Any:
 
 
 class _ProcessBackend(Backend):
-    def __init__(self, jobs: int) -> None:
+    def __init__(self, jobs: int, preload: list[str]) -> None:
         context = multiprocessing.get_context(start_method())
         if context.get_start_method() == "forkserver":
-            context.set_forkserver_preload(list(PRELOAD))
+            context.set_forkserver_preload(preload)  # read when the server starts
         self.slots = jobs
         self._ticks = context.Queue()
         self._pool = futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context,
@@ -263,7 +260,7 @@ class RayCluster(Runner):
 
     address: str
 
-    def _backend(self) -> Backend:
+    def _backend(self, tasks: Sequence[Task]) -> Backend:
         RAY.require("--ray")
         return _RayBackend(self.address)
 
@@ -281,6 +278,8 @@ class _RayBackend(Backend):
             except ConnectionError as exc:
                 raise ValueError(f"--ray {address}: no Ray cluster there ({exc}); start one "
                                  "with `ray start --head`, or name its address") from None
+            except ValueError as exc:  # Ray's words for an address it cannot read
+                raise ValueError(f"--ray {address}: {exc}") from None
         self.slots = max(int(ray.cluster_resources().get("CPU", 1)), 1)
         self._remote = ray.remote(num_cpus=1)(_call_here)
 
