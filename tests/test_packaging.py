@@ -52,3 +52,15 @@ def test_the_store_extra_carries_the_manifest_digest_library():
     store = PROJECT["optional-dependencies"]["store"]
     assert "xxhash>=3.4" in store
     assert not [d for d in store if d.startswith("torch")]
+
+
+def test_the_ray_extra_pins_ray_and_ci_runs_the_ray_tests_with_it():
+    # `--ray` runs on Ray 2.60.0; CI installs the extra after the suite and runs the Ray tests
+    # on a local instance, failing (not skipping) when Ray is absent
+    assert PROJECT["optional-dependencies"]["ray"] == ["ray==2.60.0"]
+    ci = (ROOT / ".ci" / "run").read_text()
+    readme_test = ci.index(".venv/bin/python -m pytest\n")
+    install = ci.index("pip install -q -e '.[ray]'")
+    run = ci.index("KVLEDGER_REQUIRE_RAY=1 .venv/bin/python -m pytest -p no:cacheprovider -n 0 "
+                   "tests/core/test_runner_ray.py")
+    assert readme_test < install < run

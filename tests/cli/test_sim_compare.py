@@ -132,8 +132,10 @@ def test_compare_progress_bar_is_on_stderr_only(monkeypatch):
     result = invoke(*args, "--compare", "--json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["schema"] == "kvledger.simulate-compare/1"
-    assert f"run {len(COMPARE_PAIRS) + 1}/{len(COMPARE_PAIRS) + 1}, FULL-only ceiling" \
-        in shown.getvalue()
+    # every pair, the ceiling and the bound: len(COMPARE_PAIRS) + 2 runs
+    runs = len(COMPARE_PAIRS) + 2
+    assert "policies on shared-prompt (seed 0): runs" in shown.getvalue()
+    assert f"{runs}/{runs}" in shown.getvalue()
     quiet = io.StringIO()
     monkeypatch.setattr(runner_module, "err_console", Console(file=quiet, force_terminal=True))
     assert invoke(*SMALL, "--compare", "--json").exit_code == 0
@@ -141,6 +143,7 @@ def test_compare_progress_bar_is_on_stderr_only(monkeypatch):
 
 
 def test_compare_policies_reports_progress_over_every_run():
+    from kvledger.core.runner import RunObserver
     from kvledger.report.policy_compare import compare_policies
     from kvledger.sglang.plan import make_plan
     from kvledger.sim.config import SimConfig
@@ -148,15 +151,32 @@ def test_compare_policies_reports_progress_over_every_run():
 
     plan = make_plan(kv_cache_dtype="fp8_e4m3")
     work = GENERATORS["shared-prompt"].generate(GeneratorParams(num_requests=30, seed=1))
-    seen: list[tuple[str, int, int]] = []
+    events: list[tuple] = []
+
+    class Seen(RunObserver):
+        def started(self, index, task):
+            events.append(("start", index, task.label))
+
+        def ticked(self, index, done, total):
+            events.append(("tick", index, done, total))
+
+        def finished(self, index):
+            events.append(("done", index))
+
     pairs = COMPARE_PAIRS[:2]
-    compare_policies(plan, work, SimConfig(), pairs, on_progress=lambda *a: seen.append(a))
-    total = 30 * (len(pairs) + 1)
-    assert {t for _, _, t in seen} == {total}
-    done = [d for _, d, _ in seen]
-    assert done == sorted(done) and done[0] == 0 and done[-1] == total
-    labels = list(dict.fromkeys(label for label, _, _ in seen))
-    assert labels == [f"{a.value} + {e.value}" for a, e in pairs] + ["FULL-only ceiling"]
+    compare_policies(plan, work, SimConfig(), pairs, observer=Seen())
+    # serially: the baseline first (the ceiling and the bound wait on it), then by cost
+    # (`Task.cost`): the bound, the FLOP-aware pair, the ceiling
+    labels = [e[2] for e in events if e[0] == "start"]
+    assert labels == ["engine + lru", "offline bound", "engine + flop-aware",
+                      "FULL-only ceiling"]
+    assert [e[1] for e in events if e[0] == "done"] == [0, 2, 3, 1]
+    # the replays tick once per request (30 of them), the ceiling and the bound not at all
+    for index in (0, 3):
+        ticks = [e[2] for e in events if e[0] == "tick" and e[1] == index]
+        assert ticks == sorted(ticks) and ticks[-1] == 30
+        assert {e[3] for e in events if e[0] == "tick" and e[1] == index} == {30}
+    assert not [e for e in events if e[0] == "tick" and e[1] in (1, 2)]
 
 
 def test_every_hit_rate_output_says_what_it_measures(tmp_path):

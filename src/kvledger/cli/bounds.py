@@ -32,6 +32,7 @@ from kvledger.core.limits import (
     MAX_COUNT,
     MAX_GIB,
     MAX_GPUS,
+    MAX_JOBS,
     MAX_RATE_PER_S,
     MAX_SEED,
     MAX_STEP_MS,
@@ -119,6 +120,8 @@ BOUNDS: dict[str, Bound] = {
     # fleets: `simulate --replicas` also holds itself to kvledger.sim.fleet.run.MAX_REPLICAS
     "--replicas": _count(MAX_GPUS),
     "--rate-scale": Bound(kind=Kind.NUMBER, high=MAX_TIME_SCALE, low_open=True),
+    # independent runs in parallel (`kvledger.cli.options.jobs`)
+    "--jobs": _count(MAX_JOBS),
 }
 HUMAN_FLAGS = frozenset(flag for flag, bound in BOUNDS.items() if bound.human)
 GPU_FLAGS = frozenset({"--gpu", "--time-gpu"})

@@ -55,3 +55,5 @@ class Extra:
 
 # torch holds the real bytes; xxhash digests every host copy (host/digests.py).
 MEMORY = Extra(name="memory", modules=("torch", "xxhash"))
+# Ray runs a command's independent simulations on a cluster (`--ray`, kvledger.core.runner).
+RAY = Extra(name="ray", modules=("ray",))

@@ -43,6 +43,7 @@ MAX_SEED = 2**32 - 1  # numpy's seed range
 MAX_GENERATED_REQUESTS = 1_000_000  # a generated workload (1,000× the default; ~2 GiB)
 MAX_STEP_MS = 1e9  # step-time model costs per step or per token
 MAX_GPUS = 1 << 20  # GPUs, nodes or engine instances of one deployment (5x the largest cluster)
+MAX_JOBS = 1_024  # worker processes of one command (`--jobs`): beyond any one machine's cores
 MIN_RATE_PER_S = 1e-6  # a generated rate below one session per ~12 days is no workload
 MIN_EFFICIENCY = 1e-3  # roofline efficiencies: below 0.1 % of peak no kernel runs (subnormals
 # admitted by (0, 1] made step times infinite)

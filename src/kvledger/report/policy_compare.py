@@ -15,11 +15,14 @@ plus the host tier's when one is enabled), knowing the whole trace: exact on tin
 proven upper bound (the smaller of two relaxations, each solved exactly) otherwise. Every row
 reports its usable hit as a fraction of it (`fraction_of_bound`). With a store tier
 (--l3-size) the bound does not cover the store's capacity and is not reported.
+
+The replays, the ceiling and the bound are independent runs (`compare_tasks`): a runner
+(`kvledger.core.runner`, `--jobs N` / `--ray`) may run them at once; the rows are the same.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from rich import box
@@ -27,12 +30,13 @@ from rich.table import Table
 
 from kvledger.bound import BoundTrace, OfflineBound, offline_bound
 from kvledger.cache.policies import StateAdmission, StateEviction
+from kvledger.core.runner import SERIAL, Runner, RunObserver, Task
 from kvledger.report.show import show_fraction, show_ms, show_ratio
 from kvledger.sglang.plan import SglangPlan
 from kvledger.sim.ceiling import ceiling_pool_tokens, full_only_hits
 from kvledger.sim.config import SimConfig
 from kvledger.sim.metrics import SimSummary
-from kvledger.sim.replay import simulate
+from kvledger.sim.replay import Progress, simulate
 from kvledger.sim.workload import Request, Workload
 
 Pair = tuple[StateAdmission, StateEviction]
@@ -147,36 +151,48 @@ def bound_row(plan: SglangPlan, workload: Workload, summary: SimSummary) -> Boun
     return BoundRow(bound=bound, prompt_tokens=sum(r.prompt_tokens for r in requests))
 
 
-# (what runs now, requests done, requests total): the replays and then the ceiling, each
-# counted as one pass over the workload's requests.
-CompareProgress = Callable[[str, int, int], None]
+def replay_pair(plan: SglangPlan, workload: Workload, config: SimConfig, pair: Pair,
+                tick: Progress | None = None) -> SimSummary:
+    """One row's serving replay: `config` under the pair's state admission and eviction."""
+    admission, eviction = pair
+    run = replace(config, state_admission=admission, state_eviction=eviction)
+    return simulate(plan, workload, run, progress=(tick,) if tick else ()).summary
+
+
+# Relative run times (`Task.cost`, a scheduling hint only), as measured serially on the
+# shared synthetic trace: a replay 1.0-1.8 s, one with FLOP-aware eviction 1.8-3.4 s, the
+# offline bound 3.0 s, the FULL-only ceiling 0.4 s.
+REPLAY_COST, FLOP_AWARE_COST, BOUND_COST, CEILING_COST = 1.0, 1.5, 2.0, 0.25
+
+
+def compare_tasks(plan: SglangPlan, workload: Workload, config: SimConfig,
+                  pairs: Sequence[Pair] = COMPARE_PAIRS) -> list[Task]:
+    """The comparison's independent runs (`kvledger.core.runner`): the baseline replay, the
+    ceiling and the bound (both judge the requests the baseline finished, so they wait on
+    it), then the other pairs."""
+    assert pairs, "compare_policies: no pair to replay"
+    args = (plan, workload)
+
+    def replay(pair: Pair) -> Task:
+        cost = FLOP_AWARE_COST if pair[1] is StateEviction.FLOP_AWARE else REPLAY_COST
+        return Task(fn=replay_pair, args=(*args, config, pair), ticks=True, cost=cost,
+                    label=f"{pair[0].value} + {pair[1].value}")
+
+    return [replay(pairs[0]),
+            Task(fn=full_only_ceiling, args=args, label="FULL-only ceiling", after=0,
+                 cost=CEILING_COST),
+            Task(fn=bound_row, args=args, label="offline bound", after=0, cost=BOUND_COST),
+            *(replay(pair) for pair in pairs[1:])]
 
 
 def compare_policies(plan: SglangPlan, workload: Workload, config: SimConfig,
-                     pairs: Sequence[Pair] = COMPARE_PAIRS, *,
-                     on_progress: CompareProgress | None = None) -> Comparison:
-    """Run every pair (the first is the baseline ratios refer to) and the ceiling."""
-    rows = []
-    n = len(workload.requests)
-    total = n * (len(pairs) + 1)
-
-    def report(label: str, base: int) -> tuple:
-        if on_progress is None:
-            return ()
-        on_progress(label, base, total)
-        return (lambda done, _of: on_progress(label, base + done, total),)
-
-    for i, (admission, eviction) in enumerate(pairs):
-        run = replace(config, state_admission=admission, state_eviction=eviction)
-        label = f"{admission.value} + {eviction.value}"
-        summary = simulate(plan, workload, run, progress=report(label, i * n)).summary
-        rows.append(_row(summary.policies, summary))
-    report("FULL-only ceiling", len(pairs) * n)
-    ceiling, pool = full_only_ceiling(plan, workload, rows[0].summary if rows else None)
-    if on_progress is not None:
-        on_progress("FULL-only ceiling", total, total)
-    rows.append(ceiling)
-    bound = bound_row(plan, workload, rows[0].summary) if rows[0].summary else None
+                     pairs: Sequence[Pair] = COMPARE_PAIRS, *, runner: Runner = SERIAL,
+                     observer: RunObserver | None = None) -> Comparison:
+    """Run every pair (the first is the baseline ratios refer to), the ceiling and the bound,
+    on `runner` (`compare_tasks`); every runner gives the serial run's rows."""
+    baseline, (ceiling, pool), bound, *others = runner.run(
+        compare_tasks(plan, workload, config, pairs), observer)
+    rows = [_row(s.policies, s) for s in (baseline, *others)] + [ceiling]
     if bound is not None:
         rows = [replace(r, fraction_of_bound=bound.fraction(r.usable_hit)) for r in rows]
     return Comparison(rows=tuple(rows), ceiling_pool_tokens=pool, bound=bound)

@@ -31,11 +31,12 @@ recommended. A FULL-only model has no state knobs: only its block-size rows run.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from kvledger.blocks import FullAttentionSpec, MambaAlignSpec
 from kvledger.blocks.policy import VLLM_POLICY, BlockEviction, BlockPolicy, StateAdmission
+from kvledger.core.runner import SERIAL, Runner, RunObserver, Task
 from kvledger.sim.vllm_serving import VllmServeConfig, vllm_serve
 from kvledger.sim.vllm_setup import VllmSimSetup
 from kvledger.sim.vllm_summary import VllmSimSummary, vllm_summary
@@ -204,33 +205,35 @@ class VllmComparison:
         return line
 
 
-Progress = Callable[[str, int, int], None]  # (row label, rows done, rows total)
+def serve_setting(setup: VllmSimSetup, workload: Workload, setting: VllmSetting,
+                  available_bytes: int, timing: str) -> VllmCompareRow:
+    """One row: the serving run of ``setting`` on ``workload`` (wall_s is its own time)."""
+    base_block = setup.config.groups[0].block_size_tokens
+    cfg = setting_config(setup, setting, available_bytes=available_bytes)
+    start = time.perf_counter()
+    result = vllm_serve(workload.requests, cfg)
+    summary = vllm_summary(
+        result, workload=workload.name, num_requests=len(workload.requests),
+        block_tokens=cfg.groups[0].block_size_tokens, num_blocks=cfg.num_blocks,
+        num_mamba_groups=setup.num_mamba_groups, max_num_seqs=cfg.max_num_seqs,
+        max_num_batched_tokens=cfg.max_num_batched_tokens,
+        bytes_per_block=setup.bytes_per_block * setting.block_scale, timing=timing,
+        wall_s=time.perf_counter() - start, attention_group=setup.attention_group)
+    return VllmCompareRow(setting=setting, label=setting.label(block_tokens=base_block),
+                          flags=setting.flags(block_tokens=base_block), summary=summary)
 
 
 def compare_vllm_settings(setup: VllmSimSetup, workload: Workload, *, available_bytes: int,
                           timing: str, settings: Sequence[VllmSetting] | None = None,
-                          on_progress: Progress | None = None) -> VllmComparison:
-    """Run every setting (vLLM's default first) on ``workload``."""
+                          runner: Runner = SERIAL,
+                          observer: RunObserver | None = None) -> VllmComparison:
+    """Run every setting (vLLM's default first) on ``workload``, each an independent run on
+    ``runner`` (`kvledger.core.runner`; the rows are the serial run's)."""
     settings = tuple(settings or default_settings(setup))
     if not settings or not settings[0].is_default:
         raise ValueError("vLLM comparison: the first setting must be vLLM's default")
     base_block = setup.config.groups[0].block_size_tokens
-    rows = []
-    for done, setting in enumerate(settings):
-        label = setting.label(block_tokens=base_block)
-        if on_progress is not None:
-            on_progress(label, done, len(settings))
-        cfg = setting_config(setup, setting, available_bytes=available_bytes)
-        start = time.perf_counter()
-        result = vllm_serve(workload.requests, cfg)
-        summary = vllm_summary(
-            result, workload=workload.name, num_requests=len(workload.requests),
-            block_tokens=cfg.groups[0].block_size_tokens, num_blocks=cfg.num_blocks,
-            num_mamba_groups=setup.num_mamba_groups, max_num_seqs=cfg.max_num_seqs,
-            max_num_batched_tokens=cfg.max_num_batched_tokens,
-            bytes_per_block=setup.bytes_per_block * setting.block_scale, timing=timing,
-            wall_s=time.perf_counter() - start, attention_group=setup.attention_group)
-        rows.append(VllmCompareRow(setting=setting, label=label,
-                                   flags=setting.flags(block_tokens=base_block),
-                                   summary=summary))
+    tasks = [Task(fn=serve_setting, args=(setup, workload, s, available_bytes, timing),
+                  label=s.label(block_tokens=base_block)) for s in settings]
+    rows = runner.run(tasks, observer)
     return VllmComparison(workload=workload.name, rows=tuple(rows))

@@ -33,6 +33,7 @@ from typing import Any
 from kvledger.core.engines import Engine
 from kvledger.core.gpus import CATALOGUE
 from kvledger.core.plan import EnginePlan
+from kvledger.core.runner import SERIAL, Runner, RunObserver
 from kvledger.core.terms import MemoryTerms
 from kvledger.model.arch import ModelArch
 from kvledger.model.config import REPO_IDS, load_model
@@ -41,7 +42,7 @@ from kvledger.sglang.rules import DEFAULT_RULES
 from kvledger.sizing.axes import Axes
 from kvledger.sizing.documents import recommend_json
 from kvledger.sizing.engines import plan_point
-from kvledger.sizing.run import SweepRow, sweep
+from kvledger.sizing.run import SweepRow, plan_rows
 from kvledger.vllm.rules import DEFAULT_VLLM_RULES
 
 VLLM = Engine.VLLM  # the engine whose command every fit carries beside its own
@@ -136,18 +137,18 @@ def recommend(model: str | ModelArch, *, requests: int, context_tokens: int,
               rules: str = DEFAULT_RULES, top: int = 5,
               engines: tuple[str, ...] = ("sglang",),
               vllm_rules: str = DEFAULT_VLLM_RULES,
-              terms: MemoryTerms | None = None) -> Recommendations:
+              terms: MemoryTerms | None = None, runner: Runner = SERIAL,
+              observer: RunObserver | None = None) -> Recommendations:
     """The `top` cheapest fitting layouts over the search space, of every engine in `engines`
     (module doc); `terms` are the memory terms a user knows (weights, vLLM's profiled
-    terms), as for `sweep`."""
+    terms), as for `sweep`. Every layout's plan is an independent run on `runner`
+    (`kvledger.core.runner`); the answer is the serial one."""
     terms = terms or MemoryTerms()
     arch = load_model(model) if isinstance(model, str) else model
     chosen = tuple(gpus) if gpus else tuple(CATALOGUE)
-    rows: list[SweepRow] = []
-    for axes in _search_axes(chosen):
-        rows += sweep(arch, axes, base, rules=rules, requests=requests,
-                      context_tokens=context_tokens, engines=engines, vllm_rules=vllm_rules,
-                      terms=terms)
+    points = [p for axes in _search_axes(chosen) for p in axes.points(base)]
+    rows = plan_rows(arch, points, engines, {Engine.SGLANG: rules, Engine.VLLM: vllm_rules},
+                     terms, (requests, context_tokens), runner, observer)
     # `auto` and the dtype it resolves to on a GPU are one layout: keep the first spelling.
     fitting = list({(r.engine, r.gpu, r.plan.deployment): r for r in reversed(rows)
                     if r.fits}.values())[::-1]

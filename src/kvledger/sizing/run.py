@@ -21,6 +21,7 @@ from typing import Any, overload
 
 from kvledger.core.engines import Engine
 from kvledger.core.plan import EnginePlan
+from kvledger.core.runner import SERIAL, Runner, RunObserver, Task
 from kvledger.core.terms import MemoryTerms
 from kvledger.core.totals import DeploymentTotals
 from kvledger.model.arch import ModelArch
@@ -130,26 +131,33 @@ def sweep(model: str | ModelArch, axes: Axes, base: Deployment | None = None, *,
           requests: int | None = None, context_tokens: int | None = None,
           engines: tuple[str, ...] = ("sglang",),
           vllm_rules: str = DEFAULT_VLLM_RULES,
-          terms: MemoryTerms | None = None) -> Sweep:
+          terms: MemoryTerms | None = None, runner: Runner = SERIAL,
+          observer: RunObserver | None = None) -> Sweep:
     """Plan every point of `axes` over `base`, once per engine (rows of one point side by
     side); a point without a GPU uses `gpu_default`. `terms` are the memory terms a user
-    knows (`available_gib`/`weights_gib` given alone fill them)."""
+    knows (`available_gib`/`weights_gib` given alone fill them). Each row is an independent
+    plan: `runner` (`kvledger.core.runner`) may make them at once, in the same order."""
     arch = load_model(model) if isinstance(model, str) else model
     workload = (requests, context_tokens)
     terms = terms or MemoryTerms(available_gib=available_gib, weights_gib=weights_gib)
     chosen = {Engine.SGLANG: rules, Engine.VLLM: vllm_rules}
-    rows = []
-    for point in axes.points(base):
-        gpu = point.gpu or gpu_default
-        point = Point(gpu=gpu, nodes=point.nodes, deployment=point.deployment,
-                      skipped=point.skipped)
-        for engine in engines:
-            rows.append(_row(Engine(engine), arch, point, chosen[Engine(engine)], terms,
-                             workload))
+    points = [Point(gpu=point.gpu or gpu_default, nodes=point.nodes,
+                    deployment=point.deployment, skipped=point.skipped)
+              for point in axes.points(base)]
+    rows = plan_rows(arch, points, engines, chosen, terms, workload, runner, observer)
     return Sweep(model=model if isinstance(model, str) else arch.name, rows=tuple(rows),
                  engines=tuple(engines),
                  rules=",".join(chosen[Engine(e)] for e in dict.fromkeys(engines)),
                  requests=requests, context_tokens=context_tokens)
+
+
+def plan_rows(arch: ModelArch, points: Sequence[Point], engines: Sequence[str],
+              rules: dict[Engine, str], terms: MemoryTerms, workload: Workload,
+              runner: Runner = SERIAL, observer: RunObserver | None = None) -> list[SweepRow]:
+    """One row per point and engine (a point's engines side by side), planned on `runner`."""
+    tasks = [Task(fn=_row, args=(Engine(e), arch, p, rules[Engine(e)], terms, workload),
+                  label=f"{e} on {p.gpu or 'no GPU'}") for p in points for e in engines]
+    return runner.run(tasks, observer)
 
 
 def _row(engine: Engine, arch: ModelArch, point: Point, rules: str, terms: MemoryTerms,

@@ -10,6 +10,7 @@ import typer
 from kvledger.cli.app import check_finite, command, console, emit_json, user_errors
 from kvledger.cli.options.fleet import FleetInputs
 from kvledger.cli.options.groups import option_group
+from kvledger.cli.options.jobs import JobsInputs
 from kvledger.cli.options.plan import JsonOpt, PlanInputs, plan_from
 from kvledger.cli.options.sim import LossyOpt, SimInputs
 from kvledger.cli.runners.simulation import run_simulation
@@ -55,7 +56,9 @@ def _check_vllm_run(sim: SimInputs, engines: tuple[str, ...], **alone: object) -
 @option_group(PlanInputs, "inputs")
 @option_group(SimInputs, "sim")
 @option_group(FleetInputs, "fleet")
+@option_group(JobsInputs, "jobs")
 def simulate(ctx: typer.Context, inputs: PlanInputs, sim: SimInputs, fleet: FleetInputs,
+             jobs: JobsInputs,
              csv: Annotated[Path | None, typer.Option(
                  "--csv", help="Write the per-step time series here.", dir_okay=False)] = None,
              no_progress: Annotated[bool, typer.Option(
@@ -94,6 +97,11 @@ def simulate(ctx: typer.Context, inputs: PlanInputs, sim: SimInputs, fleet: Flee
     with user_errors():
         engines = _engines(engine, inputs.rules, ctx.args)
         fleet.check()
+        runner = jobs.runner()
+        if runner.parallel and not compare:
+            # a fleet's replicas share one router that reads them all at every arrival
+            raise ValueError("--jobs/--ray: run --compare's independent replays at once; "
+                             "needs --compare (a --replicas fleet is one coupled replay)")
         if fleet.replicas is not None and "vllm" in engines:
             raise ValueError("--replicas: fleets are of SGLang replicas; not with --engine vllm")
         if max_num_batched_tokens is not None:
@@ -118,7 +126,7 @@ def simulate(ctx: typer.Context, inputs: PlanInputs, sim: SimInputs, fleet: Flee
             run_vllm_compare(inputs, sim, list(ctx.args),
                              max_num_batched_tokens=max_num_batched_tokens,
                              steps_in_flight=(scheduler or Scheduler.ASYNC).steps_in_flight,
-                             json=json, progress=not no_progress)
+                             json=json, progress=not no_progress, runner=runner)
             return
         if "vllm" in engines:
             _check_vllm_run(sim, engines, **{"--compare": compare, "--csv": csv,
@@ -165,7 +173,7 @@ def simulate(ctx: typer.Context, inputs: PlanInputs, sim: SimInputs, fleet: Flee
             from kvledger.cli.runners.sim_compare import run_compare
 
             run_compare(plan, sim, figure_dir=figure_dir, json=json,
-                        progress=not no_progress, ignored=list(ignored))
+                        progress=not no_progress, ignored=list(ignored), runner=runner)
             return
         result = run_simulation(plan, sim, progress=not no_progress)
         if csv is not None:

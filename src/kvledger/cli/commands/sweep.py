@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
-from kvledger.cli.app import command, console, emit_json, user_errors
+from kvledger.cli.app import command, console, emit_json, err_console, user_errors
 from kvledger.cli.options.groups import option_group
+from kvledger.cli.options.jobs import JobsInputs
 from kvledger.cli.options.plan import (
     AvailOpt,
     CheckOpt,
@@ -50,6 +51,7 @@ CsvOpt = Annotated[Path | None, typer.Option("--csv", help="Write the rows here.
 FigureOpt = Annotated[Path | None, typer.Option(
     "--figure", help="Draw tokens and running requests per deployment here (.svg or .png).",
     dir_okay=False)]
+NoProgressOpt = Annotated[bool, typer.Option("--no-progress", help="No progress bar on stderr.")]
 SIDE_HELP = ("SGLang flags of one deployment (or a pasted launch command), plus --gpu NAME "
              "and optionally --engine vllm (the same GPUs in vLLM's flags, or a pasted `vllm "
              "serve …`); flags given outside --a/--b apply to both.")
@@ -120,14 +122,17 @@ def _axes(gpu, nodes, tp, dp, kv, ssm, replicas=None, base_tp: int = 1):
          "run the same GPUs with vLLM's flags (DP attention → --data-parallel-size engines) and "
          "need --gpu. Other SGLang flags apply to every row.")
 @option_group(VllmTerms, "vllm")
-def sweep(ctx: typer.Context, vllm: VllmTerms, model: ModelOpt = None,
+@option_group(JobsInputs, "jobs")
+def sweep(ctx: typer.Context, vllm: VllmTerms, jobs: JobsInputs, model: ModelOpt = None,
           rules: RulesOpt = DEFAULT_RULES, gpu: GpusOpt = None, nodes: NodesOpt = None,
           tp: TpOpt = None, dp: DpOpt = None,
           kv_cache_dtype: KvOpt = None, mamba_ssm_dtype: SsmOpt = None,
           replicas: ReplicasOpt = None, engine: EngineOpt = None, available_gib: AvailOpt = None,
           weights_gib: WeightsOpt = None, requests: RequestsOpt = None,
           context: ContextOpt = None, check: CheckOpt = False, csv: CsvOpt = None,
-          figure: FigureOpt = None, json: JsonOpt = False) -> None:
+          figure: FigureOpt = None, no_progress: NoProgressOpt = False,
+          json: JsonOpt = False) -> None:
+    from kvledger.cli.runners.run_bar import RunBar
     from kvledger.report.sweep_view import render_sweep, write_sweep_csv
     from kvledger.sizing import sweep as run_sweep
     from kvledger.sizing.flag_plans import check_terms
@@ -151,10 +156,13 @@ def sweep(ctx: typer.Context, vllm: VllmTerms, model: ModelOpt = None,
             raise ValueError(f"the grid has {axes.size():,} deployments; expected at most 10,000")
         terms = vllm.terms(weights_gib=weights_gib, available_gib=available_gib)
         check_terms(terms, tuple(Engine(e) for e in engines))
+        runner = jobs.runner()
         name = model or parsed.model_ref or DEFAULT_MODEL
-        rows = run_sweep(name, axes, parsed.deployment, rules=sglang_rules,
-                         requests=requests, context_tokens=context, engines=engines,
-                         vllm_rules=vllm_rules, terms=terms)
+        with RunBar(f"planning {name}", console=err_console, enabled=not no_progress,
+                    rows=False) as bar:
+            rows = run_sweep(name, axes, parsed.deployment, rules=sglang_rules,
+                             requests=requests, context_tokens=context, engines=engines,
+                             vllm_rules=vllm_rules, terms=terms, runner=runner, observer=bar)
         if csv is not None:
             write_sweep_csv(rows, csv)
         if figure is not None:
@@ -216,14 +224,16 @@ def compare(ctx: typer.Context, vllm: VllmTerms,
          "every layout. --engine vllm (or sglang,vllm) searches vLLM's layouts of the same "
          "GPUs too, each with its `vllm serve` command.")
 @option_group(VllmTerms, "vllm")
-def recommend(ctx: typer.Context, vllm: VllmTerms,
+@option_group(JobsInputs, "jobs")
+def recommend(ctx: typer.Context, vllm: VllmTerms, jobs: JobsInputs,
               requests: Annotated[int, typer.Option("--requests",
                                                     help="Concurrent requests (global).")],
               context: Annotated[int, typer.Option("--context", help="Tokens per request.")],
               gpu: GpusOpt = None, model: ModelOpt = None, rules: RulesOpt = DEFAULT_RULES,
               engine: EngineOpt = None, weights_gib: WeightsOpt = None,
               top: Annotated[int, typer.Option("--top", help="Layouts to list.")] = 5,
-              json: JsonOpt = False) -> None:
+              no_progress: NoProgressOpt = False, json: JsonOpt = False) -> None:
+    from kvledger.cli.runners.run_bar import RunBar
     from kvledger.report.sweep_view import render_recommendations
     from kvledger.sizing import parse_axis
     from kvledger.sizing.flag_plans import check_terms
@@ -236,12 +246,16 @@ def recommend(ctx: typer.Context, vllm: VllmTerms,
         terms = vllm.terms(weights_gib=weights_gib)
         # vLLM's terms also size the `vllm serve` command every SGLang fit carries
         check_terms(terms, (*(Engine(e) for e in choice.engines), Engine.VLLM))
+        runner = jobs.runner()
         parsed = parse_flags(ctx.args)
         name = model or parsed.model_ref or DEFAULT_MODEL
         gpus = parse_axis("--gpu", gpu, str) if gpu else None
-        rec = run_recommend(name, requests=requests, context_tokens=context, gpus=gpus,
-                            base=parsed.deployment, rules=choice.sglang_rules, top=top,
-                            engines=choice.engines, vllm_rules=choice.vllm_rules, terms=terms)
+        with RunBar(f"planning {name}'s layouts", console=err_console,
+                    enabled=not no_progress, rows=False) as bar:
+            rec = run_recommend(name, requests=requests, context_tokens=context, gpus=gpus,
+                                base=parsed.deployment, rules=choice.sglang_rules, top=top,
+                                engines=choice.engines, vllm_rules=choice.vllm_rules,
+                                terms=terms, runner=runner, observer=bar)
     if json:
         emit_json(rec.to_json(parsed.ignored))
     else:

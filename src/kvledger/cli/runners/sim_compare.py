@@ -10,13 +10,13 @@ from kvledger.cli.runners.simulation import load_inputs
 
 if TYPE_CHECKING:
     from kvledger.cli.options.sim import SimInputs
+    from kvledger.core.runner import Runner
     from kvledger.sglang.plan import SglangPlan
 
 
 def run_compare(plan: SglangPlan, work: SimInputs, *, figure_dir: Path | None, json: bool,
-                progress: bool, ignored: list[str]) -> None:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
+                progress: bool, ignored: list[str], runner: Runner) -> None:
+    from kvledger.cli.runners.run_bar import RunBar
     from kvledger.core.envelope import envelope
     from kvledger.report.policy_compare import (
         COMPARE_PAIRS,
@@ -28,21 +28,10 @@ def run_compare(plan: SglangPlan, work: SimInputs, *, figure_dir: Path | None, j
     work.check()
     config = work.config(plan)
     workload = load_inputs(work)
-    # On stderr and transient: stdout (the table or the --json document) never sees it.
-    bar = Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn(), console=err_console, transient=True,
-                   disable=not progress)
-    runs = len(COMPARE_PAIRS) + 1  # every pair, then the ceiling
-
-    def advance(label: str, done: int, total: int) -> None:
-        run = min(done * runs // max(total, 1) + 1, runs)
-        bar.update(task, completed=done, total=total,
-                   description=f"{workload.name}: run {run}/{runs}, {label} (requests)")
-
-    with bar:
-        task = bar.add_task(f"policies on {workload.name}", total=None)
-        comparison = compare_policies(plan, workload, config,
-                                      on_progress=advance if progress else None)
+    with RunBar(f"policies on {workload.name}", console=err_console,
+                enabled=progress) as bar:
+        comparison = compare_policies(plan, workload, config, COMPARE_PAIRS, runner=runner,
+                                      observer=bar)
     written: list[str] = []
     if figure_dir is not None:
         from kvledger.report.figures.canvas import save_figure, stamp

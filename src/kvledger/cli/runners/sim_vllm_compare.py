@@ -12,13 +12,13 @@ from kvledger.cli.runners.simulation import load_inputs
 if TYPE_CHECKING:
     from kvledger.cli.options.plan import PlanInputs
     from kvledger.cli.options.sim import SimInputs
+    from kvledger.core.runner import Runner
 
 
 def run_vllm_compare(inputs: PlanInputs, work: SimInputs, extra: list[str], *,
                      max_num_batched_tokens: int | None, steps_in_flight: int, json: bool,
-                     progress: bool) -> None:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
+                     progress: bool, runner: Runner) -> None:
+    from kvledger.cli.runners.run_bar import RunBar
     from kvledger.cli.runners.sim_engines import _plans
     from kvledger.core.envelope import envelope
     from kvledger.report import hit_rates
@@ -37,19 +37,12 @@ def run_vllm_compare(inputs: PlanInputs, work: SimInputs, extra: list[str], *,
     setup = vllm_sim_setup(vplan, timer=timer, max_num_batched_tokens=max_num_batched_tokens,
                            steps_in_flight=steps_in_flight)
     settings = default_settings(setup)
-    bar = Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn(), console=err_console, transient=True,
-                   disable=not progress)
-
-    def advance(label: str, done: int, total: int) -> None:
-        bar.update(task, completed=done, total=total, description=f"vLLM: {label}")
-
-    with bar:
-        task = bar.add_task("loading the workload", total=None)
-        workload = load_inputs(work)
+    workload = load_inputs(work)
+    with RunBar(f"vLLM settings on {workload.name}", console=err_console,
+                enabled=progress) as bar:
         comparison = compare_vllm_settings(
             setup, workload, available_bytes=vplan.capacity.available_bytes, timing=timing,
-            settings=settings, on_progress=advance if progress else None)
+            settings=settings, runner=runner, observer=bar)
     notes = [*vplan.notes, *setup.notes]
     if json:
         body = comparison_body(comparison,
