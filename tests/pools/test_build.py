@@ -17,6 +17,21 @@ from kvledger.sglang.scaling import scale_plan
 CONFIGS = sorted(p for p in SHARED_CONFIGS.glob("*.json"))
 
 
+def _auto_no_buffer_refuses(config, rules) -> bool:
+    """0.5.8/0.5.9's `auto` strategy is always no_buffer (server_args.py
+    `_handle_missing_default_values`), which a paged DSA hybrid (GLM-5.3-Flash) cannot use:
+    the plan refuses, naming the strategy, and there are no pools to build."""
+    from kvledger.model.arch import AttnKind
+    from kvledger.model.config import load_model
+    arch = load_model(str(config))
+    if RULES[rules].auto_strategy_extra_buffer or not (arch.is_hybrid
+                                                        and arch.attn is AttnKind.DSA):
+        return False
+    with pytest.raises(DeploymentError, match="no_buffer: needs page size 1"):
+        make_plan(str(config), rules=rules)
+    return True
+
+
 def test_shared_configs_are_found():
     assert len(CONFIGS) >= 11
 
@@ -27,6 +42,8 @@ def test_full_size_allocation_equals_ledger_bytes(config, rules):
     if config.stem in REFUSED_BY_SGLANG:  # a clean clone tests the embedded configs too
         with pytest.raises(DeploymentError, match=REFUSED_BY_SGLANG[config.stem]):
             make_plan(str(config), rules=rules)
+        return
+    if _auto_no_buffer_refuses(config, rules):
         return
     plan = make_plan(str(config), rules=rules)
     pools = build_pools(plan, "meta")  # full-size shapes, no memory
