@@ -150,9 +150,12 @@ def server_args(row: dict, model_dir: str):
     if row.get("disaggregation_mode", "null") != "null":
         kw["disaggregation_mode"] = row["disaggregation_mode"]
     if row.get("draft_tokens"):
-        kw.update(speculative_algorithm="EAGLE", speculative_num_steps=row["draft_tokens"] - 1,
-                  speculative_eagle_topk=1, speculative_num_draft_tokens=row["draft_tokens"],
-                  speculative_draft_model_path=model_dir)
+        kw.update(speculative_algorithm=row.get("speculative_algorithm", "EAGLE"),
+                  speculative_num_steps=row["draft_tokens"] - 1,
+                  speculative_eagle_topk=1, speculative_num_draft_tokens=row["draft_tokens"])
+        # `draft_model_path`: "model" (the model's own path, as the grid runs it) or "unset"
+        if row.get("draft_model_path", "model") == "model":
+            kw["speculative_draft_model_path"] = model_dir
     args = ServerArgs(**kw)
     args.resolve_once()
     args.check_server_args()  # the launch-time validation Engine runs (validation_hook.py)

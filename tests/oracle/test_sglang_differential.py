@@ -147,3 +147,28 @@ def test_the_prefill_graph_backend_is_the_one_sglang_ran(release):
     assert {i: g.prefill.value for i, g in ours.items()} == {
         row["id"]: row["sglang_answer"]["prefill_graph"] for row in started}
     assert {g.prefill.value for g in ours.values()} == {"breakable", "disabled"}
+
+
+def test_the_draft_model_path_rows_agree_with_sglang():
+    """tests/data/oracle/sglang-draft-path.jsonl: EAGLE (3 steps, topk 1) on an H200 at TP 8,
+    bf16, with --speculative-draft-model-path the model's own path (`draft=model`) and unset,
+    sized by SGLang 0.5.21's and 0.5.23's configurator (oracle/sglang/sizing.py, the row's
+    `draft_model_path`). The cell is `DefaultPoolConfigurator.__init__`'s
+    `cell × (1 + eagle_draft_num_layers / num_layers)` (model_executor/pool_configurator.py),
+    `eagle_draft_num_layers` from spec_aux_hidden_state.py `_resolve_eagle_aux_hidden_state`."""
+    rows = [json.loads(line) for line in
+            (DATA / "sglang-draft-path.jsonl").read_text().splitlines() if line.strip()]
+    assert len(rows) == 32
+    assert {i: d for row in rows if (d := agreement.compare(row)) for i in [row["id"]]} == {}
+    cells = {(row["release"], row["model"], row["draft_model_path"]):
+             row["sglang_answer"]["cell_bytes"] for row in rows}
+    for release in grid.RELEASES:
+        # Llama-3.1-8B as its own draft: all 32 layers again, 32 × 1 KV head × 128 × 2 × 2 B
+        assert cells[release, "llama-3.1-8b", "model"] == 2 * 16_384
+        assert cells[release, "llama-3.1-8b", "unset"] == 16_384
+        # Qwen3.5: 10 full layers × 1,024 B, + the MTP layer only with the path (its config
+        # names it mtp_num_hidden_layers; draft mode sets num_nextn_predict_layers = 1)
+        assert cells[release, "qwen3.5-35b-a3b", "model"] == 11 * 1_024
+        assert cells[release, "qwen3.5-35b-a3b", "unset"] == 10 * 1_024
+        # DeepSeek-V3: _handle_eagle_family fills in the model's path; 61 + 1 MLA rows
+        assert cells[release, "deepseek-v3", "unset"] == cells[release, "deepseek-v3", "model"]
