@@ -20,7 +20,9 @@ What is SGLang's and what is pretended:
   `configure_kv_cache_dtype` and `KVCacheConfigurator` built as `ModelRunner` builds them
   (model=None), then `KVCacheConfigurator._resolve_memory_pool_config` end to end; only
   `get_available_gpu_memory` is patched (it returns the free memory after weights);
-- speculative decoding: the draft worker's configurator is built as
+- speculative decoding: EAGLE (or the row's `speculative_algorithm`) with the model's own path
+  as `--speculative-draft-model-path`, or none with `"draft_model_path": "unset"`; the draft
+  worker's configurator is built as
   `TpModelWorker(is_draft_worker=True)` builds it; its pool configurator's cell size is the
   draft's per-token bytes;
 - pipeline stages: `_apply_token_constraints` all-reduces T over the PP group; each stage's

@@ -14,9 +14,9 @@ SGLang's rules (server_args.py / arg_groups/mamba_hook.py, mem_cache/memory_pool
   drops the base ratio 3 to 2 (`MAMBA_CACHE_BASE_RATIO_DROP_ON_SKIP`), so extra_buffer
   reserves 4 instead of 5 (3 instead of 4 without the overlap scheduler), and no_buffer adds
   the 1 back (`MAMBA_CACHE_V2_ADDITIONAL_RATIO_NO_BUFFER`: still 3); and
-  `UnifiedRadixCache.cache_unfinished_req` (0.5.21; `checkpoint_into_tree` in 0.5.23)
-  locks a decoding request's last node without its
-  MAMBA component (`skip_lock_components`), which kvledger.tree's locks do not model either.
+  `UnifiedRadixCache.cache_unfinished_req` (0.5.21; `checkpoint_into_tree` in 0.5.23) locks a
+  decoding request's last node without its MAMBA component (`skip_lock_components`), which
+  kvledger.tree's locks do not model either.
 
 >>> state_slots_per_request(Deployment(mamba_strategy=MambaStrategy.EXTRA_BUFFER,
 ...                                    disable_overlap_schedule=True))
