@@ -172,3 +172,22 @@ def test_the_draft_model_path_rows_agree_with_sglang():
         assert cells[release, "qwen3.5-35b-a3b", "unset"] == 10 * 1_024
         # DeepSeek-V3: _handle_eagle_family fills in the model's path; 61 + 1 MLA rows
         assert cells[release, "deepseek-v3", "unset"] == cells[release, "deepseek-v3", "model"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("release", grid.RELEASES)
+def test_sglang_answers_the_draft_path_rows_again(release):
+    env = ORACLE_HOME / f"sglang-{release}"
+    if not (env / "bin" / "python").exists():
+        pytest.skip(f"SGLang {release} oracle environment absent at {env}: build it with "
+                    f"`bash oracle/sglang/setup_env.sh {release}`")
+    rows = [row for line in (DATA / "sglang-draft-path.jsonl").read_text().splitlines()
+            if (row := json.loads(line))["release"] == release
+            and row["model"] in ("llama-3.1-8b", "qwen3.5-35b-a3b")]
+    feed = "".join(json.dumps({k: v for k, v in row.items() if k != "sglang_answer"}) + "\n"
+                   for row in rows)
+    done = subprocess.run([str(env / "bin" / "python"),
+                           str(ROOT / "oracle" / "sglang" / "sizing.py"), "--gpu", "H200"],
+                          input=feed, capture_output=True, text=True, timeout=300, check=True)
+    answers = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert len(rows) == 4 and answers == [row["sglang_answer"] for row in rows]
