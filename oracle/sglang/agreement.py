@@ -51,7 +51,8 @@ def deployment(row: dict) -> Deployment:
                       disaggregation_mode=DisaggMode(row["disaggregation_mode"]),
                       pp_size=row["pp"], dcp_size=row["dcp"],
                       speculative_num_draft_tokens=spec,
-                      speculative_algorithm=SpecAlgorithm.EAGLE if spec else None,
+                      speculative_algorithm=(SpecAlgorithm(row.get("speculative_algorithm",
+                                                                   "EAGLE")) if spec else None),
                       speculative_eagle_topk=1 if spec else None,  # as sizing.server_args
                       speculative_draft_model=DraftModel(
                           "target" if row.get("draft_model_path", "model") == "model"

@@ -150,7 +150,8 @@ def test_the_prefill_graph_backend_is_the_one_sglang_ran(release):
 
 
 def test_the_draft_model_path_rows_agree_with_sglang():
-    """tests/data/oracle/sglang-draft-path.jsonl: EAGLE (3 steps, topk 1) on an H200 at TP 8,
+    """tests/data/oracle/sglang-draft-path.jsonl: EAGLE (3 steps, topk 1; NGRAM in two rows) on
+    an H200 at TP 8,
     bf16, with --speculative-draft-model-path the model's own path (`draft=model`) and unset,
     sized by SGLang 0.5.21's and 0.5.23's configurator (oracle/sglang/sizing.py, the row's
     `draft_model_path`). The cell is `DefaultPoolConfigurator.__init__`'s
@@ -158,10 +159,11 @@ def test_the_draft_model_path_rows_agree_with_sglang():
     `eagle_draft_num_layers` from spec_aux_hidden_state.py `_resolve_eagle_aux_hidden_state`."""
     rows = [json.loads(line) for line in
             (DATA / "sglang-draft-path.jsonl").read_text().splitlines() if line.strip()]
-    assert len(rows) == 32
+    assert len(rows) == 34
     assert {i: d for row in rows if (d := agreement.compare(row)) for i in [row["id"]]} == {}
     cells = {(row["release"], row["model"], row["draft_model_path"]):
-             row["sglang_answer"]["cell_bytes"] for row in rows}
+             row["sglang_answer"]["cell_bytes"] for row in rows
+             if row.get("speculative_algorithm", "EAGLE") == "EAGLE"}
     for release in grid.RELEASES:
         # Llama-3.1-8B as its own draft: all 32 layers again, 32 × 1 KV head × 128 × 2 × 2 B
         assert cells[release, "llama-3.1-8b", "model"] == 2 * 16_384
@@ -172,6 +174,10 @@ def test_the_draft_model_path_rows_agree_with_sglang():
         assert cells[release, "qwen3.5-35b-a3b", "unset"] == 10 * 1_024
         # DeepSeek-V3: _handle_eagle_family fills in the model's path; 61 + 1 MLA rows
         assert cells[release, "deepseek-v3", "unset"] == cells[release, "deepseek-v3", "model"]
+        assert cells[release, "deepseek-v3", "unset"] == 62 * 1_152
+    # NGRAM (the two `|ngram` rows): no draft model, so no MTP layer in the cell
+    assert [row["sglang_answer"]["cell_bytes"] for row in rows
+            if row.get("speculative_algorithm") == "NGRAM"] == [61 * 1_152] * 2
 
 
 @pytest.mark.slow

@@ -71,3 +71,15 @@ def test_the_flag_is_compared_with_the_model_path(words, expected):
                          f"--speculative-algorithm EAGLE {words}")
     assert parsed.deployment.speculative_draft_model is expected
     assert "--speculative-draft-model-path" not in parsed.ignored
+
+
+def test_ngram_has_no_draft_layers():
+    """DeepSeek-V3 at TP 8 on an H200: SGLang's cell 70,272 = 61 × 1,152 B under NGRAM
+    (tests/data/oracle/sglang-draft-path.jsonl, the `|ngram` rows), 71,424 = 62 × 1,152 under
+    EAGLE: only is_eagle() or is_standalone() count eagle_draft_num_layers."""
+    ngram = Deployment(tp_size=8, speculative_num_draft_tokens=4,
+                       speculative_algorithm=SpecAlgorithm.NGRAM)
+    arch = load_model("deepseek-v3")
+    assert budgeted_draft_layers(arch, ngram) == allocated_draft_layers(arch, ngram) == 0
+    plan = make_plan("deepseek-v3", ngram, rules="sglang-0.5.21", gpu="H200", weights_gib=80)
+    assert plan.capacity.token_bytes == 61 * 1_152 and plan.ledgers.draft_token is None

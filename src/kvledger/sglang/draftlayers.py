@@ -5,8 +5,10 @@ SGLang 0.5.21 and 0.5.23 agree here (read in both wheels):
 - The target's cell counts `eagle_draft_num_layers` more layers of its own per-layer KV, for
   EAGLE, EAGLE3 and STANDALONE only (model_executor/pool_configurator.py
   `DefaultPoolConfigurator.__init__`: `cell × (1 + draft / num_layers)`; the DSA branch adds
-  the draft's KV and its index keys). NGRAM has no draft model; DFLASH and DSPARK size their
-  draft from the draft checkpoint (kvledger counts the model's MTP layers for them, as before).
+  the draft's KV and its index keys). NGRAM has no draft model and no draft layers (DeepSeek-V3
+  at TP 8: 61 × 1,152 = 70,272 B a token, against 62 × 1,152 under EAGLE); DFLASH and DSPARK
+  size their draft from the draft checkpoint (kvledger counts the model's MTP layers for them,
+  as before).
 - `eagle_draft_num_layers` (model_runner_components/spec_aux_hidden_state.py
   `_resolve_eagle_aux_hidden_state`): with a draft path, the draft's config read in draft
   mode (`ModelConfig._config_draft_model`): its `num_nextn_predict_layers`, which the rewrite
@@ -78,7 +80,7 @@ def _draft_mode_layers(model: ModelArch) -> int:
 
 def allocated_draft_layers(model: ModelArch, dep: Deployment) -> int:
     """Layers of the draft worker's KV pool, T slots each."""
-    if not dep.speculative:
+    if not dep.speculative or dep.speculative_algorithm is SpecAlgorithm.NGRAM:
         return 0
     path = _draft_path(model, dep)
     if path is DraftModel.TARGET or (path is DraftModel.UNSET
@@ -90,7 +92,7 @@ def allocated_draft_layers(model: ModelArch, dep: Deployment) -> int:
 def budgeted_draft_layers(model: ModelArch, dep: Deployment) -> int:
     """Draft layers the target's cell counts (`eagle_draft_num_layers`), before the rule set's
     `budget_counts_draft_layers`."""
-    if not dep.speculative:
+    if not dep.speculative or dep.speculative_algorithm is SpecAlgorithm.NGRAM:
         return 0
     path = _draft_path(model, dep)
     if path is DraftModel.TARGET:
