@@ -30,7 +30,13 @@ if str(ROOT / "src") not in sys.path:
 
 from kvledger.core.errors import DeploymentError  # noqa: E402
 from kvledger.core.units import GiB  # noqa: E402
-from kvledger.sglang.deploy import Deployment, DisaggMode, KVDtype, SpecAlgorithm  # noqa: E402
+from kvledger.sglang.deploy import (  # noqa: E402
+    Deployment,
+    DisaggMode,
+    DraftModel,
+    KVDtype,
+    SpecAlgorithm,
+)
 from kvledger.sglang.plan import make_plan  # noqa: E402
 
 KEYS = ("page_size", "mem_fraction_static", "cell_bytes", "slot_bytes", "K", "T", "N")
@@ -45,8 +51,12 @@ def deployment(row: dict) -> Deployment:
                       disaggregation_mode=DisaggMode(row["disaggregation_mode"]),
                       pp_size=row["pp"], dcp_size=row["dcp"],
                       speculative_num_draft_tokens=spec,
-                      speculative_algorithm=SpecAlgorithm.EAGLE if spec else None,
-                      speculative_eagle_topk=1 if spec else None)  # as sizing.server_args
+                      speculative_algorithm=(SpecAlgorithm(row.get("speculative_algorithm",
+                                                                   "EAGLE")) if spec else None),
+                      speculative_eagle_topk=1 if spec else None,  # as sizing.server_args
+                      speculative_draft_model=DraftModel(
+                          "target" if row.get("draft_model_path", "model") == "model"
+                          else "unset"))
 
 
 def kvledger_side(row: dict) -> dict:
@@ -59,7 +69,7 @@ def kvledger_side(row: dict) -> dict:
     cap = plan.capacity
     ours = {"starts": True, "page_size": plan.page_tokens,
             "mem_fraction_static": cap.memory.mem_fraction_static,
-            "cell_bytes": cap.token_bytes, "slot_bytes": cap.slot_bytes,
+            "cell_bytes": cap.budget_token_bytes or cap.token_bytes, "slot_bytes": cap.slot_bytes,
             "K": cap.state_slots if cap.slot_bytes else None, "T": cap.max_total_tokens,
             "N": cap.max_running_requests}
     if plan.pipeline is not None:
@@ -70,7 +80,8 @@ def kvledger_side(row: dict) -> dict:
 
 def _stage(stage) -> dict:
     cap = stage.capacity
-    return {"layers": [stage.start_layer, stage.end_layer], "cell_bytes": cap.token_bytes,
+    return {"layers": [stage.start_layer, stage.end_layer],
+            "cell_bytes": cap.budget_token_bytes or cap.token_bytes,
             "K": cap.state_slots if cap.slot_bytes else None, "T": cap.max_total_tokens,
             "N": cap.max_running_requests}
 

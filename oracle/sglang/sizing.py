@@ -20,7 +20,9 @@ What is SGLang's and what is pretended:
   `configure_kv_cache_dtype` and `KVCacheConfigurator` built as `ModelRunner` builds them
   (model=None), then `KVCacheConfigurator._resolve_memory_pool_config` end to end; only
   `get_available_gpu_memory` is patched (it returns the free memory after weights);
-- speculative decoding: the draft worker's configurator is built as
+- speculative decoding: EAGLE (or the row's `speculative_algorithm`) with the model's own path
+  as `--speculative-draft-model-path`, or none with `"draft_model_path": "unset"`; the draft
+  worker's configurator is built as
   `TpModelWorker(is_draft_worker=True)` builds it; its pool configurator's cell size is the
   draft's per-token bytes;
 - pipeline stages: `_apply_token_constraints` all-reduces T over the PP group; each stage's
@@ -150,9 +152,12 @@ def server_args(row: dict, model_dir: str):
     if row.get("disaggregation_mode", "null") != "null":
         kw["disaggregation_mode"] = row["disaggregation_mode"]
     if row.get("draft_tokens"):
-        kw.update(speculative_algorithm="EAGLE", speculative_num_steps=row["draft_tokens"] - 1,
-                  speculative_eagle_topk=1, speculative_num_draft_tokens=row["draft_tokens"],
-                  speculative_draft_model_path=model_dir)
+        kw.update(speculative_algorithm=row.get("speculative_algorithm", "EAGLE"),
+                  speculative_num_steps=row["draft_tokens"] - 1,
+                  speculative_eagle_topk=1, speculative_num_draft_tokens=row["draft_tokens"])
+        # `draft_model_path`: "model" (the model's own path, as the grid runs it) or "unset"
+        if row.get("draft_model_path", "model") == "model":
+            kw["speculative_draft_model_path"] = model_dir
     args = ServerArgs(**kw)
     args.resolve_once()
     args.check_server_args()  # the launch-time validation Engine runs (validation_hook.py)

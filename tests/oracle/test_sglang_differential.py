@@ -147,3 +147,53 @@ def test_the_prefill_graph_backend_is_the_one_sglang_ran(release):
     assert {i: g.prefill.value for i, g in ours.items()} == {
         row["id"]: row["sglang_answer"]["prefill_graph"] for row in started}
     assert {g.prefill.value for g in ours.values()} == {"breakable", "disabled"}
+
+
+def test_the_draft_model_path_rows_agree_with_sglang():
+    """tests/data/oracle/sglang-draft-path.jsonl: EAGLE (3 steps, topk 1; NGRAM in two rows) on
+    an H200 at TP 8,
+    bf16, with --speculative-draft-model-path the model's own path (`draft=model`) and unset,
+    sized by SGLang 0.5.21's and 0.5.23's configurator (oracle/sglang/sizing.py, the row's
+    `draft_model_path`). The cell is `DefaultPoolConfigurator.__init__`'s
+    `cell × (1 + eagle_draft_num_layers / num_layers)` (model_executor/pool_configurator.py),
+    `eagle_draft_num_layers` from spec_aux_hidden_state.py `_resolve_eagle_aux_hidden_state`."""
+    rows = [json.loads(line) for line in
+            (DATA / "sglang-draft-path.jsonl").read_text().splitlines() if line.strip()]
+    assert len(rows) == 34
+    assert {i: d for row in rows if (d := agreement.compare(row)) for i in [row["id"]]} == {}
+    cells = {(row["release"], row["model"], row["draft_model_path"]):
+             row["sglang_answer"]["cell_bytes"] for row in rows
+             if row.get("speculative_algorithm", "EAGLE") == "EAGLE"}
+    for release in grid.RELEASES:
+        # Llama-3.1-8B as its own draft: all 32 layers again, 32 × 1 KV head × 128 × 2 × 2 B
+        assert cells[release, "llama-3.1-8b", "model"] == 2 * 16_384
+        assert cells[release, "llama-3.1-8b", "unset"] == 16_384
+        # Qwen3.5: 10 full layers × 1,024 B, + the MTP layer only with the path (its config
+        # names it mtp_num_hidden_layers; draft mode sets num_nextn_predict_layers = 1)
+        assert cells[release, "qwen3.5-35b-a3b", "model"] == 11 * 1_024
+        assert cells[release, "qwen3.5-35b-a3b", "unset"] == 10 * 1_024
+        # DeepSeek-V3: _handle_eagle_family fills in the model's path; 61 + 1 MLA rows
+        assert cells[release, "deepseek-v3", "unset"] == cells[release, "deepseek-v3", "model"]
+        assert cells[release, "deepseek-v3", "unset"] == 62 * 1_152
+    # NGRAM (the two `|ngram` rows): no draft model, so no MTP layer in the cell
+    assert [row["sglang_answer"]["cell_bytes"] for row in rows
+            if row.get("speculative_algorithm") == "NGRAM"] == [61 * 1_152] * 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("release", grid.RELEASES)
+def test_sglang_answers_the_draft_path_rows_again(release):
+    env = ORACLE_HOME / f"sglang-{release}"
+    if not (env / "bin" / "python").exists():
+        pytest.skip(f"SGLang {release} oracle environment absent at {env}: build it with "
+                    f"`bash oracle/sglang/setup_env.sh {release}`")
+    rows = [row for line in (DATA / "sglang-draft-path.jsonl").read_text().splitlines()
+            if (row := json.loads(line))["release"] == release
+            and row["model"] in ("llama-3.1-8b", "qwen3.5-35b-a3b")]
+    feed = "".join(json.dumps({k: v for k, v in row.items() if k != "sglang_answer"}) + "\n"
+                   for row in rows)
+    done = subprocess.run([str(env / "bin" / "python"),
+                           str(ROOT / "oracle" / "sglang" / "sizing.py"), "--gpu", "H200"],
+                          input=feed, capture_output=True, text=True, timeout=300, check=True)
+    answers = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert len(rows) == 4 and answers == [row["sglang_answer"] for row in rows]

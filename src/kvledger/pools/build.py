@@ -43,6 +43,7 @@ from kvledger.pools.paged import PagedTokenAllocator
 from kvledger.pools.req_to_token import ReqToTokenPool
 from kvledger.pools.state import MambaPool
 from kvledger.sglang.deploy import StateDtype
+from kvledger.sglang.draftlayers import allocated_draft_layers
 from kvledger.sglang.ledger import REQ_TO_TOKEN_EXTRA_TOKENS, elides_shared_index_keys
 from kvledger.sglang.plan import SglangPlan
 from kvledger.sglang.resolve import CacheLayout
@@ -131,7 +132,8 @@ def build_pools(plan: SglangPlan, device: torch.device | str = "cpu",
     draft = None
     if plan.ledgers.draft_token is not None:
         # Draft layers each own an indexer (kvledger.sglang.ledger.draft_token_ledger); no tail.
-        draft = _token_pool(lay, (True,) * model.num_draft_layers, slots, None, dev, draft=True)
+        layers = allocated_draft_layers(model, dep)
+        draft = _token_pool(lay, (True,) * layers, slots, None, dev, draft=True)
     mamba, state_allocator = None, None
     if lay.state is not None:
         ssm = dep.mamba_ssm_dtype

@@ -56,7 +56,7 @@ def budget_token_bytes(lay: CacheLayout) -> int:
             and row.layout is RowLayout.FP8_SCALED):
         unscaled = (row.kv_lora_rank + row.qk_rope_head_dim) * 1  # fp8, B
         cell -= lay.model.num_full_layers * (row.row_bytes - unscaled)
-    if rules.budget_counts_draft_layers and (draft := draft_token_ledger(lay)):
+    if rules.budget_counts_draft_layers and (draft := draft_token_ledger(lay, budgeted=True)):
         cell += draft.total_bytes
     return cell
 

@@ -93,6 +93,15 @@ class SpecAlgorithm(Enum):
     DSPARK = "DSPARK"
 
 
+class DraftModel(Enum):
+    """--speculative-draft-model-path, as far as kvledger can tell: unset, the model's own
+    path, or another checkpoint (kvledger.sglang.draftlayers)."""
+
+    UNSET = "unset"
+    TARGET = "target"
+    OTHER = "other"
+
+
 class DisaggMode(Enum):
     """--disaggregation-mode (arg_groups/fields/disagg.py): the server's role in a
     prefill/decode split; NULL is an ordinary aggregated server."""

@@ -33,6 +33,9 @@ from kvledger.sglang.choices import (  # re-exported: the enums belong with the 
     DisaggMode as DisaggMode,
 )
 from kvledger.sglang.choices import (
+    DraftModel as DraftModel,
+)
+from kvledger.sglang.choices import (
     DsaBackend as DsaBackend,
 )
 from kvledger.sglang.choices import (
@@ -104,6 +107,8 @@ class Deployment:
     # EAGLE branches per step as given; None: unset, which SGLang's default attention backend
     # reads before the speculative hook picks topk 1 (kvledger.sglang.attention)
     speculative_eagle_topk: int | None = _flag(None, "--speculative-eagle-topk")
+    # the draft checkpoint: unset, the model's own path, or another (kvledger.sglang.draftlayers)
+    speculative_draft_model: DraftModel = _flag(DraftModel.UNSET, "--speculative-draft-model-path")
     enable_hierarchical_cache: bool = _flag(False, "--enable-hierarchical-cache")
     hicache_ratio: float | None = _flag(None, "--hicache-ratio")  # host = ratio × device, per pool
     hicache_size_gb: float | None = _flag(None, "--hicache-size")  # host GB (1e9 B); beats ratio
@@ -138,6 +143,7 @@ FIELD_FLAGS: dict[str, str] = {f.name: f.metadata["flag"] for f in fields(Deploy
 """Deployment field → the flag named in its errors."""
 
 _ENUM_FIELDS = {"kv_cache_dtype": KVDtype, "disaggregation_mode": DisaggMode,
+                "speculative_draft_model": DraftModel,
                 "mamba_strategy": MambaStrategy, "linear_attn_backend": LinearBackend}
 _OPTIONAL_ENUM_FIELDS = {"mamba_ssm_dtype": StateDtype, "speculative_algorithm": SpecAlgorithm,
                          "dsa_backend": DsaBackend, "cuda_graph_backend_prefill": GraphBackend,

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from kvledger.core.ledger import Ledger, LedgerRow
 from kvledger.sglang.deploy import DisaggMode
+from kvledger.sglang.draftlayers import allocated_draft_layers, budgeted_draft_layers
 from kvledger.sglang.resolve import CacheLayout
 from kvledger.sglang.specs import GqaRowSpec, LatentRowSpec
 
@@ -111,10 +112,12 @@ def token_ledger(lay: CacheLayout) -> Ledger:
     return Ledger(name="per token", per="token", rows=tuple(rows), memo=tuple(memo))
 
 
-def draft_token_ledger(lay: CacheLayout) -> Ledger | None:
-    """The MTP draft layers' own KV, allocated for the same token slots when speculating."""
-    layers = lay.model.num_draft_layers
-    if not lay.deployment.speculative or layers == 0:
+def draft_token_ledger(lay: CacheLayout, *, budgeted: bool = False) -> Ledger | None:
+    """The draft layers' own KV, allocated for the same token slots when speculating
+    (`budgeted`: the layers the token budget counts instead; kvledger.sglang.draftlayers)."""
+    count = budgeted_draft_layers if budgeted else allocated_draft_layers
+    layers = count(lay.model, lay.deployment)
+    if layers == 0:
         return None
     times = dcp_replication(lay)
     rows = [_replicated(_kv_row(lay, layers, "draft-layer"), times)]

@@ -8,6 +8,15 @@ SGLang's rules (server_args.py / arg_groups/mamba_hook.py, mem_cache/memory_pool
   64-token chunks and the page must divide one another.
 - Slots per request: 1 with the radix cache off; extra_buffer 3 + track slots (2 with the
   overlap scheduler, 1 without); no_buffer 3.
+- `SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK` (an environment switch in 0.5.21 and 0.5.23,
+  `EnvBool(False)` in environ.py) is not read: off, as it is by default, it changes nothing
+  here. On, `KVCacheConfigurator._calculate_mamba_ratio` (mem_cache/kv_cache_configurator.py)
+  drops the base ratio 3 to 2 (`MAMBA_CACHE_BASE_RATIO_DROP_ON_SKIP`), so extra_buffer
+  reserves 4 instead of 5 (3 instead of 4 without the overlap scheduler), and no_buffer adds
+  the 1 back (`MAMBA_CACHE_V2_ADDITIONAL_RATIO_NO_BUFFER`: still 3); and
+  `UnifiedRadixCache.cache_unfinished_req` (0.5.21; `checkpoint_into_tree` in 0.5.23) locks a
+  decoding request's last node without its MAMBA component (`skip_lock_components`), which
+  kvledger.tree's locks do not model either.
 
 >>> state_slots_per_request(Deployment(mamba_strategy=MambaStrategy.EXTRA_BUFFER,
 ...                                    disable_overlap_schedule=True))

@@ -38,6 +38,7 @@ from kvledger.sglang.deploy import (
     MambaStrategy,
     StateDtype,
 )
+from kvledger.sglang.draftlayers import draft_notes
 from kvledger.sglang.mamba_strategy import (
     check_extra_buffer,
     resolve_strategy,
@@ -204,7 +205,7 @@ def resolve(
             "resolve_transformers_arch); use --engine vllm, which serves it natively")
     dep, notes = resolve_role(dep, rules)
     dep, stage_notes = resolve_stages(dep)
-    notes += stage_notes + check_dcp(model, dep, rules)
+    notes += stage_notes + check_dcp(model, dep, rules) + draft_notes(model, dep)
     attn_tp = dep.attn_tp_size
     dep = replace(dep, kv_cache_dtype=_kv_dtype(model, dep, blackwell, notes))
     dep = replace(dep, dsa_backend=_dsa_backend(model, dep, blackwell, rules))

@@ -16,7 +16,11 @@ of the used state alone (``MambaComponent.refresh_lru``, ``LRURefreshPhase.MATCH
 a split gives the new parent a fresh stamp and stamps the existing child as just accessed
 (``UnifiedTreeCore._split_node``; ``MambaRadixCache._split_node`` and
 ``RadixCache._match_prefix_helper`` likewise); an internal node whose state is evicted keeps
-its KV (a tombstone).
+its KV (a tombstone). A decoding request locks its last node's KV and state together; the
+opt-in ``SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK`` (off by default in 0.5.21 and 0.5.23:
+``UnifiedRadixCache.cache_unfinished_req``, ``checkpoint_into_tree`` in 0.5.23, passes
+``skip_lock_components=(MAMBA,)`` only when it is set) would leave that state evictable;
+kvledger follows the default.
 
 >>> from kvledger.sglang.rules import RULES
 >>> TreeRules.from_rules(RULES["sglang-0.5.23"]) is UNIFIED_TREE

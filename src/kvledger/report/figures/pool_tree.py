@@ -20,6 +20,7 @@ from matplotlib.patches import Rectangle
 
 from kvledger.report.figures.canvas import PALETTE, fits_width, gib, new_figure
 from kvledger.report.show import show_bytes, show_size
+from kvledger.sglang.draftlayers import allocated_draft_layers
 from kvledger.sglang.plan import SglangPlan
 from kvledger.sglang.specs import GqaRowSpec
 
@@ -35,7 +36,7 @@ def _levels(plan: SglangPlan) -> tuple[list[Box], list[list[Box]]]:
     lay, cap, model = plan.layout, plan.capacity, plan.model
     rows = cap.max_total_tokens + lay.page_tokens
     kv_name = "k_buffer + v_buffer" if isinstance(lay.kv_row, GqaRowSpec) else "kv_buffer"
-    draft_layers = model.num_draft_layers if plan.ledgers.draft_token else 0
+    draft_layers = allocated_draft_layers(model, lay.deployment) if plan.ledgers.draft_token else 0
     full_layers = model.num_full_layers + draft_layers
     full = [Box(kv_name, f"({rows:,}, {lay.kv_row.row_bytes}) B × {full_layers}",
                 rows * lay.kv_row.row_bytes * full_layers, PALETTE["kv"])]

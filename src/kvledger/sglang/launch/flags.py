@@ -179,6 +179,9 @@ FLAGS: tuple[Flag, ...] = (
          expects=POSITIVE, help="EAGLE branches per step"),
     Flag(spellings=("--speculative-num-draft-tokens",), key="speculative_num_draft_tokens",
          parse=integer, expects=POSITIVE, help="draft tokens verified per step"),
+    Flag(spellings=("--speculative-draft-model-path", "--speculative-draft-model"),
+         key="speculative_draft_model_path", parse=str, expects="a model name, repo id or path",
+         help="the draft checkpoint; the model's own path counts its draft layers in the cell"),
     Flag(spellings=("--speculative-dflash-block-size",), key="speculative_dflash_block_size",
          parse=integer, expects=POSITIVE, help="DFLASH verify window"),
     Flag(spellings=("--speculative-dspark-block-size",), key="speculative_dspark_block_size",
@@ -228,7 +231,7 @@ IGNORED: frozenset[str] = frozenset({
     "--prefill-attention-backend", "--decode-attention-backend", "--mm-attention-backend",
     "--linear-attn-decode-backend", "--linear-attn-prefill-backend", "--mamba-backend",
     "--mamba-track-interval", "--moe-runner-backend", "--moe-a2a-backend", "--enable-dp-lm-head", "--disable-custom-all-reduce",
-    "--speculative-draft-model-path", "--speculative-draft-model", "--enable-multimodal",
+    "--enable-multimodal",
     "--hicache-write-policy", "--hicache-io-backend", "--hicache-mem-layout",
     "--hicache-storage-backend", "--model-type",
 })
@@ -261,6 +264,7 @@ _DEFAULT_TEXT = {"model_path": "the kvledger default model",
                  "speculative_eagle_topk": "auto", "speculative_num_draft_tokens": "auto",
                  "speculative_dflash_block_size": "from the draft model",
                  "speculative_dspark_block_size": "from the draft model",
+                 "speculative_draft_model_path": "unset (the model itself for DeepSeek and GLM-5.2)",
                  "hicache_ratio": "2.0", "hicache_size_gb": "0",
                  "disaggregation_decode_extra_slots": "2 × requests per worker when ≤ 32, else 0"}
 

@@ -34,6 +34,7 @@ from kvledger.sglang.deploy import (
     Deployment,
     DeploymentError,
     DisaggMode,
+    DraftModel,
     DsaBackend,
 )
 from kvledger.sglang.launch.command import Launch, split_launch
@@ -49,7 +50,8 @@ from kvledger.sglang.launch.speculative import MAX_RUNNING_REQUESTS, speculation
 from kvledger.sglang.launch.spellings import SGLANG_SPELLINGS, read_flag
 
 # Fields whose flag maps straight onto them; the rest are derived from several flags.
-_DERIVED = {"dsa_backend", "speculative_algorithm", "speculative_num_draft_tokens"}
+_DERIVED = {"dsa_backend", "speculative_algorithm", "speculative_num_draft_tokens",
+            "speculative_draft_model"}
 DIRECT_FIELDS = frozenset(FIELD_FLAGS) - _DERIVED
 
 
@@ -134,6 +136,17 @@ def _dsa_backend(values: dict, notes: list[str]) -> tuple[DsaBackend | None, boo
     return decode, True
 
 
+def _draft_model(path: str, model_ref: str | None, notes: list[str]) -> DraftModel:
+    """--speculative-draft-model-path against the model's path, as written (kvledger cannot
+    tell whether two spellings name one checkpoint)."""
+    if model_ref is not None and path.rstrip("/") == model_ref.rstrip("/"):
+        return DraftModel.TARGET
+    if model_ref is None:
+        notes.append(f"--speculative-draft-model-path {path}: no model path to compare it "
+                     "with; planned as another checkpoint")
+    return DraftModel.OTHER
+
+
 def _model_ref(launch: Launch, values: dict, spelled: dict) -> str | None:
     flag_ref = values.get("model_path")
     if launch.model_ref and flag_ref and launch.model_ref != flag_ref:
@@ -186,8 +199,13 @@ def parse_flags(argv: Sequence[str] | str) -> ParsedFlags:
             kwargs["max_running_requests"] = MAX_RUNNING_REQUESTS
             notes.append(f"speculative decoding: SGLang sets --max-running-requests "
                          f"{MAX_RUNNING_REQUESTS} when it is not given")
+    model_ref = _model_ref(launch, values, spelled)
+    if spec.algorithm is not None and "speculative_draft_model_path" in values:
+        kwargs["speculative_draft_model"] = _draft_model(
+            values["speculative_draft_model_path"], model_ref, notes)
+        set_fields.add("speculative_draft_model")
     return ParsedFlags(
-        model_ref=_model_ref(launch, values, spelled),
+        model_ref=model_ref,
         deployment=Deployment(**kwargs),
         ignored=tuple(ignored),
         unrecognised=tuple(unrecognised),
