@@ -114,6 +114,17 @@ def test_refusals_and_scale_out_modes_are_part_of_the_recordings():
     assert any(row["sglang_answer"].get("K") for row in started)  # hybrids' state slots
 
 
+def _sglang_answers(env: Path, rows: list[dict]) -> list[dict]:
+    """SGLang's own answers to `rows` (their recorded answers left out), from sizing.py run in
+    the release's environment on a pretended H200."""
+    feed = "".join(json.dumps({k: v for k, v in row.items() if k != "sglang_answer"}) + "\n"
+                   for row in rows)
+    done = subprocess.run([str(env / "bin" / "python"),
+                           str(ROOT / "oracle" / "sglang" / "sizing.py"), "--gpu", "H200"],
+                          input=feed, capture_output=True, text=True, timeout=300, check=True)
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("release", grid.RELEASES)
 def test_sglang_answers_the_recording_again(release):
@@ -122,13 +133,7 @@ def test_sglang_answers_the_recording_again(release):
         pytest.skip(f"SGLang {release} oracle environment absent at {env}: build it with "
                     f"`bash oracle/sglang/setup_env.sh {release}` (about 2 minutes, 2.5 GB)")
     rows = [row for row in _recorded(release) if row["gpu"] == "H200"][::5][:4]
-    feed = "".join(json.dumps({k: v for k, v in row.items() if k != "sglang_answer"}) + "\n"
-                   for row in rows)
-    done = subprocess.run([str(env / "bin" / "python"),
-                           str(ROOT / "oracle" / "sglang" / "sizing.py"), "--gpu", "H200"],
-                          input=feed, capture_output=True, text=True, timeout=300, check=True)
-    answers = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    assert answers == [row["sglang_answer"] for row in rows]
+    assert _sglang_answers(env, rows) == [row["sglang_answer"] for row in rows]
 
 
 @pytest.mark.parametrize("release", grid.RELEASES)
@@ -190,10 +195,4 @@ def test_sglang_answers_the_draft_path_rows_again(release):
     rows = [row for line in (DATA / "sglang-draft-path.jsonl").read_text().splitlines()
             if (row := json.loads(line))["release"] == release
             and row["model"] in ("llama-3.1-8b", "qwen3.5-35b-a3b")]
-    feed = "".join(json.dumps({k: v for k, v in row.items() if k != "sglang_answer"}) + "\n"
-                   for row in rows)
-    done = subprocess.run([str(env / "bin" / "python"),
-                           str(ROOT / "oracle" / "sglang" / "sizing.py"), "--gpu", "H200"],
-                          input=feed, capture_output=True, text=True, timeout=300, check=True)
-    answers = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    assert len(rows) == 4 and answers == [row["sglang_answer"] for row in rows]
+    assert len(rows) == 4 and _sglang_answers(env, rows) == [row["sglang_answer"] for row in rows]
