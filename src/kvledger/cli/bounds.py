@@ -120,6 +120,10 @@ BOUNDS: dict[str, Bound] = {
     # fleets: `simulate --replicas` also holds itself to kvledger.sim.fleet.run.MAX_REPLICAS
     "--replicas": _count(MAX_GPUS),
     "--rate-scale": Bound(kind=Kind.NUMBER, high=MAX_TIME_SCALE, low_open=True),
+    # SLO sizing (`recommend --trace`): latency targets; replicas of one layout searched
+    "--ttft-p95-ms": Bound(kind=Kind.NUMBER, high=MAX_STEP_MS, low_open=True),
+    "--tpot-p95-ms": Bound(kind=Kind.NUMBER, high=MAX_STEP_MS, low_open=True),
+    "--max-replicas": _count(MAX_GPUS),
     # independent runs in parallel (`kvledger.cli.options.jobs`)
     "--jobs": _count(MAX_JOBS),
 }

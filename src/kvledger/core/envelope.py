@@ -53,6 +53,7 @@ SCHEMAS: dict[str, int] = {
     "sweep": 1,
     "compare": 1,
     "recommend": 1,
+    "recommend-slo": 1,  # recommend --trace/--workload --ttft-p95-ms: a fleet sized by replay
 }
 
 

@@ -10,6 +10,7 @@ import typer
 from kvledger.cli.app import command, console, emit_json, err_console, user_errors
 from kvledger.cli.options.groups import option_group
 from kvledger.cli.options.jobs import JobsInputs
+from kvledger.cli.options.slo import SloInputs
 from kvledger.cli.options.plan import (
     AvailOpt,
     CheckOpt,
@@ -222,13 +223,18 @@ def compare(ctx: typer.Context, vllm: VllmTerms,
          "--requests R concurrent requests of --context C tokens, each with the SGLang launch "
          "command to paste, and why the other layouts fail. Other SGLang flags apply to "
          "every layout. --engine vllm (or sglang,vllm) searches vLLM's layouts of the same "
-         "GPUs too, each with its `vllm serve` command.")
+         "GPUs too, each with its `vllm serve` command. With --trace (or --workload) and "
+         "--ttft-p95-ms instead: the smallest fleet (layouts × replicas × router × host "
+         "tier; GPUs, or cost with --gpu-price) whose own replay meets the SLO unsaturated, "
+         "its launch commands, and why each smaller fleet fails.")
 @option_group(VllmTerms, "vllm")
 @option_group(JobsInputs, "jobs")
-def recommend(ctx: typer.Context, vllm: VllmTerms, jobs: JobsInputs,
-              requests: Annotated[int, typer.Option("--requests",
-                                                    help="Concurrent requests (global).")],
-              context: Annotated[int, typer.Option("--context", help="Tokens per request.")],
+@option_group(SloInputs, "slo")
+def recommend(ctx: typer.Context, vllm: VllmTerms, jobs: JobsInputs, slo: SloInputs,
+              requests: Annotated[int | None, typer.Option(
+                  "--requests", help="Concurrent requests (global).")] = None,
+              context: Annotated[int | None, typer.Option(
+                  "--context", help="Tokens per request.")] = None,
               gpu: GpusOpt = None, model: ModelOpt = None, rules: RulesOpt = DEFAULT_RULES,
               engine: EngineOpt = None, weights_gib: WeightsOpt = None,
               top: Annotated[int, typer.Option("--top", help="Layouts to list.")] = 5,
@@ -240,6 +246,19 @@ def recommend(ctx: typer.Context, vllm: VllmTerms, jobs: JobsInputs,
     from kvledger.sizing.recommend import recommend as run_recommend
 
     with user_errors():
+        if slo.asked:
+            from kvledger.cli.runners.recommend_slo import run_slo_command
+
+            met = run_slo_command(slo, ctx.args, model=model, gpu=gpu, rules=rules,
+                                  engine=engine, requests=requests, context=context,
+                                  runner=jobs.runner(), progress=not no_progress, json=json)
+            if not met:
+                raise typer.Exit(1)
+            return
+        slo.check_unused()
+        if requests is None or context is None:
+            raise ValueError("recommend: give --requests R and --context C (a concurrency "
+                             "check), or --trace/--workload with --ttft-p95-ms (an SLO)")
         if top < 1:
             raise ValueError(f"--top {top}: expected a positive integer")
         choice = choose_engines(engine, rules)
