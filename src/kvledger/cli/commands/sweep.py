@@ -10,7 +10,6 @@ import typer
 from kvledger.cli.app import command, console, emit_json, err_console, user_errors
 from kvledger.cli.options.groups import option_group
 from kvledger.cli.options.jobs import JobsInputs
-from kvledger.cli.options.slo import SloInputs
 from kvledger.cli.options.plan import (
     AvailOpt,
     CheckOpt,
@@ -23,6 +22,7 @@ from kvledger.cli.options.plan import (
     WeightsOpt,
     choose_engines,
 )
+from kvledger.cli.options.slo import SloInputs
 from kvledger.cli.options.terms import VllmTerms
 from kvledger.cli.runners.compare_sides import side_engine, side_plan
 from kvledger.core.engines import Engine
