@@ -13,7 +13,8 @@ Files:
 - `vllm_sim_view.py`, `vllm_sim_json.py`: `simulate --engine vllm` and both engines side by side;
   `vllm_compare_view.py`: `simulate --engine vllm --compare` (table and JSON);
 - `fleet_view.py`, `fleet_json.py`: a fleet's replay (`simulate --replicas`);
-- `sweep_view.py`: `sweep`, `compare` and `recommend`;
+- `sweep_view.py`: `sweep`, `compare` and `recommend`; `slo_view.py`, `slo_json.py`:
+  `recommend --trace … --ttft-p95-ms X` (a fleet sized for an SLO);
 - `checklog_view.py`: `check-log`'s reconciliation table; `hit_rates.py`: what each hit rate
   measures (the notes under `replay`, `simulate` and `--compare`);
 - `show.py`: the one convention for units in every table;

@@ -13,6 +13,7 @@ never recomputed here, and nothing here asks which engine made a plan.
 - vllm_point.py   a point under vLLM's rules: the same GPUs in vLLM's flags
 - flag_plans.py   one deployment given as one engine's flags, planned by every engine asked
 - documents.py    the sweep, compare and recommend `--json` documents
+- prices.py       USD per GPU-hour that rank fleets by cost (`recommend --gpu-price`)
 The launch command of a plan is its own (`EnginePlan.launch_command`: `sglang_command`,
 `vllm_command`, re-exported here).
 """

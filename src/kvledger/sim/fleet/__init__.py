@@ -4,5 +4,7 @@ Files: probe (what a replica's device cache holds for a prompt, read-only), appr
 SGLang router's approximate per-worker prefix tree), routers (the routing policies and their
 registry), capacity (what one replica serves per second under the step-time model, and the
 overload verdict), run (the lockstep clock that routes each arrival), summary (per-replica and
-fleet figures).
+fleet figures), slo (one candidate fleet's replay judged against an SLO), slo_search (the
+smallest fleet meeting it, `recommend --trace`), launch (the fleet's SGLang and router
+commands).
 """
