@@ -119,6 +119,7 @@ BOUNDS: dict[str, Bound] = {
     "--flops-efficiency": _EFFICIENCY, "--hbm-efficiency": _EFFICIENCY,
     # fleets: `simulate --replicas` also holds itself to kvledger.sim.fleet.run.MAX_REPLICAS
     "--replicas": _count(MAX_GPUS),
+    "--prefill-replicas": _count(MAX_GPUS), "--decode-replicas": _count(MAX_GPUS),
     "--rate-scale": Bound(kind=Kind.NUMBER, high=MAX_TIME_SCALE, low_open=True),
     # SLO sizing (`recommend --trace`): latency targets; replicas of one layout searched
     "--ttft-p95-ms": Bound(kind=Kind.NUMBER, high=MAX_STEP_MS, low_open=True),

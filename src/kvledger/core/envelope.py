@@ -42,6 +42,7 @@ SCHEMAS: dict[str, int] = {
     "simulate-vllm-compare": 1,  # simulate --engine vllm --compare: knobs and policies
     "simulate-engines": 1,  # simulate --engine sglang,vllm: both engines, one trace and memory
     "simulate-fleet": 1,  # simulate --replicas R: per replica and fleet, the overload verdict
+    "simulate-pd": 1,  # simulate --prefill-replicas P --decode-replicas D: PD against aggregated
     "simulate-slot-economy": 1,  # simulate --slot-economy: the shared track-pool what-if
     "simulate-lossy-checkpoints": 1,  # simulate --lossy-checkpoints: 8-bit checkpoint what-if
     "verify-lossy-checkpoints": 1,  # verify --lossy-checkpoints: logit error, not a proof

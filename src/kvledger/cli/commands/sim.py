@@ -102,7 +102,7 @@ def simulate(ctx: typer.Context, inputs: PlanInputs, sim: SimInputs, fleet: Flee
             # a fleet's replicas share one router that reads them all at every arrival
             raise ValueError("--jobs/--ray: run --compare's independent replays at once; "
                              "needs --compare (a --replicas fleet is one coupled replay)")
-        if fleet.replicas is not None and "vllm" in engines:
+        if (fleet.replicas is not None or fleet.disaggregated) and "vllm" in engines:
             raise ValueError("--replicas: fleets are of SGLang replicas; not with --engine vllm")
         if max_num_batched_tokens is not None:
             if "vllm" not in engines:
@@ -141,6 +141,14 @@ def simulate(ctx: typer.Context, inputs: PlanInputs, sim: SimInputs, fleet: Flee
                         json=json, progress=not no_progress)
             return
         plan, ignored = plan_from(inputs, ctx.args)
+        if fleet.disaggregated:
+            from kvledger.cli.runners.sim_pd import run_pd
+
+            run_pd(inputs, list(ctx.args), plan, sim, fleet, json=json,
+                   progress=not no_progress, ignored=list(ignored),
+                   alone={"--compare": compare, "--csv": csv, "--slot-economy": slot_economy,
+                          "--lossy-checkpoints": lossy_checkpoints})
+            return
         if fleet.replicas is not None:
             if compare or csv is not None or slot_economy is not None or lossy_checkpoints:
                 raise ValueError("--replicas: runs on its own (not with --compare, --csv, "

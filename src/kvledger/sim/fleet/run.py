@@ -26,7 +26,7 @@ rank).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kvledger.sglang.plan import SglangPlan
@@ -67,8 +67,11 @@ def _view(replay: Replay, keys, max_pages: int) -> ReplicaView:
 
 def simulate_fleet(plan: SglangPlan, workload: Workload, config: SimConfig | None = None, *,
                    replicas: int, router: RouterKind,
-                   progress: Sequence[Progress] = ()) -> FleetResult:
-    """Replay `workload` on `replicas` copies of one rank of `plan` behind `router`."""
+                   progress: Sequence[Progress] = (),
+                   wrap_timer: Callable[[object], object] | None = None) -> FleetResult:
+    """Replay `workload` on `replicas` copies of one rank of `plan` behind `router`;
+    `wrap_timer` replaces each replica's step-time model by `wrap_timer(model)` (a decode
+    server's, `pd.ReceivedKv`)."""
     if not 1 <= replicas <= MAX_REPLICAS:
         raise WorkloadError(f"--replicas {replicas}: expected 1..{MAX_REPLICAS}")
     if plan.layout.deployment.attn_dp_size > 1:
@@ -78,6 +81,9 @@ def simulate_fleet(plan: SglangPlan, workload: Workload, config: SimConfig | Non
     start = time.perf_counter()
     empty = Workload(name=workload.name, requests=())
     fleet = [Replay(plan, empty, config, ()) for _ in range(replicas)]
+    if wrap_timer is not None:
+        for replay in fleet:
+            replay.timer = wrap_timer(replay.timer)
     page = fleet[0].page
     chooser = make_router(router, replicas, page)
     keyer = fleet[0].keyer
