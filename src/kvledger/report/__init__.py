@@ -12,7 +12,8 @@ Files:
 - `sim_view.py`, `sim_json.py`, `policy_compare.py`: simulation results, and policies compared;
 - `vllm_sim_view.py`, `vllm_sim_json.py`: `simulate --engine vllm` and both engines side by side;
   `vllm_compare_view.py`: `simulate --engine vllm --compare` (table and JSON);
-- `fleet_view.py`, `fleet_json.py`: a fleet's replay (`simulate --replicas`);
+- `fleet_view.py`, `fleet_json.py`: a fleet's replay (`simulate --replicas`); `pd_view.py`,
+  `pd_json.py`: a disaggregated fleet against the aggregated one;
 - `sweep_view.py`: `sweep`, `compare` and `recommend`; `slo_view.py`, `slo_json.py`:
   `recommend --trace … --ttft-p95-ms X` (a fleet sized for an SLO);
 - `checklog_view.py`: `check-log`'s reconciliation table; `hit_rates.py`: what each hit rate

@@ -6,7 +6,8 @@
 - `sim_engines.py`: `simulate --engine vllm` and `--engine sglang,vllm` (both engines, one
   trace and memory); `sim_vllm_compare.py`: `simulate --engine vllm --compare`;
 - `sim_compare.py`, `sim_slot_economy.py`, `sim_lossy.py`: `simulate`'s side-by-side runs
-  and what-ifs; `sim_fleet.py`: `simulate --replicas` and every run's overload verdict;
+  and what-ifs; `sim_fleet.py`: `simulate --replicas` and every run's overload verdict; `sim_pd.py`:
+  `simulate --prefill-replicas P --decode-replicas D`;
   `verify_lossy.py`: `verify --lossy-checkpoints`; `recommend_slo.py`: `recommend --trace
   … --ttft-p95-ms X`.
 """

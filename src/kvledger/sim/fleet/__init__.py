@@ -6,5 +6,6 @@ registry), capacity (what one replica serves per second under the step-time mode
 overload verdict), run (the lockstep clock that routes each arrival), summary (per-replica and
 fleet figures), slo (one candidate fleet's replay judged against an SLO), slo_search (the
 smallest fleet meeting it, `recommend --trace`), launch (the fleet's SGLang and router
-commands).
+commands), links (the prefill→decode link catalogue), pd (a disaggregated fleet's three
+replays), pd_compare (it against the aggregated fleet on the same GPUs).
 """
