@@ -35,6 +35,10 @@ DecodeOpt = Annotated[int | None, typer.Option(
 LinkOpt = Annotated[LinkKind | None, typer.Option(
     "--link", help="What a request's KV and state cross from prefill to decode: nvlink, "
     "ib-400 (default), ib-200, roce-400, roce-200, roce-100.")]
+SharedStoreOpt = Annotated[bool, typer.Option(
+    "--l3-shared", help="With --replicas and --l3-size: one store tier of that size shared by "
+    "every replica (Mooncake Store's global cache), and the fleet's reuse without a store "
+    "tier and with R private tiers of the same total beside it.")]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +49,7 @@ class FleetInputs:
     prefill_replicas: PrefillOpt = None
     decode_replicas: DecodeOpt = None
     link: LinkOpt = None
+    l3_shared: SharedStoreOpt = False
 
     @property
     def disaggregated(self) -> bool:
@@ -64,6 +69,8 @@ class FleetInputs:
             return
         if self.link is not None:
             raise ValueError("--link: needs --prefill-replicas and --decode-replicas")
+        if self.l3_shared and self.replicas is None:
+            raise ValueError("--l3-shared: a store tier shared by replicas; needs --replicas R")
         if self.replicas is None:
             if self.rate_scale is not None or self.router is not RouterKind.ROUND_ROBIN:
                 raise ValueError("--router/--rate-scale: need --replicas R")

@@ -39,15 +39,32 @@ def run_fleet(plan: SglangPlan, work: SimInputs, fleet: FleetInputs, *, json: bo
     with bar:
         task = bar.add_task(f"routing {workload.name}", total=len(workload.requests))
         observers.append(lambda done, total: bar.update(task, completed=done))
-        result = simulate_fleet(plan, workload, config, replicas=fleet.replicas or 1,
-                                router=fleet.router, progress=observers)
+        reuse = ()
+        if fleet.l3_shared:
+            if config.l3 is None:
+                raise ValueError("--l3-shared: needs --l3-size GiB (the shared tier's size)")
+            from kvledger.sim.fleet.shared_store import store_reuse
+
+            reuse, result = store_reuse(plan, workload, config, replicas=fleet.replicas or 1,
+                                        router=fleet.router, progress=observers)
+        else:
+            result = simulate_fleet(plan, workload, config, replicas=fleet.replicas or 1,
+                                    router=fleet.router, progress=observers)
     summary = summarize(result, chunk_tokens=config.chunked_prefill_tokens)
     doc = fleet_json(summary, ignored_flags=tuple(ignored), notes=tuple(plan.notes))
+    if fleet.l3_shared:
+        from kvledger.report.fleet_store import reuse_json
+
+        doc["store_reuse"] = reuse_json(reuse)
     if json:
         emit_json(doc)
         return
     check_finite(doc)
     render_fleet(summary, console)
+    if fleet.l3_shared:
+        from kvledger.report.fleet_store import render_reuse
+
+        render_reuse(doc["store_reuse"], console)
     for flag in ignored:
         console.print(f"[yellow]ignored flag: {flag}[/]")
 

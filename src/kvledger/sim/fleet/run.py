@@ -8,8 +8,8 @@ replica's queue. A replica's decode strides stop at the next fleet arrival (its 
 a single rank's stop at its next arrival, so R = 1 replays exactly what `simulate` does.
 
 Assumptions: replicas are identical (one plan); routing takes no time; the router's view is
-the state at the end of the last step before the arrival; host and store tiers stay per
-replica (a shared store tier is not modelled); attention DP is refused (one replica is one
+the state at the end of the last step before the arrival; host tiers stay per replica, store
+tiers too unless `shared_store` (one tier for the fleet, `shared_store`); attention DP is refused (one replica is one
 rank).
 
 >>> from kvledger.sglang.plan import make_plan
@@ -33,6 +33,7 @@ from kvledger.sglang.plan import SglangPlan
 from kvledger.sim.config import SimConfig
 from kvledger.sim.fleet.probe import probe
 from kvledger.sim.fleet.routers import ReplicaView, RouterKind, make_router
+from kvledger.sim.fleet.shared_store import share_store
 from kvledger.sim.replay import Progress, Replay, SimResult
 from kvledger.sim.running import kv_total_tokens
 from kvledger.sim.workload import Workload, WorkloadError
@@ -68,10 +69,12 @@ def _view(replay: Replay, keys, max_pages: int) -> ReplicaView:
 def simulate_fleet(plan: SglangPlan, workload: Workload, config: SimConfig | None = None, *,
                    replicas: int, router: RouterKind,
                    progress: Sequence[Progress] = (),
-                   wrap_timer: Callable[[object], object] | None = None) -> FleetResult:
+                   wrap_timer: Callable[[object], object] | None = None,
+                   shared_store: bool = False) -> FleetResult:
     """Replay `workload` on `replicas` copies of one rank of `plan` behind `router`;
     `wrap_timer` replaces each replica's step-time model by `wrap_timer(model)` (a decode
-    server's, `pd.ReceivedKv`)."""
+    server's, `pd.ReceivedKv`); `shared_store`: the replicas share one store tier
+    (`config.l3`, `shared_store.share_store`) instead of one each."""
     if not 1 <= replicas <= MAX_REPLICAS:
         raise WorkloadError(f"--replicas {replicas}: expected 1..{MAX_REPLICAS}")
     if plan.layout.deployment.attn_dp_size > 1:
@@ -81,6 +84,10 @@ def simulate_fleet(plan: SglangPlan, workload: Workload, config: SimConfig | Non
     start = time.perf_counter()
     empty = Workload(name=workload.name, requests=())
     fleet = [Replay(plan, empty, config, ()) for _ in range(replicas)]
+    if shared_store:
+        if config.l3 is None:
+            raise WorkloadError("a shared store tier needs --l3-size")
+        share_store(fleet)
     if wrap_timer is not None:
         for replay in fleet:
             replay.timer = wrap_timer(replay.timer)
