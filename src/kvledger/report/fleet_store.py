@@ -1,5 +1,5 @@
 """`simulate --replicas R --l3-size C --l3-shared`: the fleet's reuse with one shared store
-tier, with R private tiers of C / R, and without (`sim.fleet.shared_store.store_reuse`).
+tier, with R private tiers of C / R, and without (`sim.fleet.store_reuse`).
 
 JSON: `store_reuse` in `kvledger.simulate-fleet/1` (the fleet's own figures are the shared
 run's), a list of {store, token_hit, usable_hit, restored_tokens, ttft_p95_ms (null: nothing
@@ -14,7 +14,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from kvledger.sim.fleet.shared_store import ReuseRow
+from kvledger.sim.fleet.store_reuse import ReuseRow
 
 
 def reuse_json(rows: Sequence[ReuseRow]) -> list[dict[str, Any]]:

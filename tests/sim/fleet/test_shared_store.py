@@ -16,7 +16,8 @@ from kvledger.sglang.plan import make_plan
 from kvledger.sim.config import SimConfig
 from kvledger.sim.fleet.routers import RouterKind
 from kvledger.sim.fleet.run import simulate_fleet
-from kvledger.sim.fleet.shared_store import StoreView, store_reuse
+from kvledger.sim.fleet.shared_store import StoreView
+from kvledger.sim.fleet.store_reuse import store_reuse
 from kvledger.sim.l3 import L3Config
 from kvledger.sim.sources import load_workload
 from kvledger.sim.workload import Request, Workload

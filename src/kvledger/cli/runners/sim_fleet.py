@@ -43,7 +43,7 @@ def run_fleet(plan: SglangPlan, work: SimInputs, fleet: FleetInputs, *, json: bo
         if fleet.l3_shared:
             if config.l3 is None:
                 raise ValueError("--l3-shared: needs --l3-size GiB (the shared tier's size)")
-            from kvledger.sim.fleet.shared_store import store_reuse
+            from kvledger.sim.fleet.store_reuse import store_reuse
 
             reuse, result = store_reuse(plan, workload, config, replicas=fleet.replicas or 1,
                                         router=fleet.router, progress=observers)

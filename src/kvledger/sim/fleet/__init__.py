@@ -7,5 +7,6 @@ overload verdict), run (the lockstep clock that routes each arrival), summary (p
 fleet figures), slo (one candidate fleet's replay judged against an SLO), slo_search (the
 smallest fleet meeting it, `recommend --trace`), launch (the fleet's SGLang and router
 commands), links (the prefill→decode link catalogue), pd (a disaggregated fleet's three
-replays), pd_compare (it against the aggregated fleet on the same GPUs).
+replays), pd_compare (it against the aggregated fleet on the same GPUs), shared_store (one store
+tier under every replica), store_reuse (the fleet's reuse with it, private tiers, none).
 """

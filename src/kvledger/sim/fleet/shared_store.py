@@ -1,4 +1,4 @@
-"""One store tier shared by a fleet, and the fleet's reuse with it, with private ones, without.
+"""One store tier shared by a fleet: every replica's cache reads and writes the same tier.
 
 Mooncake Store (Mooncake, FAST '25) and a Redis/Valkey tier are one pool that every
 server writes to and reads from, so a prefix one replica computed is a store hit on every
@@ -12,8 +12,7 @@ Each replica holds a `StoreView`: it forwards every call to the shared tier and 
 replica's share of the tier's counters, so a replica's step waits its own reads only (the
 replay times a step's reads by the growth of `stats.read_wait_ms`).
 
-`store_reuse` replays the fleet three ways on the same total store capacity C: no store
-tier; R private tiers of C / R each; one shared tier of C.
+`store_reuse` replays the fleet with it, with private tiers and without.
 
 >>> from kvledger.cache.store_tier import StoreStats
 >>> add_delta(StoreStats(restored_pages=2), StoreStats(restored_pages=5),
@@ -23,13 +22,9 @@ tier; R private tiers of C / R each; one shared tier of C.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields
 
 from kvledger.cache.store_tier import StoreStats
-from kvledger.sglang.plan import SglangPlan
-from kvledger.sim.config import SimConfig
-from kvledger.sim.fleet.routers import RouterKind
-from kvledger.sim.workload import Workload
 
 
 def _copy(stats: StoreStats) -> StoreStats:
@@ -98,41 +93,3 @@ def share_store(replays) -> None:
     shared = replays[0].cache.store
     for replay in replays:
         replay.cache.store = StoreView(shared)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ReuseRow:
-    label: str  # "no store tier", "4 private tiers of 16 GiB", "one shared tier of 64 GiB"
-    token_hit_rate: float
-    usable_hit_rate: float
-    restored_tokens: int  # read back from the store tier(s), fleet-wide
-    ttft_p95_ms: float | None
-    saturated: bool
-
-
-def store_reuse(plan: SglangPlan, workload: Workload, config: SimConfig, *, replicas: int,
-                router: RouterKind, progress=()) -> tuple[tuple[ReuseRow, ...], object]:
-    """The three replays of the module doc, `config.l3` the shared tier (C); and the shared
-    run's `FleetResult`."""
-    from kvledger.sim.fleet.run import simulate_fleet
-    from kvledger.sim.fleet.summary import summarize
-
-    assert config.l3 is not None, "store_reuse needs --l3-size"
-    total = config.l3.capacity_bytes
-    private = replace(config.l3, capacity_bytes=total // replicas)
-    gib = 2**30
-    runs = (("no store tier", replace(config, l3=None), False),
-            (f"{replicas} private tiers of {private.capacity_bytes / gib:g} GiB",
-             replace(config, l3=private), False),
-            (f"one shared tier of {total / gib:g} GiB", config, True))
-    rows = []
-    for label, cfg, shared in runs:
-        fleet = simulate_fleet(plan, workload, cfg, replicas=replicas, router=router,
-                               shared_store=shared, progress=progress)
-        s = summarize(fleet, chunk_tokens=cfg.chunked_prefill_tokens)
-        restored = sum(r.store.restored_tokens for r in s.replicas if r.store is not None)
-        rows.append(ReuseRow(label=label, token_hit_rate=s.token_hit_rate,
-                             usable_hit_rate=s.usable_hit_rate, restored_tokens=restored,
-                             ttft_p95_ms=None if s.latency is None else s.latency.ttft_ms.p95,
-                             saturated=s.overload.saturated))
-    return tuple(rows), fleet
