@@ -113,6 +113,10 @@ def test_the_shared_trace_is_sized():
     (("--ttft-p95-ms", "50", "--engine", "vllm"), "fleets are of SGLang replicas"),
     (("--ttft-p95-ms", "50", "--host-tier", "maybe"), "--host-tier maybe: expected off, on"),
     (("--ttft-p95-ms", "50", "--max-replicas", "0"), "--max-replicas 0: expected a positive"),
+    (("--ttft-p95-ms", "50", "--top", "3"), "--top: an option of recommend --requests/--context"),
+    (("--ttft-p95-ms", "50", "--weights-gib", "40"), "--weights-gib: an option of recommend"),
+    (("--ttft-p95-ms", "50", "--gpu-memory-utilization", "0.9"),
+     "--gpu-memory-utilization: an option of recommend --requests/--context"),
 ])
 def test_bad_input_is_one_error_line_and_exit_2(args, message):
     result = runner.invoke(app, ["recommend", *WORKLOAD, "--no-progress", *args])

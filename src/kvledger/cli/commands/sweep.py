@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 from typing import Annotated
 
@@ -249,8 +250,12 @@ def recommend(ctx: typer.Context, vllm: VllmTerms, jobs: JobsInputs, slo: SloInp
         if slo.asked:
             from kvledger.cli.runners.recommend_slo import run_slo_command
 
+            given = {"--top": top != 5, "--weights-gib": weights_gib is not None, **{"--" + f.name.replace("_", "-"):
+                                           getattr(vllm, f.name) is not None
+                                           for f in fields(vllm)}}
             met = run_slo_command(slo, ctx.args, model=model, gpu=gpu, rules=rules,
                                   engine=engine, requests=requests, context=context,
+                                  unused=given,
                                   runner=jobs.runner(), progress=not no_progress, json=json)
             if not met:
                 raise typer.Exit(1)

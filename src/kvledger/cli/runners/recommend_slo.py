@@ -35,8 +35,10 @@ def workload_words(slo: SloInputs, rules: str) -> tuple[str, ...]:
 
 def run_slo_command(slo_in: SloInputs, extra: list[str], *, model: str | None,
                     gpu: str | None, rules: str, engine: str | None, requests: int | None,
-                    context: int | None, runner: Runner, progress: bool, json: bool) -> bool:
-    """The checks of `recommend`'s SLO mode, then the search (`run_recommend_slo`)."""
+                    context: int | None, unused: dict[str, bool], runner: Runner, progress: bool,
+                    json: bool) -> bool:
+    """The checks of `recommend`'s SLO mode, then the search (`run_recommend_slo`);
+    `unused`: options of the concurrency mode, refused when given."""
     from kvledger.model.config import DEFAULT_MODEL
     from kvledger.sglang.launch import parse_flags
     from kvledger.sizing import parse_axis
@@ -44,6 +46,11 @@ def run_slo_command(slo_in: SloInputs, extra: list[str], *, model: str | None,
     if requests is not None or context is not None:
         raise ValueError("--requests/--context: a concurrency check; with --trace/--workload "
                          "the SLO sizes the fleet (give one or the other)")
+    for flag, given in unused.items():
+        if given:
+            raise ValueError(f"{flag}: an option of recommend --requests/--context; not "
+                             "with --trace/--workload (the search plans every tp from the "
+                             "model's own weights)")
     if engine is not None and engine.strip() != "sglang":
         raise ValueError(f"--engine {engine}: fleets are of SGLang replicas; --trace sizes "
                          "SGLang fleets only")

@@ -96,9 +96,11 @@ def _primary(t: Trial, objective: Objective) -> float:
 
 
 def plan_layouts(model: str, base: Deployment, *, gpus: Sequence[str], rules: str,
-                 tp_sizes: Sequence[int] = TP_SIZES, host_tiers: Sequence[bool] = HOST_TIERS
+                 tp_sizes: Sequence[int] = TP_SIZES, host_tiers: Sequence[bool] = HOST_TIERS,
+                 weights_gib: float | None = None
                  ) -> tuple[dict[Layout, SglangPlan], list[tuple[Layout, str]]]:
-    """Each layout's plan, or SGLang's reason to refuse it."""
+    """Each layout's plan, or SGLang's reason to refuse it (`weights_gib`: the weights per
+    rank when the user knows them, as `plan --weights-gib`)."""
     plans, refused = {}, []
     for gpu in gpus:
         for tp in tp_sizes:
@@ -106,7 +108,8 @@ def plan_layouts(model: str, base: Deployment, *, gpus: Sequence[str], rules: st
                 layout = Layout(gpu=gpu, tp=tp, host_tier=host)
                 dep = replace(base, tp_size=tp, enable_hierarchical_cache=host)
                 try:
-                    plans[layout] = make_plan(model, dep, gpu=gpu, rules=rules)
+                    plans[layout] = make_plan(model, dep, gpu=gpu, rules=rules,
+                                              weights_gib=weights_gib)
                 except ValueError as exc:
                     refused.append((layout, str(exc)))
     return plans, refused
@@ -136,12 +139,13 @@ def search(model: str, base: Deployment, workload: Workload, slo: Slo, *,
            prices: Mapping[str, float] | None = None, tp_sizes: Sequence[int] = TP_SIZES,
            host_tiers: Sequence[bool] = HOST_TIERS, runner: Runner = SERIAL,
            observer: RunObserver | None = None,
-           config_of: Callable[[SglangPlan], SimConfig] | None = None) -> SloSearch:
+           config_of: Callable[[SglangPlan], SimConfig] | None = None,
+           weights_gib: float | None = None) -> SloSearch:
     """The search of the module doc; every replay is a task on `runner`, its settings
     `config_of(plan)` (default: `SimConfig()`, `simulate`'s defaults)."""
     config_of = config_of or (lambda plan: SimConfig())
     plans, refused = plan_layouts(model, base, gpus=gpus, rules=rules, tp_sizes=tp_sizes,
-                                  host_tiers=host_tiers)
+                                  host_tiers=host_tiers, weights_gib=weights_gib)
     order = {layout: i for i, layout in enumerate(plans)}
     routes = {k: i for i, k in enumerate(routers)}
     cands = sorted(_candidates(list(plans), routers, max_replicas),
