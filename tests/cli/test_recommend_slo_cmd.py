@@ -72,6 +72,31 @@ def test_the_table_prints_the_launch_commands_and_the_router():
     assert "confirm: kvledger simulate" in out
 
 
+def test_pd_splits_win_a_tpot_target_aggregated_fleets_miss():
+    result = runner.invoke(app, ["recommend", "--trace", str(TRACE), "--num-requests", "600",
+                                 "--ttft-p95-ms", "300", "--tpot-p95-ms", "1.9", "--pd",
+                                 "--host-tier", "off", "--routers", "prefix-aware",
+                                 "--max-replicas", "2", "--no-progress", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    best = doc["best"]
+    assert (best["tp"], best["prefill_replicas"], best["decode_replicas"], best["gpus"]) == (
+        8, 1, 1, 16)
+    # the aggregated fleet on the same 16 GPUs misses the TPOT target
+    same = [r for r in doc["rejected"] if r["gpus"] == 16 and r["prefill_replicas"] is None]
+    assert [r["why"] for r in same] == [["TPOT p95 2.13 ms > 1.9 ms"]]
+    cmds = best["commands"]
+    assert cmds["replicas"][0].endswith("--disaggregation-mode prefill --port 30000")
+    assert cmds["router"] == ("python -m sglang_router.launch_router --pd-disaggregation "
+                              "--prefill http://node0:30000 --decode http://node1:30000")
+    words = shlex.split(cmds["simulate"])
+    confirm = runner.invoke(app, [*words[1:], "--json", "--no-progress"])
+    assert confirm.exit_code == 0, confirm.output
+    pd = json.loads(confirm.stdout)["disaggregated"]
+    assert pd["latency"]["ttft_ms"]["p95"] <= 300 and pd["latency"]["tpot_ms"]["p95"] <= 1.9
+    assert pd["saturated"] is False
+
+
 def test_gpu_price_ranks_by_cost():
     doc = doc_of("--ttft-p95-ms", "35", "--gpu", "H200,B200", "--gpu-price", "B200=20")
     assert doc["objective"] == "cost"
@@ -115,6 +140,7 @@ def test_the_shared_trace_is_sized():
     (("--ttft-p95-ms", "50", "--max-replicas", "0"), "--max-replicas 0: expected a positive"),
     (("--ttft-p95-ms", "50", "--top", "3"), "--top: an option of recommend --requests/--context"),
     (("--ttft-p95-ms", "50", "--weights-gib", "40"), "--weights-gib: an option of recommend"),
+    (("--ttft-p95-ms", "50", "--link", "nvlink"), "--link: the prefill→decode link; needs --pd"),
     (("--ttft-p95-ms", "50", "--gpu-memory-utilization", "0.9"),
      "--gpu-memory-utilization: an option of recommend --requests/--context"),
 ])

@@ -12,7 +12,8 @@ Schema `kvledger.recommend-slo/1`, inside the common envelope (`core.envelope`):
     refused_layouts[{gpu, tp, host_tier, why}]: layouts SGLang would not start,
     searched{layouts, replayed, ruled_out, not_needed}
 
-fleet… = gpu, tp, host_tier, replicas, router, gpus, cost_usd_per_hour (null by GPUs).
+fleet… = gpu, tp, host_tier, replicas (all), prefill_replicas / decode_replicas (null:
+aggregated; with --pd a split's), router, gpus, cost_usd_per_hour (null by GPUs).
 measured = ttft_p95_ms, tpot_p95_ms, finished, saturated, busy_replicas (null: one burst),
 token_hit, usable_hit.
 """
@@ -24,7 +25,7 @@ import shlex
 from typing import Any
 
 from kvledger.core.envelope import envelope
-from kvledger.sim.fleet.launch import replica_commands, router_command
+from kvledger.sim.fleet.launch import replica_commands, router_command, worker_urls
 from kvledger.sim.fleet.slo import Candidate, Outcome
 from kvledger.sim.fleet.slo_search import SloSearch, Trial
 
@@ -35,7 +36,8 @@ def _round(value: float | None, digits: int = 3) -> float | None:
 
 def fleet_fields(c: Candidate, cost: float | None) -> dict[str, Any]:
     return {"gpu": c.layout.gpu, "tp": c.layout.tp, "host_tier": c.layout.host_tier,
-            "replicas": c.replicas, "router": c.router.value, "gpus": c.gpus,
+            "replicas": c.replicas, "prefill_replicas": c.prefill_replicas,
+            "decode_replicas": c.decode_replicas, "router": c.router.value, "gpus": c.gpus,
             "cost_usd_per_hour": cost}
 
 
@@ -53,12 +55,36 @@ def simulate_words(result: SloSearch, t: Trial, workload_words: tuple[str, ...])
     c = t.candidate
     launch = shlex.split(result.plans[c.layout].launch_command())
     flags = launch[launch.index("--model-path"):]
-    return ["kvledger", "simulate", *workload_words, "--gpu", c.layout.gpu,
-            "--replicas", str(c.replicas), "--router", c.router.value, *flags]
+    fleet = (["--replicas", str(c.replicas)] if c.prefill_replicas is None else
+             ["--prefill-replicas", str(c.prefill_replicas), "--decode-replicas",
+              str(c.decode_replicas)])
+    return ["kvledger", "simulate", *workload_words, "--gpu", c.layout.gpu, *fleet,
+            "--router", c.router.value, *flags]
+
+
+def _pd_commands(result: SloSearch, t: Trial) -> dict[str, Any]:
+    """P prefill then D decode servers (`--disaggregation-mode`), packed as one fleet, and the
+    SGLang router's PD mode in front."""
+    c = t.candidate
+    base = result.plans[c.layout].launch_command()
+    lines = replica_commands(base, tp=c.layout.tp, replicas=c.replicas)
+    roles = ["prefill"] * c.prefill_replicas + ["decode"] * c.decode_replicas
+    urls = worker_urls(tp=c.layout.tp, replicas=c.replicas)
+    node_lines = [line.replace(base, f"{base} --disaggregation-mode {role}")
+                  for line, role in zip(lines, roles, strict=True)]
+    words = ["python", "-m", "sglang_router.launch_router", "--pd-disaggregation"]
+    for url, role in zip(urls, roles, strict=True):
+        words += [f"--{role}", url]
+    return {"replicas": node_lines, "router": shlex.join(words),
+            "router_note": f"SGLang router's PD mode; prefill policy searched: "
+                           f"{c.router.value}, decode: least-load"}
 
 
 def commands(result: SloSearch, t: Trial, workload_words: tuple[str, ...]) -> dict[str, Any]:
     c = t.candidate
+    if c.prefill_replicas is not None:
+        return {**_pd_commands(result, t),
+                "simulate": shlex.join(simulate_words(result, t, workload_words))}
     server = result.plans[c.layout].launch_command()
     router, note = router_command(c.router, tp=c.layout.tp, replicas=c.replicas)
     return {"replicas": list(replica_commands(server, tp=c.layout.tp, replicas=c.replicas)),

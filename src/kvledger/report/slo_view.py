@@ -12,6 +12,9 @@ from rich.table import Table
 
 def _fleet(f: dict[str, Any]) -> str:
     host = " + host tier" if f["host_tier"] else ""
+    if f["prefill_replicas"] is not None:
+        return (f"{f['prefill_replicas']} prefill + {f['decode_replicas']} decode × "
+                f"{f['gpu']} tp {f['tp']}, {f['router']}")
     router = "" if f["replicas"] == 1 else f", {f['router']}"
     return f"{f['replicas']} × {f['gpu']} tp {f['tp']}{host}{router}"
 

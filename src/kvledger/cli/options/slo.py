@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from kvledger.cli.options.sim import NumOpt, RateOpt, ScaleOpt, SeedOpt, SimInputs, TraceOpt
+from kvledger.sim.fleet.links import DEFAULT_LINK, LINKS, Link, LinkKind
 from kvledger.sim.fleet.routers import RouterKind
 from kvledger.sim.fleet.slo import Slo
 from kvledger.sim.fleet.slo_search import HOST_TIERS, MAX_SEARCH_REPLICAS, Objective
@@ -36,6 +37,11 @@ RoutersOpt = Annotated[str | None, typer.Option(
     "`simulate`).")]
 MaxReplicasOpt = Annotated[int, typer.Option(
     "--max-replicas", help="Most replicas of one layout searched.")]
+PdOpt = Annotated[bool, typer.Option(
+    "--pd", help="Search prefill/decode splits too (P prefill + D decode servers of each "
+    "layout without the host tier, as `simulate --prefill-replicas P --decode-replicas D`).")]
+SloLinkOpt = Annotated[LinkKind | None, typer.Option(
+    "--link", help="With --pd: the prefill→decode link (default ib-400).")]
 HostTierOpt = Annotated[str, typer.Option(
     "--host-tier", help="SGLang's host tier in the searched layouts: off, on, or off,on.")]
 
@@ -55,6 +61,8 @@ class SloInputs:
     routers: RoutersOpt = None
     max_replicas: MaxReplicasOpt = MAX_SEARCH_REPLICAS
     host_tier: HostTierOpt = "off,on"
+    pd: PdOpt = False
+    link: SloLinkOpt = None
 
     @property
     def asked(self) -> bool:
@@ -86,6 +94,14 @@ class SloInputs:
                                  f"expected {', '.join(k.value for k in RouterKind)}") from None
         return tuple(dict.fromkeys(kinds))
 
+    def pd_link(self) -> Link | None:
+        """The link PD splits cross; None: no splits searched."""
+        if not self.pd:
+            if self.link is not None:
+                raise ValueError("--link: the prefill→decode link; needs --pd")
+            return None
+        return LINKS[self.link or DEFAULT_LINK]
+
     def host_tiers(self) -> tuple[bool, ...]:
         words = [w.strip() for w in self.host_tier.split(",")]
         if not words or any(w not in ("off", "on") for w in words):
@@ -97,6 +113,7 @@ class SloInputs:
         given = {"--ttft-p95-ms": self.ttft_p95_ms, "--tpot-p95-ms": self.tpot_p95_ms,
                  "--gpu-price": self.gpu_price or None, "--objective": self.objective,
                  "--routers": self.routers, "--num-requests": self.num_requests,
+                 "--pd": self.pd or None, "--link": self.link,
                  "--rate": self.rate}
         for flag, value in given.items():
             if value is not None:

@@ -75,7 +75,7 @@ def run_recommend_slo(slo_in: SloInputs, parsed: ParsedFlags, *, model: str, gpu
 
     slo = slo_in.slo()
     check_count("--max-replicas", slo_in.max_replicas, high=MAX_REPLICAS)
-    routers, host_tiers = slo_in.router_kinds(), slo_in.host_tiers()
+    routers, host_tiers, link = slo_in.router_kinds(), slo_in.host_tiers(), slo_in.pd_link()
     if parsed.deployment.attn_dp_size > 1:
         raise ValueError("--enable-dp-attention: a fleet replica is one rank; the search adds "
                          "replicas instead")
@@ -97,7 +97,7 @@ def run_recommend_slo(slo_in: SloInputs, parsed: ParsedFlags, *, model: str, gpu
         result = search(model, parsed.deployment, workload, slo, gpus=chosen,
                         rules=rules, routers=routers, max_replicas=slo_in.max_replicas,
                         objective=objective, prices=prices, host_tiers=host_tiers,
-                        runner=runner, observer=bar, config_of=sim.config)
+                        runner=runner, observer=bar, config_of=sim.config, link=link)
     notes = ("latency from kvledger's step-time model (`simulate`'s default roofline on "
              "each layout's GPU); every fleet is its own replay",)
     if result.best is not None:

@@ -55,14 +55,22 @@ class Layout:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Candidate:
     layout: Layout
-    replicas: int
-    router: RouterKind  # one replica: round-robin (no choice to make)
+    replicas: int  # all of them: with prefill_replicas, P prefill + (replicas − P) decode
+    router: RouterKind  # one replica: round-robin (no choice to make); PD: the prefill fleet's
+    prefill_replicas: int | None = None  # None: aggregated replicas (`slo_pd`)
 
     @property
     def gpus(self) -> int:
         return self.layout.tp * self.replicas
 
+    @property
+    def decode_replicas(self) -> int | None:
+        return None if self.prefill_replicas is None else self.replicas - self.prefill_replicas
+
     def describe(self) -> str:
+        if self.prefill_replicas is not None:
+            return (f"{self.prefill_replicas} prefill + {self.decode_replicas} decode × "
+                    f"{self.layout.describe()}, {self.router.value}")
         return f"{self.replicas} × {self.layout.describe()}, {self.router.value}"
 
 

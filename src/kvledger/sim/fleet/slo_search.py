@@ -12,6 +12,10 @@ runner; the search stops at the first level where one meets the SLO (`slo.Outcom
 Of those, the lowest TTFT p95 wins, then fewer replicas, then search order. Every cheaper
 candidate was replayed or ruled out, so a tighter SLO never gets a smaller fleet.
 
+With a link (`recommend --pd --link L`), every prefill/decode split of 2..max replicas of a
+layout without the host tier is a candidate too (`slo_pd`), at the same GPUs as the
+aggregated fleet of that size.
+
 Ruled out without a replay: R replicas of a layout whose one-replica run keeps more than R
 replicas busy (`capacity.Overload.busy_replicas`, the offered load after cache hits), the
 definition of saturated — assuming R replicas do not hit the cache more than one does.
@@ -33,8 +37,10 @@ from kvledger.core.runner import SERIAL, Runner, RunObserver, Task
 from kvledger.sglang.deploy import Deployment
 from kvledger.sglang.plan import SglangPlan, make_plan
 from kvledger.sim.config import SimConfig
+from kvledger.sim.fleet.links import Link
 from kvledger.sim.fleet.routers import RouterKind
 from kvledger.sim.fleet.slo import Candidate, Layout, Outcome, Slo, evaluate
+from kvledger.sim.fleet.slo_pd import evaluate_pd, pd_candidates, role_plans
 from kvledger.sim.workload import Workload
 
 TP_SIZES = (1, 2, 4, 8)
@@ -127,7 +133,7 @@ def _candidates(layouts: Sequence[Layout], routers: Sequence[RouterKind],
 
 def _ruled_out(c: Candidate, busy: Mapping[Layout, float]) -> str | None:
     b = busy.get(c.layout)
-    if c.replicas == 1 or b is None or not math.isfinite(b) or b <= c.replicas:
+    if c.prefill_replicas is not None or c.replicas == 1 or b is None or not math.isfinite(b) or b <= c.replicas:
         return None
     return (f"saturated (not replayed): at 1 replica the offered load keeps {b:.2f} replicas "
             f"busy, more than {c.replicas}")
@@ -140,18 +146,27 @@ def search(model: str, base: Deployment, workload: Workload, slo: Slo, *,
            host_tiers: Sequence[bool] = HOST_TIERS, runner: Runner = SERIAL,
            observer: RunObserver | None = None,
            config_of: Callable[[SglangPlan], SimConfig] | None = None,
-           weights_gib: float | None = None) -> SloSearch:
+           weights_gib: float | None = None, link: Link | None = None) -> SloSearch:
     """The search of the module doc; every replay is a task on `runner`, its settings
-    `config_of(plan)` (default: `SimConfig()`, `simulate`'s defaults)."""
+    `config_of(plan)` (default: `SimConfig()`, `simulate`'s defaults). With `link`, every
+    prefill/decode split over it is a candidate too (`slo_pd`)."""
     config_of = config_of or (lambda plan: SimConfig())
     plans, refused = plan_layouts(model, base, gpus=gpus, rules=rules, tp_sizes=tp_sizes,
                                   host_tiers=host_tiers, weights_gib=weights_gib)
     order = {layout: i for i, layout in enumerate(plans)}
     routes = {k: i for i, k in enumerate(routers)}
-    cands = sorted(_candidates(list(plans), routers, max_replicas),
-                   key=lambda c: (candidate_key(c, objective, prices)[0],
-                                  candidate_key(c, objective, prices)[1], order[c.layout],
-                                  c.replicas, routes.get(c.router, -1)))
+    cands = _candidates(list(plans), routers, max_replicas)
+    roles: dict[Layout, tuple[SglangPlan, SglangPlan]] = {}
+    if link is not None:
+        for layout in (x for x in plans if not x.host_tier):
+            try:
+                roles[layout] = role_plans(model, base, layout, rules=rules)
+            except ValueError as exc:
+                refused.append((layout, f"prefill/decode roles: {exc}"))
+        cands += pd_candidates(list(roles), routers, max_replicas)
+    cands.sort(key=lambda c: (candidate_key(c, objective, prices)[0],
+                              candidate_key(c, objective, prices)[1], order[c.layout],
+                              c.replicas, c.prefill_replicas or 0, routes.get(c.router, -1)))
     price = (lambda c: round(c.gpus * prices[c.layout.gpu], 6)) if prices else (lambda c: None)
     busy: dict[Layout, float] = {}
     trials: list[Trial] = []
@@ -168,6 +183,11 @@ def search(model: str, base: Deployment, workload: Workload, slo: Slo, *,
                 run.append(c)
         tasks = [Task(fn=evaluate, args=(plans[c.layout], workload, config_of(plans[c.layout]),
                                          c.replicas, c.router),
+                      label=c.describe(), ticks=True, cost=float(c.replicas))
+                 if c.prefill_replicas is None else
+                 Task(fn=evaluate_pd, args=(*roles[c.layout], workload,
+                                            config_of(plans[c.layout]), c.prefill_replicas,
+                                            c.decode_replicas, c.router, link),
                       label=c.describe(), ticks=True, cost=float(c.replicas)) for c in run]
         outcomes = iter(runner.run(tasks, observer) if tasks else [])
         for i, c in enumerate(level):
@@ -176,7 +196,7 @@ def search(model: str, base: Deployment, workload: Workload, slo: Slo, *,
                                     failures=(ruled[i],)))
                 continue
             out = next(outcomes)
-            if c.replicas == 1:
+            if c.replicas == 1 and c.prefill_replicas is None:
                 busy[c.layout] = out.busy_replicas
             trials.append(Trial(candidate=c, cost_usd_per_hour=price(c), outcome=out,
                                 failures=out.failures(slo, replicas=c.replicas)))
