@@ -26,7 +26,7 @@ TpotOpt = Annotated[float | None, typer.Option(
 SloWorkloadOpt = Annotated[str | None, typer.Option(
     "--workload", help="A generated workload instead of --trace (as `simulate --workload`).")]
 PriceOpt = Annotated[list[str] | None, typer.Option(
-    "--gpu-price", help="NAME=USD per GPU-hour, repeatable: replaces or adds one GPU's price "
+    "--gpu-price", metavar="NAME=USD", help="NAME=USD per GPU-hour, repeatable: replaces or adds one GPU's price "
     "and ranks fleets by cost (defaults: H200 4.54, B200 6.03, Spheron on-demand, March "
     "2026).")]
 ObjectiveOpt = Annotated[Objective | None, typer.Option(
