@@ -182,9 +182,11 @@ def sweep(model: str = DEFAULT_MODEL, flags: Flags = (), *, gpu: object = None,
           context: int | None = None, engine: object = "sglang",
           replicas: object = 1, activation_gib: float | None = None,
           non_torch_gib: float | None = None, cudagraph_gib: float | None = None,
-          gpu_memory_utilization: float | None = None) -> Sweep:
+          gpu_memory_utilization: float | None = None, pp: object = None,
+          dcp: object = None, role: object = None) -> Sweep:
     """Plan every combination of the axes (each a value, a list or a comma string) over the
-    SGLang deployment `flags` give (`dp`: attention DP; `replicas`: --dp-size without it);
+    SGLang deployment `flags` give (`dp`: attention DP; `replicas`: --dp-size without it;
+    `pp`: pipeline stages; `dcp`: decode context parallelism; `role`: null, prefill, decode);
     one `SweepRow` per deployment and engine (`engine="sglang,vllm"`: vLLM rows need `gpu`,
     and take vLLM's terms), with `totals` over all its GPUs (`row.totals.running_requests`,
     `.tokens`, `.token_pool_bytes`, …) and `plan` (any engine's: `row.plan.fit_at(C)`), or
@@ -193,14 +195,18 @@ def sweep(model: str = DEFAULT_MODEL, flags: Flags = (), *, gpu: object = None,
     Returns a `Sweep`: a sequence of rows with `notes` and `to_json()` (the `sweep --json`
     document).
     """
-    from kvledger.sglang.deploy import KVDtype, StateDtype
+    from kvledger.sglang.deploy import DisaggMode, KVDtype, StateDtype
     from kvledger.sizing import Axes
     from kvledger.sizing import sweep as run
 
-    axes = Axes(gpus=_axis(gpu), nodes=tuple(None if n is None else int(n) for n in _axis(nodes)),
-                tp=tuple(None if t is None else int(t) for t in _axis(tp)),
+    def counts(value: object) -> tuple[int | None, ...]:
+        return tuple(None if v is None else int(v) for v in _axis(value))
+
+    axes = Axes(gpus=_axis(gpu), nodes=counts(nodes), tp=counts(tp),
                 dp=tuple(int(d) for d in _axis(dp)),
                 replicas=tuple(int(r) for r in _axis(replicas)),
+                pp=counts(pp), dcp=counts(dcp),
+                role=tuple(None if r is None else DisaggMode(r) for r in _axis(role)),
                 kv_cache_dtype=tuple(None if k is None else KVDtype(k)
                                      for k in _axis(kv_cache_dtype)),
                 mamba_ssm_dtype=tuple(None if s is None else StateDtype(s)
@@ -238,9 +244,11 @@ def recommend(model: str = DEFAULT_MODEL, *, requests: int, context: int,
               top: int = 5, engine: object = "sglang", weights_gib: float | None = None,
               activation_gib: float | None = None, non_torch_gib: float | None = None,
               cudagraph_gib: float | None = None,
-              gpu_memory_utilization: float | None = None) -> Recommendations:
+              gpu_memory_utilization: float | None = None,
+              nodes: int | None = None) -> Recommendations:
     """The `top` cheapest layouts (fewest GPUs, then most headroom) fitting `requests`
-    concurrent requests of `context` tokens, each with its engine's launch `command`
+    concurrent requests of `context` tokens (`nodes`: only layouts of exactly that many nodes
+    of 8 GPUs), each with its engine's launch `command`
     (`engine="vllm"` or `"sglang,vllm"`: vLLM's layouts of the same GPUs are searched too;
     vLLM's terms also size the `vllm serve` command each SGLang fit carries). The
     `Recommendations` have `notes` and `to_json()`."""
@@ -255,4 +263,4 @@ def recommend(model: str = DEFAULT_MODEL, *, requests: int, context: int,
     parsed = parse_flags(flags)
     return run(parsed.model_ref or model, requests=requests, context_tokens=context,
                gpus=gpus, base=parsed.deployment, rules=sglang_rules, top=top,
-               engines=engines, vllm_rules=vllm_rules, terms=terms)
+               engines=engines, vllm_rules=vllm_rules, terms=terms, nodes=nodes)

@@ -140,9 +140,13 @@ def test_recommend_jamba_from_vllm_layouts():
     # layout fails with that reason, and vLLM's layouts are the recommendation.
     rec = recommend("jamba-1.5-mini", requests=32, context_tokens=8_192, gpus=("H200",),
                     top=3, engines=("sglang", "vllm"))
-    assert rec.searched == 60  # 30 layouts × 2 engines
-    ((why, refused),) = rec.failures
-    assert refused == 30 and "resolve_transformers_arch" in why and "use --engine vllm" in why
+    assert rec.searched == 152  # 76 layouts (tp, DP attention, DCP, pp on tp 8) × 2 engines
+    (why, refused), *others = rec.failures
+    assert refused == 76 and "resolve_transformers_arch" in why and "use --engine vllm" in why
+    # vLLM's own refusals of the DCP layouts, quoted (8 KV heads need tp > 8 for GQA DCP)
+    assert sum(n for _, n in others) == 28 and all(
+        w.startswith("--decode-context-parallel-size ") and "vLLM refuses it" in w
+        for w, _ in others)
     best = rec.best
     assert best.engine == "vllm"
     assert best.command == ("vllm serve ai21labs/AI21-Jamba-1.5-Mini --max-model-len 8192 "
@@ -180,11 +184,17 @@ def test_recommend_says_why_vllm_does_not_fit():
 
     rec = recommend("qwen3-next-80b-a3b-instruct", requests=64, context_tokens=32_768,
                     gpus=("H200",), top=3)
-    # #2 is SGLang's DP attention on 2 GPUs: in vLLM two tp-1 engines, each with all weights
-    assert rec.fits[1].row.point.deployment.enable_dp_attention
-    assert rec.fits[1].vllm_command is None
-    assert "148.40 GiB per rank do not fit" in rec.fits[1].vllm_why
-    assert rec.fits[0].vllm_command == (
+    # #1 is SGLang's DCP 2 on 2 GPUs, which vLLM refuses for a GQA model with 2 KV heads
+    assert rec.fits[0].row.point.deployment.dcp_size == 2
+    assert rec.fits[0].vllm_why == (
+        "--decode-context-parallel-size 2: vLLM refuses it (Decode context parallelism for "
+        "GQA/MQA requires `--tensor-parallel-size` (2) to be greater than the model's total "
+        "number of KV heads (2))")
+    # #3 is SGLang's DP attention on 2 GPUs: in vLLM two tp-1 engines, each with all weights
+    assert rec.fits[2].row.point.deployment.enable_dp_attention
+    assert rec.fits[2].vllm_command is None
+    assert "148.40 GiB per rank do not fit" in rec.fits[2].vllm_why
+    assert rec.fits[1].vllm_command == (
         "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --tensor-parallel-size 2 "
         "--max-model-len 32768 --kv-cache-dtype fp8_e4m3")
 

@@ -176,10 +176,19 @@ def test_the_config_states_kv_dtype_length_and_parallelism():
     with pytest.raises(LogError, match="logs max_model_len 131,072 but the server arguments "
                                        "say 65,536"):
         check_log("\n".join(longer) + "\n", model=MODEL)
+    # the config's pipeline stages are read: 40 layers in 2 stages of 20, so each worker's
+    # block is half the one-stage 21,463,040 B and the same 6.01 GiB holds twice the blocks;
+    # this log ran one stage, so its token count differs from that
     pipeline = [line.replace("pipeline_parallel_size=1", "pipeline_parallel_size=2")
                 for line in lines]
-    with pytest.raises(LogError, match=r"line 2: pipeline_parallel_size=2: not modelled"):
-        check_log("\n".join(pipeline) + "\n", model=MODEL)
+    staged = check_log("\n".join(pipeline) + "\n", model=MODEL)
+    assert [(r.quantity, r.kvledger) for r in staged.rows if r.status is Status.INPUT] == [
+        ("PP0: Available KV cache memory (GiB)", "600 … 601 blocks"),
+        ("PP1: Available KV cache memory (GiB)", "600 … 601 blocks")]
+    assert staged.rows[2].reason.startswith("10,731,520 B per block (layers 0..19")
+    assert [(d.quantity, d.kvledger) for d in staged.differs] == [
+        ("GPU KV cache size (tokens)", "1,139,756 … 1,141,656"),
+        ("Maximum concurrency", "8.70 … 8.71")]
 
 
 def test_parse_engine_config_reads_nested_reprs_and_spec_tokens():

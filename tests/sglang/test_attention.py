@@ -35,7 +35,7 @@ def pick(model: str, dep: D, gpu: str = "B200", rules=R21) -> tuple[str, int]:
     (D(**EAGLE, speculative_eagle_topk=1), ("trtllm_mha", 64)),
     # topk 1 with a page > 1 fails is_no_spec_infer_or_topk_one
     (D(**EAGLE, speculative_eagle_topk=1, page_size=16), ("flashinfer", 16)),
-    (D(**EAGLE, speculative_eagle_topk=2), ("flashinfer", 1)),
+    (D(**EAGLE, speculative_eagle_topk=2, speculative_num_steps=3), ("flashinfer", 1)),
 ])
 def test_mha_on_b200(dep, want):
     assert pick("llama-3.1-8b", dep) == want
@@ -86,7 +86,7 @@ def test_nemotron_h_override():
     model = "nemotron-h-56b-base-8k"
     assert pick(model, D()) == ("trtllm_mha", 64)
     assert pick(model, D(**EAGLE)) == ("trtllm_mha", 64)  # topk unset is accepted here
-    assert pick(model, D(**EAGLE, speculative_eagle_topk=4)) == ("triton", 1)
+    assert pick(model, D(**EAGLE, speculative_eagle_topk=4, speculative_num_steps=3)) == ("triton", 1)
     assert pick(model, D(**EAGLE), "RTX PRO 6000") == ("triton", 1)  # Blackwell, not SM100
     assert pick(model, D(), "RTX PRO 6000") == ("flashinfer", 1)  # no override: generic
 

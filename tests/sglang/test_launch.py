@@ -360,3 +360,55 @@ def test_a_speculative_launch_command_parses_back(algorithm, topk, draft_tokens,
     back = parse_flags(line).deployment
     assert (back.speculative_algorithm, back.speculative_eagle_topk,
             back.speculative_num_draft_tokens) == (algorithm, topk, draft_tokens)
+
+
+@pytest.mark.parametrize(("algorithm", "topk", "steps", "draft_tokens"), [
+    (SpecAlgorithm.EAGLE, 4, 5, 8),  # Llama's EAGLE default tree, stated
+    (SpecAlgorithm.EAGLE3, 2, 3, 6),
+    (SpecAlgorithm.STANDALONE, 8, 1, 8),
+])
+def test_a_speculative_tree_states_its_steps_and_draft_tokens(algorithm, topk, steps,
+                                                              draft_tokens):
+    # with topk > 1 SGLang's handler derives neither steps nor draft tokens: both are written
+    from kvledger.sglang.launch.line import sglang_command
+
+    dep = Deployment(speculative_algorithm=algorithm, speculative_eagle_topk=topk,
+                     speculative_num_steps=steps, speculative_num_draft_tokens=draft_tokens,
+                     max_running_requests=48)  # what SGLang fills in when speculating
+    line = sglang_command("zai-org/GLM-5.3-Flash", dep)
+    assert f"--speculative-num-steps {steps} --speculative-num-draft-tokens {draft_tokens}" in line
+    assert f"--speculative-eagle-topk {topk}" in line
+    back = parse_flags(line)
+    assert back.deployment == dep
+    assert "speculative_num_steps" in back.set_fields
+
+
+def test_pasted_steps_are_kept_for_an_eagle_chain_only():
+    chain = parse_flags("--speculative-algorithm EAGLE --speculative-num-steps 2 "
+                        "--speculative-eagle-topk 1").deployment
+    assert (chain.speculative_num_steps, chain.speculative_num_draft_tokens) == (2, 3)
+    # unset: SGLang picks (3, 1, 4) itself, and kvledger records no steps
+    auto = parse_flags("--speculative-algorithm EAGLE").deployment
+    assert (auto.speculative_num_steps, auto.speculative_num_draft_tokens) == (None, 4)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"speculative_algorithm": SpecAlgorithm.EAGLE, "speculative_num_draft_tokens": 8,
+      "speculative_eagle_topk": 4},
+     "--speculative-eagle-topk 4: with topk > 1 SGLang needs --speculative-num-steps too"),
+    ({"speculative_algorithm": SpecAlgorithm.EAGLE, "speculative_num_draft_tokens": 4,
+      "speculative_num_steps": 3},
+     "--speculative-num-steps 3: needs --speculative-eagle-topk too"),
+    ({"speculative_algorithm": SpecAlgorithm.EAGLE, "speculative_num_draft_tokens": 5,
+      "speculative_eagle_topk": 1, "speculative_num_steps": 3},
+     "--speculative-num-draft-tokens 5: with topk 1 SGLang runs steps \\+ 1 = 4 draft tokens"),
+    ({"speculative_algorithm": SpecAlgorithm.NGRAM, "speculative_num_draft_tokens": 12,
+      "speculative_eagle_topk": 1, "speculative_num_steps": 3},
+     "--speculative-num-steps 3: is read with an EAGLE-family --speculative-algorithm only"),
+    ({"speculative_algorithm": SpecAlgorithm.EAGLE, "speculative_num_draft_tokens": 4,
+      "speculative_eagle_topk": 1, "speculative_num_steps": 0},
+     "--speculative-num-steps 0: expected"),
+])
+def test_steps_are_validated_as_sglang_s_handler_reads_them(kwargs, message):
+    with pytest.raises(DeploymentError, match=message):
+        Deployment(**kwargs)

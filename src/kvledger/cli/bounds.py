@@ -120,6 +120,8 @@ BOUNDS: dict[str, Bound] = {
     # fleets: `simulate --replicas` also holds itself to kvledger.sim.fleet.run.MAX_REPLICAS
     "--replicas": _count(MAX_GPUS),
     "--prefill-replicas": _count(MAX_GPUS), "--decode-replicas": _count(MAX_GPUS),
+    # `recommend --nodes N`: layouts of exactly N nodes of 8 GPUs
+    "--nodes": _count(MAX_GPUS // 8),
     "--rate-scale": Bound(kind=Kind.NUMBER, high=MAX_TIME_SCALE, low_open=True),
     # SLO sizing (`recommend --trace`): latency targets; replicas of one layout searched
     "--ttft-p95-ms": Bound(kind=Kind.NUMBER, high=MAX_STEP_MS, low_open=True),

@@ -55,6 +55,7 @@ SCHEMAS: dict[str, int] = {
     "compare": 1,
     "recommend": 1,
     "recommend-slo": 1,  # recommend --trace/--workload --ttft-p95-ms: a fleet sized by replay
+    "recommend-pd": 1,  # recommend --pd: the prefill/decode splits of --nodes
 }
 
 

@@ -7,6 +7,9 @@
 - engine_config.py: the deployment the engine ran, from vLLM's engine-config line;
 - expected.py: the lines an engine prints for a deployment, and the ones a log lacks;
 - reconcile.py: rows (logged, kvledger, equal or why not) and the verdict;
-- vllm_log.py / sglang_log.py: the reconciliation per engine;
+- tags.py: the rank tag of a line (SGLang's `[… PP1 TP0]`, vLLM's `(Worker_PP1_TP0 pid=…)`);
+- vllm_log.py / sglang_log.py: the reconciliation per engine; sglang_rows.py the pool rows,
+  sglang_stages.py / vllm_stages.py a pipeline's stages, sglang_roles.py a prefill/decode
+  server's pools, vllm_derived.py what a vLLM log never prints;
 - check.py: `check_log`, the entry point.
 """

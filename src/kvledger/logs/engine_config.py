@@ -41,6 +41,8 @@ ALWAYS_PRINTED = ("max_seq_len", "tensor_parallel_size", "kv_cache_dtype",
 # config key -> VllmDeployment field
 _AS_FIELD = {"max_seq_len": "max_model_len", "tensor_parallel_size": "tensor_parallel_size",
              "data_parallel_size": "data_parallel_size", "kv_cache_dtype": "kv_cache_dtype",
+             "pipeline_parallel_size": "pipeline_parallel_size",
+             "decode_context_parallel_size": "decode_context_parallel_size",
              "enable_prefix_caching": "enable_prefix_caching",
              "gpu_memory_utilization": "gpu_memory_utilization", "max_num_seqs": "max_num_seqs",
              "block_size": "block_size", "mamba_cache_mode": "mamba_cache_mode"}
@@ -97,9 +99,6 @@ def parse_engine_config(text: str) -> EngineConfig:
         spec = pairs["speculative_config"]
         match = _SPEC_TOKENS.search(spec)
         settings["num_speculative_tokens"] = int(match.group(1)) if match else 0
-    pipeline = pairs.get("pipeline_parallel_size")
-    if pipeline is not None and _value(pipeline) != 1:
-        raise LogError(f"pipeline_parallel_size={pipeline}: not modelled by kvledger's vLLM rules")
     model = _value(pairs["model"]) if "model" in pairs else None
     return EngineConfig(model=model if isinstance(model, str) else None, settings=settings,
                         cut=tuple(k for k in ALWAYS_PRINTED if k not in pairs))

@@ -15,9 +15,10 @@ engine-init line: the version and the config); each key is read once per line.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from kvledger.core.engines import Engine  # re-exported: logs name the engine that wrote them
+from kvledger.logs.tags import stage_of
 
 
 class LogError(ValueError):
@@ -95,6 +96,10 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("sglang_totals", Engine.SGLANG,
        rf"max_total_num_tokens={_NUM},.*max_running_requests={_NUM},\s*context_len={_NUM},"
        rf"\s*available_gpu_mem={_DEC} GB"),
+    # a decode server's request pool raising its state slots (disaggregation/decode.py)
+    _p("sglang_decode_mamba", Engine.SGLANG,
+       rf"mamba_size \({_NUM}\) is less than decode side's max_slots_needed \({_NUM} = "
+       rf"{_NUM} reqs \* {_NUM} slots/req\), raising effective_mamba_size to {_NUM}"),
     _p("sglang_capped", Engine.SGLANG,
        rf"max_running_requests is capped to {_NUM}.*mamba"),
 )
@@ -120,6 +125,14 @@ class LogScan:
     facts: dict[str, Fact]
     num_lines: int
     last_line: str
+    # pipeline stage → the facts of the lines tagged with it (kvledger.logs.tags); a stage's
+    # own quantities (its pool bytes, its free memory) differ from the other stages'
+    stages: dict[int, dict[str, Fact]] = field(default_factory=dict)
+
+    def stage(self, pp_rank: int) -> LogScan:
+        """The scan of one stage's lines alone."""
+        return LogScan(facts=self.stages.get(pp_rank, {}), num_lines=self.num_lines,
+                       last_line=self.last_line)
 
     def get(self, key: str) -> Fact | None:
         return self.facts.get(key)
@@ -157,15 +170,53 @@ def _logical_lines(lines: list[str]) -> list[tuple[int, str]]:
     return out
 
 
+def _role(server_args: str) -> str:
+    """The role a ServerArgs repr states: prefill, decode, or aggregated."""
+    match = re.search(r"disaggregation_mode='(\w+)'", server_args)
+    mode = match.group(1) if match else "null"
+    return "aggregated" if mode == "null" else mode
+
+
+def _merge(facts: dict[str, Fact], fact: Fact, *, across_stages: bool = False) -> None:
+    """Add a fact to `facts` under the rules of scan_log; `across_stages`: the stage-tagged
+    facts of a whole pipeline, whose stages may log different values (the first is kept)."""
+    key, no = fact.key, fact.line_no
+    seen = facts.get(key)
+    if seen is None:
+        facts[key] = fact
+    elif (key == "sglang_kv" and seen.groups[0] == fact.groups[0]
+          and seen.groups != fact.groups and not across_stages):
+        # same #tokens, other bytes: the speculative draft model's pool, which
+        # shares the target's token allocator (the draft worker logs it second)
+        facts.setdefault("sglang_kv_draft", replace(fact, key="sglang_kv_draft"))
+    elif key in PER_RANK_MIN:
+        if float(fact.groups[0]) < float(seen.groups[0]):
+            facts[key] = fact
+    elif seen.groups != fact.groups and key not in REPEATABLE and not across_stages:
+        roles = [_role(f.value) for f in (seen, fact)] if key == "sglang_server_args" else []
+        if roles and roles[0] != roles[1]:
+            raise LogError(f"line {seen.line_no} starts a {roles[0]} server and line {no} a "
+                           f"{roles[1]} one: a prefill/decode pair's logs in one paste; check "
+                           f"each server's lines on their own (split the paste at line {no})")
+        raise LogError(f"line {no} logs {key.split('_', 1)[1]} as "
+                       f"{', '.join(fact.groups)} but line {seen.line_no} logged "
+                       f"{', '.join(seen.groups)}: two servers in one paste; check "
+                       f"each server's lines on their own (split the paste at line "
+                       f"{no})")
+
+
 def scan_log(text: str) -> LogScan:
     """Facts of a log; a quantity logged twice with different values is an error (two
-    servers in one paste), except the per-rank memory lines (PER_RANK_MIN)."""
+    servers in one paste), except the per-rank memory lines (PER_RANK_MIN) and lines of
+    different pipeline stages (`LogScan.stages`)."""
     if "\x00" in text:
         raise LogError("the input is binary, not a text log")
     facts: dict[str, Fact] = {}
+    stages: dict[int, dict[str, Fact]] = {}
     lines = text.splitlines()
     for no, line in _logical_lines(lines):
         keys_here: set[str] = set()
+        pp_rank = stage_of(line)
         for pattern in PATTERNS:
             if pattern.key in keys_here:
                 continue
@@ -174,21 +225,10 @@ def scan_log(text: str) -> LogScan:
                 continue
             keys_here.add(pattern.key)
             fact = Fact(pattern.key, no, line.strip(), tuple(g for g in match.groups()))
-            seen = facts.get(pattern.key)
-            if seen is None:
-                facts[pattern.key] = fact
-            elif (pattern.key == "sglang_kv" and seen.groups[0] == fact.groups[0]
-                  and seen.groups != fact.groups):
-                # same #tokens, other bytes: the speculative draft model's pool, which
-                # shares the target's token allocator (the draft worker logs it second)
-                facts.setdefault("sglang_kv_draft", replace(fact, key="sglang_kv_draft"))
-            elif pattern.key in PER_RANK_MIN:
-                if float(fact.groups[0]) < float(seen.groups[0]):
-                    facts[pattern.key] = fact
-            elif seen.groups != fact.groups and pattern.key not in REPEATABLE:
-                raise LogError(f"line {no} logs {pattern.key.split('_', 1)[1]} as "
-                               f"{', '.join(fact.groups)} but line {seen.line_no} logged "
-                               f"{', '.join(seen.groups)}: two servers in one paste; check "
-                               f"each server's lines on their own (split the paste at line "
-                               f"{no})")
-    return LogScan(facts=facts, num_lines=len(lines), last_line=lines[-1] if lines else "")
+            if pp_rank is None:
+                _merge(facts, fact)
+                continue
+            _merge(stages.setdefault(pp_rank, {}), fact)
+            _merge(facts, fact, across_stages=True)
+    return LogScan(facts=facts, num_lines=len(lines), last_line=lines[-1] if lines else "",
+                   stages=stages)

@@ -32,18 +32,18 @@ row of its own, and its "on ROCm" resolves the layout for ROCm (`RuleSet.rocm_ds
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
-from kvledger.core.units import GiB
 from kvledger.logs.detect import sglang_rules_for
 from kvledger.logs.expected import missing_sglang_lines
 from kvledger.logs.lines import Engine, LogError, LogScan
 from kvledger.logs.reconcile import Reconciliation, Row, Status
 from kvledger.logs.sglang_args import stated_deployment
+from kvledger.logs.sglang_roles import role_derived, role_rows
+from kvledger.logs.sglang_rows import count_row, int_row, pool_rows, span_of, token_bytes
+from kvledger.logs.sglang_stages import stage_derived, stage_pool_rows
+from kvledger.logs.tags import check_stage_count
 from kvledger.model.config import load_model
-from kvledger.sglang.choices import KVDtype
 from kvledger.sglang.deploy import Deployment
-from kvledger.sglang.ledger import draft_token_ledger, token_ledger
 from kvledger.sglang.plan import SglangPlan, make_plan
 from kvledger.sglang.resolve import CacheLayout, resolve
 from kvledger.sglang.rules import DEFAULT_RULES, get_rules
@@ -87,8 +87,15 @@ def _rocm(scan: LogScan) -> bool | None:
     return True if fact is not None and fact.groups[1] else None
 
 
+# Points across a logged two-decimal interval at which kvledger plans: T is not monotonic in
+# the memory (one more state slot costs tokens), so both ends alone can miss a value between.
+INTERVAL_POINTS = (-1.0, -0.5, 0.0, 0.5, 1.0)
+
+
 def _plans(scan: LogScan, model: str, dep: Deployment, rules: str
-           ) -> tuple[SglangPlan, SglangPlan] | None:
+           ) -> tuple[SglangPlan, ...] | None:
+    """Plans across the logged memory's interval (INTERVAL_POINTS), the free memory up as the
+    weights go down (their sum is the free memory before loading); None when not derivable."""
     load = scan.get("sglang_load_weight")
     if load is None or _why_not_derivable(scan, dep) is not None:
         return None
@@ -96,13 +103,11 @@ def _plans(scan: LogScan, model: str, dep: Deployment, rules: str
     rocm = _rocm(scan)
     _layout(model, dep, rules, rocm)  # an unreadable model is named as such, not as a misfit
     try:
-        low = make_plan(model, dep, rules=rules, available_gib=avail - HALF_CENT,
-                        weights_gib=usage + HALF_CENT, rocm=rocm)
-        high = make_plan(model, dep, rules=rules, available_gib=avail + HALF_CENT,
-                         weights_gib=max(0.0, usage - HALF_CENT), rocm=rocm)
+        return tuple(make_plan(model, dep, rules=rules, available_gib=avail + x * HALF_CENT,
+                               weights_gib=max(0.0, usage - x * HALF_CENT), rocm=rocm)
+                     for x in INTERVAL_POINTS)
     except ValueError as exc:
         raise LogError(f"the log's deployment does not fit {model}: {exc}") from None
-    return low, high
 
 
 def _layout(model: str, dep: Deployment, rules: str, rocm: bool | None = None) -> CacheLayout:
@@ -117,117 +122,33 @@ def _layout(model: str, dep: Deployment, rules: str, rocm: bool | None = None) -
         raise LogError(f"the log's deployment does not fit {model}: {exc}") from None
 
 
-def _token_bytes(lay: CacheLayout) -> int:
-    """Bytes per token of the token pool (capacity.plan_capacity's C_token, draft included)."""
-    draft = draft_token_ledger(lay)
-    return token_ledger(lay).total_bytes + (draft.total_bytes if draft else 0)
-
-
-def _int_row(line_no: int, quantity: str, logged: int, lo: int, hi: int, why: str) -> Row:
-    ok = lo <= logged <= hi
-    shown = f"{lo:,}" if lo == hi else f"{lo:,} … {hi:,}"
-    return Row(line_no=line_no, quantity=quantity, logged=f"{logged:,}", kvledger=shown,
-               status=Status.EQUAL if ok else Status.DIFFERS, reason="" if ok else why)
-
-
-def _gb_row(line_no: int, quantity: str, logged: str, lo_bytes: int, hi_bytes: int) -> Row:
-    lo, hi = f"{lo_bytes / GiB:.2f}", f"{hi_bytes / GiB:.2f}"
-    ok = float(lo) <= float(logged) <= float(hi)
-    return Row(line_no=line_no, quantity=quantity, logged=logged,
-               kvledger=lo if lo == hi else f"{lo} … {hi}",
-               status=Status.EQUAL if ok else Status.DIFFERS,
-               reason="" if ok else "pool bytes differ")
-
-
-# SGLang's torch dtype names for kvledger's KV dtypes (model_runner.py sets kv_cache_dtype
-# to torch.bfloat16 for auto on bf16 models, torch.float8_e4m3fn for fp8_e4m3)
-_TORCH_KV = {KVDtype.BF16: "bfloat16", KVDtype.FP8_E4M3: "float8_e4m3fn"}
-
-
-def _count_row(line_no: int, quantity: str, logged: int, span: tuple[int, int] | None,
-               explain_bytes: int, why: str, unknown: str = "") -> Row:
-    """A logged count: against the plan's when memory is known, else not derivable
-    (`unknown` says why), with the pool memory that explains it."""
-    need = f"{explain_bytes / GiB:.2f} GiB of pool holds it"
-    if span is None:
-        return Row(line_no=line_no, quantity=quantity, logged=f"{logged:,}", kvledger="—",
-                   status=Status.INFO, reason=f"not derivable: {unknown}; {need}")
-    row = _int_row(line_no, quantity, logged, span[0], span[1], why)
-    return row if row.status is Status.EQUAL else replace(row, reason=f"{why}; {need}")
-
-
-def _pool_rows(scan: LogScan, lay: CacheLayout, plans: tuple[SglangPlan, SglangPlan] | None,
-               unknown: str) -> list[Row]:
-    """Layout at the logged counts, and the counts against the plans."""
-    rows: list[Row] = []
-    low, high = plans if plans else (None, None)
-    if fact := scan.get("sglang_mamba"):
-        slots = fact.int(0)
-        layers = lay.model.num_linear_layers
-        conv, ssm = (lay.state.conv_bytes, lay.state.temporal_bytes) if lay.state else (0, 0)
-        span = (low.capacity.state_slots, high.capacity.state_slots) if low and high else None
-        rows.append(_count_row(fact.line_no, "max_mamba_cache_size (state slots)", slots, span,
-                               (slots + 1) * (conv + ssm) * layers, "state pool sizing differs",
-                               unknown))
-        for i, label, unit in ((1, "conv_state size (GB)", conv), (2, "ssm_state size (GB)", ssm)):
-            at = (slots + 1) * unit * layers
-            rows.append(_gb_row(fact.line_no, f"{label} at {slots:,} slots", fact.groups[i], at, at))
-    if fact := scan.get("sglang_kv"):
-        tokens = fact.int(0)
-        pool = (tokens + lay.page_tokens) * _token_bytes(lay)
-        span = (low.capacity.max_total_tokens, high.capacity.max_total_tokens) if low and high else None
-        rows.append(_count_row(fact.line_no, "#tokens (KV pool)", tokens, span, pool,
-                               "token pool sizing differs", unknown))
-        half = len(fact.groups) == 3  # K size and V size, each half of a GQA row
-        labels = ((1, "K size (GB)"), (2, "V size (GB)")) if half else ((1, "KV size (GB)"),)
-        for i, label in labels:
-            at = pool // 2 if half else pool
-            rows.append(_gb_row(fact.line_no, label, fact.groups[i], at, at))
-    if fact := scan.get("sglang_kv_draft"):
-        # the draft model's layers are not in the target's config: shown, not checked
-        per_token = round(float(fact.groups[1]) * GiB / (fact.int(0) + lay.page_tokens))
-        rows.append(Row(line_no=fact.line_no, quantity="draft model's token pool (GB)",
-                        logged=", ".join(fact.groups[1:]), kvledger="—", status=Status.INFO,
-                        reason=f"a second pool of {fact.int(0):,} tokens: the speculative "
-                        f"draft's; about {per_token:,} B per token per K/V tensor, not checked"))
-    if (fact := scan.get("sglang_kv_dtype")) and lay.deployment.kv_cache_dtype in _TORCH_KV:
-        want = _TORCH_KV[lay.deployment.kv_cache_dtype]
-        ok = fact.value == want
-        rows.append(Row(line_no=fact.line_no, quantity="KV cache dtype", logged=fact.value,
-                        kvledger=want, status=Status.EQUAL if ok else Status.DIFFERS,
-                        reason="" if ok else "the KV dtype differs: pass --kv-cache-dtype "
-                        "after --"))
-    return rows
-
-
-def _totals_rows(scan: LogScan, lay: CacheLayout, plans: tuple[SglangPlan, SglangPlan] | None,
+def _totals_rows(scan: LogScan, lay: CacheLayout, plans: tuple[SglangPlan, ...] | None,
                  unknown: str) -> list[Row]:
     rows: list[Row] = []
-    low, high = plans if plans else (None, None)
-    token_bytes = _token_bytes(lay)
+    caps = tuple(p.capacity for p in plans) if plans else None
+    requests = span_of(caps, lambda cap: cap.max_running_requests)
+    per_token = token_bytes(lay)
     if fact := scan.get("sglang_totals"):
         tokens = fact.int(0)
-        span = (low.capacity.max_total_tokens, high.capacity.max_total_tokens) if low and high else None
-        rows.append(_count_row(fact.line_no, "max_total_num_tokens", tokens, span,
-                               (tokens + lay.page_tokens) * token_bytes,
-                               "token pool sizing differs", unknown))
-        if low and high:
-            rows.append(_int_row(fact.line_no, "max_running_requests", fact.int(1),
-                                 low.capacity.max_running_requests,
-                                 high.capacity.max_running_requests, "request limit differs"))
+        rows.append(count_row(fact.line_no, "max_total_num_tokens", tokens,
+                              span_of(caps, lambda cap: cap.max_total_tokens),
+                              (tokens + lay.page_tokens) * per_token,
+                              "token pool sizing differs", unknown))
+        if requests is not None:
+            rows.append(int_row(fact.line_no, "max_running_requests", fact.int(1), *requests,
+                                "request limit differs"))
         else:
             rows.append(Row(line_no=fact.line_no, quantity="max_running_requests",
                             logged=f"{fact.int(1):,}", kvledger="—", status=Status.INFO,
                             reason=f"not derivable: {unknown}"))
-        rows.append(_int_row(fact.line_no, "context_len", fact.int(2), lay.context_tokens,
-                             lay.context_tokens, "context length differs"))
+        rows.append(int_row(fact.line_no, "context_len", fact.int(2), lay.context_tokens,
+                            lay.context_tokens, "context length differs"))
         rows.append(Row(line_no=fact.line_no, quantity="available_gpu_mem (GB)",
                         logged=fact.groups[3], kvledger="—", status=Status.INFO,
                         reason="what the pools left free; not derived from the log"))
-    if (fact := scan.get("sglang_capped")) and low and high:
-        rows.append(_int_row(fact.line_no, "max_running_requests capped by the state pool",
-                             fact.int(0), low.capacity.max_running_requests,
-                             high.capacity.max_running_requests, "request cap differs"))
+    if (fact := scan.get("sglang_capped")) and requests is not None:
+        rows.append(int_row(fact.line_no, "max_running_requests capped by the state pool",
+                            fact.int(0), *requests, "request cap differs"))
     if fact := scan.get("sglang_pool_end"):
         rows.append(Row(line_no=fact.line_no, quantity="Memory pool end, avail mem (GB)",
                         logged=fact.value, kvledger="—", status=Status.INFO,
@@ -240,6 +161,10 @@ def reconcile_sglang(scan: LogScan, *, model: str | None = None, rules: str | No
     """The deployment, the layout, then every logged pool and count (module doc)."""
     del gpu  # SGLang's sizing here needs no GPU: the log gives the free memory
     stated = stated_deployment(scan, flags)
+    try:
+        check_stage_count(sorted(scan.stages), stated.deployment.pp_size, "--pp-size")
+    except ValueError as exc:
+        raise LogError(str(exc)) from None
     notes = list(stated.notes)
     name = model or stated.model
     if name is None:
@@ -254,18 +179,28 @@ def reconcile_sglang(scan: LogScan, *, model: str | None = None, rules: str | No
     if fact := scan.get("sglang_dsa_page"):
         if fact.groups[1]:
             notes.append(f"line {fact.line_no}: SGLang names the platform: ROCm")
-        rows.append(_int_row(fact.line_no, "DSA page (tokens)", fact.int(0), lay.page_tokens,
+        rows.append(int_row(fact.line_no, "DSA page (tokens)", fact.int(0), lay.page_tokens,
                              lay.page_tokens, "the DSA page differs"))
     unknown = _why_not_derivable(scan, stated.deployment) or ""
-    rows += _pool_rows(scan, lay, plans, unknown) + _totals_rows(scan, lay, plans, unknown)
+    if stated.deployment.pp_size > 1:
+        whole = lay if plans else _layout(name, stated.deployment, rule_set, _rocm(scan))
+        rows += stage_pool_rows(scan, whole, plans, unknown, notes)
+    else:
+        caps = tuple(p.capacity for p in plans) if plans else None
+        rows += pool_rows(scan, lay, caps, unknown)
+    rows += _totals_rows(scan, lay, plans, unknown)
+    rows += role_rows(scan, tuple(p.capacity for p in plans) if plans else None)
     if not any(r.status in (Status.EQUAL, Status.DIFFERS) for r in rows):
         raise LogError(f"truncated: the log ends at line {scan.num_lines} before SGLang logs its "
                        "pools ('KV Cache is allocated', 'max_total_num_tokens=')")
     rows.sort(key=lambda r: r.line_no)
-    derived = [("token bytes", f"{_token_bytes(lay):,}"), ("page (tokens)", f"{lay.page_tokens}"),
+    derived = [("token bytes", f"{token_bytes(lay):,}"), ("page (tokens)", f"{lay.page_tokens}"),
                ("slots per request", f"{lay.slots_per_request}")]
+    if stated.deployment.pp_size > 1:
+        derived += stage_derived(lay, plans)
     if plans:
         derived.insert(0, ("state slot bytes", f"{plans[0].capacity.slot_bytes:,}"))
+        derived += role_derived(plans[len(plans) // 2])
     else:
         notes.append(f"{unknown}: the pools' layout is checked at the logged counts; the "
                      "counts themselves are not derivable")

@@ -22,8 +22,8 @@ from kvledger.vllm.rules import MambaCacheMode
 _FIELDS = {"tensor_parallel_size", "data_parallel_size", "gpu_memory_utilization",
            "kv_cache_memory_bytes", "max_model_len", "max_num_seqs", "kv_cache_dtype",
            "mamba_cache_dtype", "mamba_ssm_cache_dtype", "block_size", "enable_prefix_caching",
-           "enforce_eager"}
-_REFUSED = {"pipeline_parallel_size": 1, "cpu_offload_gb": 0, "num_gpu_blocks_override": None}
+           "enforce_eager", "pipeline_parallel_size", "decode_context_parallel_size"}
+_REFUSED = {"cpu_offload_gb": 0, "num_gpu_blocks_override": None}
 
 
 def vllm_deployment_from_args(text: str

@@ -30,7 +30,10 @@ from kvledger.logs.engine_config import apply_engine_config
 from kvledger.logs.expected import missing_vllm_lines
 from kvledger.logs.lines import Engine, LogError, LogScan
 from kvledger.logs.reconcile import Reconciliation, Row, Status, compare, span
+from kvledger.logs.tags import check_stage_count
 from kvledger.logs.vllm_args import vllm_deployment_from_args
+from kvledger.logs.vllm_derived import binding, derived
+from kvledger.logs.vllm_stages import stage_blocks
 from kvledger.model.arch import ModelArch, ModelError
 from kvledger.model.config import load_model
 from kvledger.vllm.deploy import VllmDeployment
@@ -242,33 +245,12 @@ def _capacity_rows(scan: LogScan, lay: VllmLayout, arch: ModelArch, rule_set: Vl
                             [f"{b / per_request:.2f}" for b in blocks],
                             f"{per_request} blocks per max_model_len request"))
     if fact := scan.get("vllm_model_loading_gib"):
-        estimate = arch.weight_bytes // lay.deployment.tensor_parallel_size if arch.weight_bytes else 0
+        ranks = lay.deployment.tensor_parallel_size * lay.deployment.pipeline_parallel_size
+        estimate = arch.weight_bytes // ranks if arch.weight_bytes else 0
         rows.append(Row(line_no=fact.line_no, quantity="Model loading (GiB)", logged=fact.value,
                         kvledger=f"{estimate / GiB:.2f} (bf16 estimate)", status=Status.INFO,
                         reason="depends on the checkpoint's quantization"))
     return rows
-
-
-def _binding(lay: VllmLayout, blocks: list[int]) -> str:
-    per_request = lay.blocks_per_request()
-    seqs = lay.deployment.max_num_seqs
-    if seqs < blocks[0] / per_request:
-        return f"--max-num-seqs {seqs}"
-    return (f"KV-cache blocks: {per_request} per max_model_len request "
-            f"({'1' if lay.mamba is None or not lay.mamba.align else '2'} state block(s) per "
-            f"group, block {lay.block_tokens} tokens)")
-
-
-def _derived(lay: VllmLayout, blocks: list[int]) -> tuple[tuple[str, str], ...]:
-    return (
-        ("attention block size (tokens)", f"{lay.block_tokens:,}"),
-        ("page (bytes, every layer)", f"{lay.page_bytes:,}"),
-        ("KV-cache groups", " + ".join(f"{g.num_layers} {g.kind}" for g in lay.groups)),
-        ("bytes per block", f"{lay.bytes_per_block:,}"),
-        ("num_gpu_blocks", span([f"{b:,}" for b in blocks])),
-        ("blocks per max_model_len request", f"{lay.blocks_per_request():,}"),
-        ("mamba_cache_mode", lay.mamba_cache_mode.value if lay.mamba_cache_mode else "—"),
-    )
 
 
 def reconcile_vllm(scan: LogScan, *, model: str | None = None, rules: str | None = None,
@@ -284,15 +266,22 @@ def reconcile_vllm(scan: LogScan, *, model: str | None = None, rules: str | None
     notes += dep_notes + config_notes + flag_notes
     dep = _logged_max_model_len(scan, dep)
     arch = _model(model, logged_model)
+    try:
+        check_stage_count(sorted(scan.stages), dep.pipeline_parallel_size,
+                          "--pipeline-parallel-size")
+    except ValueError as exc:
+        raise LogError(str(exc)) from None
     lay = _layout(arch, dep, rule_set, gpu)
     notes += lay.notes
     rows = _layout_rows(scan, lay)
-    blocks = _anchor_blocks(scan, lay, rule_set, rows, notes)
+    staged = (stage_blocks(scan, lay, rows, notes)
+              if lay.deployment.pipeline_parallel_size > 1 else None)
+    blocks = staged or _anchor_blocks(scan, lay, rule_set, rows, notes)
     rows += _capacity_rows(scan, lay, arch, rule_set, blocks)
     rows.sort(key=lambda r: r.line_no)
     version_fact = scan.get("vllm_version")
     return Reconciliation(engine=Engine.VLLM,
                           version=version_fact.value if version_fact else None, rules=rules,
-                          model=arch.name, rows=tuple(rows), binding=_binding(lay, blocks),
-                          derived=_derived(lay, blocks), notes=tuple(notes),
+                          model=arch.name, rows=tuple(rows), binding=binding(lay, blocks),
+                          derived=derived(lay, blocks), notes=tuple(notes),
                           missing=missing_vllm_lines(scan, lay))

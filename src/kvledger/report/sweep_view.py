@@ -14,6 +14,7 @@ from kvledger.core.engines import Engine
 from kvledger.report.show import show_size
 from kvledger.sizing import Difference, Recommendations, Sweep, SweepRow
 from kvledger.sizing.documents import recommendation_json, sweep_row_json
+from kvledger.sizing.pd_split import PdSplits
 
 # The table's columns; the rest of each row (nodes, replicas, attn_tp, the state dtype,
 # workers, HBM per pool, side buffers, requests per GPU, the request-limit binding) is in
@@ -25,12 +26,20 @@ NUMBERS = frozenset({"#", "GPUs", "running", "at C", "tokens", "HBM pools"})
 
 def _layout(doc: dict) -> str:
     """tp, then DP attention workers (`dp N`) or copies of the tp group (`×N`: SGLang's
-    replicas, vLLM's DP engines)."""
+    replicas, vLLM's DP engines), then pipeline stages (`pp N`), decode context parallelism
+    (`dcp N`) and a prefill/decode role (`prefill`, `decode`) where set."""
     if doc["tp_size"] is None:
         return "—"
     if doc["enable_dp_attention"]:
-        return f"tp {doc['tp_size']} dp {doc['dp_size']}"
-    return f"tp {doc['tp_size']}" + (f" ×{doc['replicas']}" if doc["replicas"] > 1 else "")
+        text = f"tp {doc['tp_size']} dp {doc['dp_size']}"
+    else:
+        text = f"tp {doc['tp_size']}" + (f" ×{doc['replicas']}" if doc["replicas"] > 1 else "")
+    for key, word in (("pp_size", "pp"), ("dcp_size", "dcp")):
+        if (doc.get(key) or 1) > 1:
+            text += f" {word} {doc[key]}"
+    if doc.get("disaggregation_mode") not in (None, "null"):
+        text += f" {doc['disaggregation_mode']}"
+    return text
 
 
 def _cells(i: int, row: SweepRow, show_context: bool) -> list[str | Text]:
@@ -62,8 +71,9 @@ def sweep_table(title: str, rows: Sequence[SweepRow], context_tokens: int | None
         "⌊concurrency at max_model_len⌋)). at C: requests of C tokens held at once, like for "
         f"like across engines, C = {c}; runs out at C: what caps them. HBM pools: token and "
         "state pools over all GPUs. layout: tp, then dp N (DP attention) or ×N (copies of the "
-        "tp group: SGLang replicas, vLLM DP engines). Rows not planned say why below; more per "
-        "row in --json and --csv."))
+        "tp group: SGLang replicas, vLLM DP engines), then pp N (pipeline stages), dcp N "
+        "(decode context parallelism) and the prefill/decode role where set. Rows not planned "
+        "say why below; more per row in --json and --csv."))
     cells = [_cells(i, r, show_context) for i, r in enumerate(rows, 1)]
     for j, col in enumerate(COLUMNS):
         if col in NUMBERS:  # never wrapped, never cut: as wide as the widest number
@@ -135,14 +145,15 @@ def render_recommendations(rec: Recommendations, console: Console) -> None:
                  "(smallest capacity ÷ need of the workload check); running requests: the "
                  "engine's own limit; requests of C tokens: held at once, like for like",
                  caption_justify="left")
-    for col in ("#", "gpu", "engine", "GPUs", "tp", "dp", "kv", "running requests",
+    words = ("gpu", "engine", "layout", "kv")
+    for col in ("#", "gpu", "engine", "GPUs", "layout", "kv", "running requests",
                 f"requests of {rec.context_tokens:,}", "tokens", "headroom"):
-        fits.add_column(col, justify="left" if col in ("gpu", "engine", "kv") else "right",
-                        no_wrap=col not in ("gpu", "engine", "kv"))
+        fits.add_column(col, justify="left" if col in words else "right",
+                        no_wrap=col not in words)
     for i, r in enumerate(rec.fits, 1):
         doc = recommendation_json(r)
         fits.add_row(str(i), doc["gpu"] or "—", doc["engine"], f"{doc['ranks']:,}",
-                     f"{doc['tp_size']}", f"{doc['dp_size']}", f"{doc['kv_cache_dtype']}",
+                     _layout(doc), f"{doc['kv_cache_dtype']}",
                      f"{doc['running_requests']:,}", f"{doc['context_fit']['requests']:,}",
                      f"{doc['tokens']:,}", f"×{r.headroom:,.2f}")
     console.print(fits if rec.fits else Text("no layout in the search space fits", style="red"))
@@ -162,3 +173,35 @@ def render_recommendations(rec: Recommendations, console: Console) -> None:
     for reason, n in rec.failures:
         why.add_row(reason, f"{n:,}")
     console.print(why)
+
+
+def render_pd_splits(result: PdSplits, console: Console) -> None:
+    """`recommend --pd`: one row per split, each side's best layout, then the answer's
+    commands (kvledger.sizing.pd_split)."""
+    table = Table(title=f"Prefill/decode splits of {result.nodes} nodes of {result.gpu} for "
+                  f"{result.requests:,} requests × {result.context_tokens:,} tokens",
+                  title_justify="left", caption_justify="left", caption=(
+                      "decode: its servers hold the requests; prefill: one request of C tokens "
+                      "on its servers. The answer: the fitting split with the fewest decode "
+                      "nodes (the most left to prefill); prompt throughput is not modelled."))
+    for col in ("split", "decode layout", f"decode requests of {result.context_tokens:,}",
+                "prefill layout", "fits"):
+        table.add_column(col, justify="right" if col.startswith("decode requests") else "left")
+    best = result.best
+    for split in result:
+        cells = []
+        for side in (split.decode, split.prefill):
+            doc = recommendation_json(side.best) if side.best else None
+            cells.append(_layout(doc) if doc else Text(side.why or "—", style="red"))
+            if side is split.decode:
+                cells.append(f"{doc['context_fit']['requests']:,}" if doc else "")
+        mark = "yes ◀" if split is best else ("yes" if split.fits else Text("NO", style="red"))
+        table.add_row(split.ratio, *cells, mark)
+    console.print(table)
+    if best is None:
+        console.print(Text("no split of these nodes holds the workload", style="red"))
+        return
+    for label, side in (("decode", best.decode), ("prefill", best.prefill)):
+        assert side.best is not None
+        console.print(f"{best.ratio} {label}: {side.best.command}", highlight=False,
+                      soft_wrap=True)

@@ -107,6 +107,9 @@ class Deployment:
     # EAGLE branches per step as given; None: unset, which SGLang's default attention backend
     # reads before the speculative hook picks topk 1 (kvledger.sglang.attention)
     speculative_eagle_topk: int | None = _flag(None, "--speculative-eagle-topk")
+    # EAGLE-family draft steps as given; None: unset (SGLang picks them, or steps + 1 = draft
+    # tokens with topk 1); required with topk > 1, which SGLang's handler cannot derive
+    speculative_num_steps: int | None = _flag(None, "--speculative-num-steps")
     # the draft checkpoint: unset, the model's own path, or another (kvledger.sglang.draftlayers)
     speculative_draft_model: DraftModel = _flag(DraftModel.UNSET, "--speculative-draft-model-path")
     enable_hierarchical_cache: bool = _flag(False, "--enable-hierarchical-cache")
@@ -153,7 +156,8 @@ _BOOL_FIELDS = ("enable_dp_attention", "disable_overlap_schedule", "disable_radi
                 "enable_hierarchical_cache", "disaggregation_decode_enable_radix_cache",
                 "disable_cuda_graph", "disable_prefill_cuda_graph", "disable_decode_cuda_graph")
 _POSITIVE_INT_FIELDS = ("tp_size", "dp_size", "attn_cp_size", "ep_size", "pp_size", "dcp_size")
-_OPTIONAL_POSITIVE_INT_FIELDS = ("page_size", "speculative_eagle_topk", "max_mamba_cache_size",
+_OPTIONAL_POSITIVE_INT_FIELDS = ("page_size", "speculative_eagle_topk", "speculative_num_steps",
+                                 "max_mamba_cache_size",
                                  "max_total_tokens", "max_running_requests", "context_length")
 
 
@@ -258,6 +262,29 @@ def _check_parallelism(d: Deployment) -> None:
     if d.speculative_algorithm is not None and d.speculative_num_draft_tokens == 0:
         raise _fail("speculative_algorithm", d.speculative_algorithm,
                     "needs --speculative-num-draft-tokens ≥ 1")
+    _check_steps(d)
+
+
+# The algorithms whose handler (arg_groups/speculative_hook.py `_handle_eagle`) reads the steps.
+EAGLE_FAMILY = frozenset({SpecAlgorithm.EAGLE, SpecAlgorithm.EAGLE3, SpecAlgorithm.STANDALONE})
+
+
+def _check_steps(d: Deployment) -> None:
+    """--speculative-num-steps as SGLang's EAGLE handler takes it: with topk 1 the draft
+    tokens are steps + 1; with topk > 1 the steps cannot be derived and must be given."""
+    steps, topk = d.speculative_num_steps, d.speculative_eagle_topk
+    eagle = d.speculative_algorithm in EAGLE_FAMILY
+    if steps is not None and not eagle:
+        raise _fail("speculative_num_steps", steps, "is read with an EAGLE-family "
+                    "--speculative-algorithm only (EAGLE, NEXTN, EAGLE3, STANDALONE)")
+    if steps is not None and topk is None:
+        raise _fail("speculative_num_steps", steps, "needs --speculative-eagle-topk too")
+    if eagle and topk == 1 and steps is not None and d.speculative_num_draft_tokens != steps + 1:
+        raise _fail("speculative_num_draft_tokens", d.speculative_num_draft_tokens,
+                    f"with topk 1 SGLang runs steps + 1 = {steps + 1} draft tokens")
+    if eagle and topk is not None and topk > 1 and steps is None:
+        raise _fail("speculative_eagle_topk", topk, "with topk > 1 SGLang needs "
+                    "--speculative-num-steps too")
 
 
 def _check_cache(d: Deployment) -> None:

@@ -211,11 +211,14 @@ class SglangPlan:
 
 
 def deployment_fields(dep: Deployment) -> dict[str, Any]:
-    """The layout keys a sweep row shows (tp, DP attention or replicas, dtypes)."""
+    """The layout keys a sweep row shows (tp, DP attention or replicas, pipeline stages,
+    DCP, the prefill/decode role, dtypes)."""
     return {"tp_size": dep.tp_size, "dp_size": dep.dp_size,
             "enable_dp_attention": dep.enable_dp_attention,
             "replicas": 1 if dep.enable_dp_attention else dep.dp_size,
-            "attn_tp_size": dep.attn_tp_size, "kv_cache_dtype": dep.kv_cache_dtype.value,
+            "attn_tp_size": dep.attn_tp_size, "pp_size": dep.pp_size, "dcp_size": dep.dcp_size,
+            "disaggregation_mode": dep.disaggregation_mode.value,
+            "kv_cache_dtype": dep.kv_cache_dtype.value,
             "mamba_ssm_dtype": dep.mamba_ssm_dtype.value if dep.mamba_ssm_dtype else None}
 
 

@@ -3,7 +3,9 @@
 Schema `kvledger.sweep/1`: model, rules, engines, workload{requests, context_tokens}|null,
 rows[{gpu, nodes, engine ("sglang"|"vllm"), tp_size, dp_size, enable_dp_attention,
 replicas (SGLang: dp_size without DP attention, else 1; vLLM: data_parallel_size),
-attn_tp_size, kv_cache_dtype, mamba_ssm_dtype, ok, error|null, totals{ranks, workers,
+attn_tp_size, pp_size, dcp_size, disaggregation_mode ("null"|"prefill"|"decode"; vLLM rows:
+null), kv_cache_dtype, mamba_ssm_dtype (pp_size, dcp_size and disaggregation_mode added within
+major 1), ok, error|null, totals{ranks, workers,
 running_requests, tokens, token_pool_bytes, state_pool_bytes, verify_bytes, side_bytes}|null,
 per_worker|null, binding|null, requests_per_gpu|null, fits|null}]. SGLang rows: dtypes
 resolved (`auto` resolved per GPU), per_worker{state_slots, max_total_tokens,
@@ -27,7 +29,8 @@ deployment is {tensor_parallel_size, data_parallel_size, max_model_len, kv_cache
 rows are `kvledger.sizing.compare`'s (null where SGLang's quantity has no vLLM counterpart).
 
 Schema `kvledger.recommend/1`: model, requests, context_tokens, searched, fits[{gpu, nodes,
-engine, tp_size, dp_size, enable_dp_attention, kv_cache_dtype, ranks, running_requests, tokens,
+engine, tp_size, dp_size, enable_dp_attention, replicas, pp_size, dcp_size,
+disaggregation_mode (these four added within major 1), kv_cache_dtype, ranks, running_requests, tokens,
 headroom, command, vllm_command|null, vllm_why|null, context_fit{…} (as in sweep rows, at
 context_tokens; added within major 1)}], failures[{reason, layouts}]
 (`command`: the engine's launch command; `vllm_command`: vLLM's `vllm serve …` for the same
@@ -35,6 +38,11 @@ GPUs when its plan holds the workload, else `vllm_why`. SGLang fits give the fla
 vLLM fits, from `--engine vllm`, give vLLM's flags as in sweep rows, and `vllm_command` is
 their `command`). The envelope's notes are every assumption behind the fits' plans and vLLM's
 plans of the same layouts (all layouts' when nothing fits).
+
+Schema `kvledger.recommend-pd/1` (`recommend --pd`, `kvledger.sizing.pd_split`): model, gpu,
+nodes, requests, context_tokens, best (the answer's split, `"5P:3D"`, or null),
+splits[{ratio, fits, prefill{nodes, fits, why|null, layout (a recommend/1 fit)|null},
+decode{…}}], decode nodes 1 … N − 1 in order.
 """
 
 from __future__ import annotations
@@ -50,9 +58,10 @@ if TYPE_CHECKING:  # the results import this module to write themselves
     from kvledger.sizing.recommend import Recommendation, Recommendations
     from kvledger.sizing.run import Sweep, SweepRow
 
-_POINT = ("tp_size", "dp_size", "enable_dp_attention", "replicas", "attn_tp_size",
-          "kv_cache_dtype", "mamba_ssm_dtype")
-_FIT_POINT = ("tp_size", "dp_size", "enable_dp_attention", "kv_cache_dtype")
+_POINT = ("tp_size", "dp_size", "enable_dp_attention", "replicas", "attn_tp_size", "pp_size",
+          "dcp_size", "disaggregation_mode", "kv_cache_dtype", "mamba_ssm_dtype")
+_FIT_POINT = ("tp_size", "dp_size", "enable_dp_attention", "replicas", "pp_size", "dcp_size",
+              "disaggregation_mode", "kv_cache_dtype")
 
 
 def _point(row: SweepRow) -> dict[str, Any]:

@@ -23,10 +23,11 @@ from kvledger.core.engines import Engine
 from kvledger.core.plan import EnginePlan
 from kvledger.core.terms import MemoryTerms
 from kvledger.model.arch import ModelArch
+from kvledger.sglang.deploy import DisaggMode
 from kvledger.sglang.plan import make_plan
 from kvledger.sglang.rules import DEFAULT_RULES
 from kvledger.sizing.axes import Point
-from kvledger.sizing.vllm_point import EP_NOTE, vllm_deployment
+from kvledger.sizing.vllm_point import EP_NOTE, ROLE_NOTE, vllm_deployment
 from kvledger.vllm.plan import make_vllm_plan
 from kvledger.vllm.rules import DEFAULT_VLLM_RULES
 
@@ -68,6 +69,8 @@ def _vllm(model: ModelArch | str, point: Point, rules: str, terms: MemoryTerms,
                           requests=workload[0], context_tokens=workload[1])
     if plan.totals.workers > 1:
         plan = replace(plan, notes=(*plan.notes, EP_NOTE))
+    if point.deployment.disaggregation_mode is not DisaggMode.NULL:
+        plan = replace(plan, notes=(*plan.notes, ROLE_NOTE))
     return plan
 
 

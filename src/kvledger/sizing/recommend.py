@@ -1,12 +1,18 @@
 """The cheapest deployments that fit a workload, and why the others do not.
 
 Search space: every GPU asked for (default: the whole catalogue), tp 1, 2, 4, 8 and 16
-(two nodes), every attention-DP size that divides tp, KV dtype auto and fp8_e4m3. A layout
+(two nodes), every attention-DP size that divides tp, every DCP size (2, 4, 8) that divides
+tp (without DP attention), pipeline stages 1, 2 and 4 on whole nodes (tp 8: a stage a node),
+KV dtype auto and fp8_e4m3. With `nodes` (`--nodes N`: "8 nodes of B200, which split?") the
+space is every layout of exactly N × 8 GPUs instead: tp 8 or 16, pp any divisor of what is
+left, SGLang replicas (--dp-size without DP attention) for the rest, with the same DP and DCP
+choices; other flags (`--disaggregation-mode decode`) apply to every layout. A layout
 fits when the plan's workload check passes (`--requests R` concurrent requests of
 `--context C` tokens: token KV, state slots and running requests on every worker).
 Cheapest first: fewest GPUs, then most headroom (the smallest capacity ÷ need over the
-check's ledgers). Each comes with the SGLang command that launches it, and with vLLM's
-(`vllm serve …`, the same GPUs: `kvledger.sizing.vllm_point`) when vLLM's plan of the layout
+check's ledgers), then the most requests of C tokens held at once. Each comes with the
+SGLang command that launches it, and with vLLM's (`vllm serve …`, the same GPUs:
+`kvledger.sizing.vllm_point`) when vLLM's plan of the layout
 with `--max-model-len C` holds R concurrent requests; otherwise `vllm_why` says why not (vLLM's
 refusal, or its concurrency short of R).
 
@@ -18,8 +24,8 @@ together, so a model SGLang refuses (Jamba) still gets vLLM's recommendation.
 
 >>> rec = recommend("glm-5.3-flash", requests=256, context_tokens=32_768, gpus=("H200",))
 >>> best = rec.fits[0]
->>> best.row.totals.ranks, best.row.plan.layout.deployment.enable_dp_attention
-(8, True)
+>>> best.row.totals.ranks, best.row.plan.layout.deployment.dcp_size
+(8, 4)
 >>> best.command.startswith("python -m sglang.launch_server --model-path zai-org/GLM-5.3-Flash")
 True
 """
@@ -39,7 +45,7 @@ from kvledger.model.arch import ModelArch
 from kvledger.model.config import REPO_IDS, load_model
 from kvledger.sglang.deploy import Deployment, KVDtype
 from kvledger.sglang.rules import DEFAULT_RULES
-from kvledger.sizing.axes import Axes
+from kvledger.sizing.axes import GPUS_PER_NODE, Axes
 from kvledger.sizing.documents import recommend_json
 from kvledger.sizing.engines import plan_point
 from kvledger.sizing.run import SweepRow, plan_rows
@@ -48,6 +54,9 @@ from kvledger.vllm.rules import DEFAULT_VLLM_RULES
 VLLM = Engine.VLLM  # the engine whose command every fit carries beside its own
 
 TP_SIZES = (1, 2, 4, 8, 16)
+PP_SIZES = (1, 2, 4)  # pipeline stages, searched on whole nodes (tp 8): one stage a node
+DCP_SIZES = (2, 4, 8)  # decode context parallelism over the tp ranks (it must divide tp)
+NODE_TP_SIZES = (8, 16)  # with --nodes: a node's GPUs, or two nodes', in one tp group
 KV_DTYPES = (KVDtype.AUTO, KVDtype.FP8_E4M3)
 
 
@@ -126,10 +135,34 @@ def _vllm(arch: ModelArch, ref: str, row: SweepRow, requests: int, context_token
     return {"vllm_command": plan.launch_command(ref), "vllm_why": None, "notes": notes}
 
 
-def _search_axes(gpus: tuple[str, ...]) -> list[Axes]:
-    dp_sizes = sorted({dp for tp in TP_SIZES for dp in range(1, tp + 1) if tp % dp == 0})
-    return [Axes(gpus=gpus, tp=(tp,), dp=tuple(d for d in dp_sizes if tp % d == 0),
-                 kv_cache_dtype=KV_DTYPES) for tp in TP_SIZES]
+def _divisors(n: int) -> tuple[int, ...]:
+    return tuple(d for d in range(1, n + 1) if n % d == 0)
+
+
+def _tp_axes(gpus: tuple[str, ...], tp: int, pp: tuple[int, ...], replicas: int = 1
+             ) -> list[Axes]:
+    """tp with every attention-DP size dividing it, then every DCP size (2, 4, 8) dividing it
+    without DP attention (DCP shards the tp ranks' KV), each over the pipeline sizes `pp`."""
+    dcp = tuple(d for d in DCP_SIZES if tp % d == 0)
+    dp = _divisors(tp) if replicas == 1 else (1,)
+    return [Axes(gpus=gpus, tp=(tp,), dp=dp, pp=pp, replicas=(replicas,),
+                 kv_cache_dtype=KV_DTYPES),
+            *([Axes(gpus=gpus, tp=(tp,), dcp=dcp, pp=pp, replicas=(replicas,),
+                    kv_cache_dtype=KV_DTYPES)] if dcp else [])]
+
+
+def _search_axes(gpus: tuple[str, ...], nodes: int | None = None) -> list[Axes]:
+    """The search space (module doc): without `nodes`, TP_SIZES with PP_SIZES on whole nodes
+    (tp 8); with `nodes`, every layout of exactly nodes × 8 GPUs: tp 8 or 16 × pp × replicas."""
+    if nodes is None:
+        return [a for tp in TP_SIZES
+                for a in _tp_axes(gpus, tp, PP_SIZES if tp == GPUS_PER_NODE else (1,))]
+    total = nodes * GPUS_PER_NODE
+    out = []
+    for tp in (t for t in NODE_TP_SIZES if total % t == 0):
+        for pp in _divisors(total // tp):
+            out += _tp_axes(gpus, tp, (pp,), replicas=total // tp // pp)
+    return out
 
 
 def recommend(model: str | ModelArch, *, requests: int, context_tokens: int,
@@ -138,22 +171,26 @@ def recommend(model: str | ModelArch, *, requests: int, context_tokens: int,
               engines: tuple[str, ...] = ("sglang",),
               vllm_rules: str = DEFAULT_VLLM_RULES,
               terms: MemoryTerms | None = None, runner: Runner = SERIAL,
-              observer: RunObserver | None = None) -> Recommendations:
+              observer: RunObserver | None = None,
+              nodes: int | None = None) -> Recommendations:
     """The `top` cheapest fitting layouts over the search space, of every engine in `engines`
     (module doc); `terms` are the memory terms a user knows (weights, vLLM's profiled
-    terms), as for `sweep`. Every layout's plan is an independent run on `runner`
+    terms), as for `sweep`; `nodes`: only layouts of exactly that many nodes. Every layout's plan is an independent run on `runner`
     (`kvledger.core.runner`); the answer is the serial one."""
     terms = terms or MemoryTerms()
     arch = load_model(model) if isinstance(model, str) else model
     chosen = tuple(gpus) if gpus else tuple(CATALOGUE)
-    points = [p for axes in _search_axes(chosen) for p in axes.points(base)]
+    points = [p for axes in _search_axes(chosen, nodes) for p in axes.points(base)]
     rows = plan_rows(arch, points, engines, {Engine.SGLANG: rules, Engine.VLLM: vllm_rules},
                      terms, (requests, context_tokens), runner, observer)
     # `auto` and the dtype it resolves to on a GPU are one layout: keep the first spelling.
     fitting = list({(r.engine, r.gpu, r.plan.deployment): r for r in reversed(rows)
                     if r.fits}.values())[::-1]
     ref = REPO_IDS.get(arch.name, arch.name)
-    ranked = sorted(fitting, key=lambda r: (r.totals.ranks, -headroom(r)))
+    # ties (headroom capped alike, e.g. by the context length) go to the layout that holds
+    # the most requests of C tokens at once
+    ranked = sorted(fitting, key=lambda r: (r.totals.ranks, -headroom(r),
+                                            -r.plan.fit_at(context_tokens).requests))
     fits = tuple(Recommendation(row=r, headroom=headroom(r),
                                 command=r.plan.launch_command(ref, nodes=r.point.nodes),
                                 **_vllm(arch, ref, r, requests, context_tokens, vllm_rules,

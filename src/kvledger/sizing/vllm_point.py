@@ -10,6 +10,7 @@ Mapping (the flags both engines share, `kvledger.sizing.translate`, plus the lay
   (`EP_NOTE`) says;
 - SGLang `--tp T --dp R` without DP attention (R replicas, T × R GPUs) →
   `--tensor-parallel-size T --data-parallel-size R`;
+- SGLang `--disaggregation-mode prefill|decode` → the same engine (`ROLE_NOTE`);
 - `--context C` (a workload) → `--max-model-len C`: vLLM sizes concurrency for requests of
   max_model_len tokens.
 
@@ -29,6 +30,10 @@ from kvledger.sglang.deploy import Deployment
 from kvledger.sizing.translate import vllm_from_sglang
 from kvledger.vllm.deploy import VllmDeployment
 
+# vLLM runs a prefill/decode pair as two engines with a KV connector (--kv-transfer-config);
+# kvledger's vLLM rules size each as an aggregated engine and do not model the connector.
+ROLE_NOTE = ("vLLM rows: a prefill or decode role is planned as an aggregated engine (a KV "
+             "connector pair; the connector's buffers are not modelled)")
 EP_NOTE = ("vLLM rows: --data-parallel-size ranks are independent engines; expert "
            "parallelism is not modelled, so each holds a tensor-parallel replica's weights")
 

@@ -182,7 +182,8 @@ class VllmPlan:
         dep = self.given if as_given and self.given else self.deployment
         return {"tp_size": dep.tensor_parallel_size, "dp_size": dep.data_parallel_size,
                 "pp_size": dep.pipeline_parallel_size,
-                "dcp_size": dep.decode_context_parallel_size, "enable_dp_attention": False, "replicas": dep.data_parallel_size,
+                "dcp_size": dep.decode_context_parallel_size, "disaggregation_mode": None,
+                "enable_dp_attention": False, "replicas": dep.data_parallel_size,
                 "attn_tp_size": dep.tensor_parallel_size, "kv_cache_dtype": dep.kv_cache_dtype,
                 "mamba_ssm_dtype": dep.mamba_ssm_cache_dtype}
 

@@ -44,6 +44,15 @@ DpOpt = Annotated[str | None, typer.Option(
 ReplicasOpt = Annotated[str | None, typer.Option(
     "--replicas", help="Data-parallel replicas without DP attention (1,2,4): SGLang's "
     "--dp-size R alone, R copies of the tp group on tp × R GPUs; not with --dp > 1.")]
+PpOpt = Annotated[str | None, typer.Option(
+    "--pp-size", help="Pipeline stages (1,2,4): tp × pp GPUs a replica, over --nodes when "
+    "given (tp = nodes × 8 / pp).")]
+DcpOpt = Annotated[str | None, typer.Option(
+    "--dcp-size", help="Decode context parallelism (1,2,4,8): shards each request's KV over "
+    "the tp ranks, which it must divide; no GPUs of its own.")]
+RoleOpt = Annotated[str | None, typer.Option(
+    "--disaggregation-mode", help="Server roles (null,prefill,decode): each a server of a "
+    "prefill/decode split, sized as SGLang sizes that role; null: aggregated.")]
 KvOpt = Annotated[str | None, typer.Option(
     "--kv-cache-dtype", help="KV dtypes (auto,bf16,fp8_e4m3).")]
 SsmOpt = Annotated[str | None, typer.Option(
@@ -90,13 +99,18 @@ def _count(high: int):
     return parse
 
 
-def _axes(gpu, nodes, tp, dp, kv, ssm, replicas=None, base_tp: int = 1):
+def _axes(gpu, nodes, tp, dp, kv, ssm, replicas=None, base_tp: int = 1, *, pp=None,
+          dcp=None, role=None):
     from kvledger.sizing import Axes, parse_axis
     from kvledger.sizing.axes import GPUS_PER_NODE
 
     kv_parse, ssm_parse = _parser("--kv-cache-dtype"), _parser("--mamba-ssm-dtype")
     gpus = _count(MAX_GPUS)
     axes = Axes(
+        pp=parse_axis("--pp-size", pp, gpus) if pp else (None,),
+        dcp=parse_axis("--dcp-size", dcp, gpus) if dcp else (None,),
+        role=parse_axis("--disaggregation-mode", role, _parser("--disaggregation-mode"))
+        if role else (None,),
         gpus=parse_axis("--gpu", gpu, str) if gpu else (None,),
         nodes=parse_axis("--nodes", nodes, _count(MAX_GPUS // GPUS_PER_NODE)) if nodes
         else (None,),
@@ -108,15 +122,19 @@ def _axes(gpu, nodes, tp, dp, kv, ssm, replicas=None, base_tp: int = 1):
     # Each value may be sane and the deployment still absurd: replicas × tp GPUs.
     widest = max([base_tp, *(t for t in axes.tp if t),
                   *(n * GPUS_PER_NODE for n in axes.nodes if n)])
-    if widest * max(axes.replicas) > MAX_GPUS:
-        raise ValueError(f"--replicas {max(axes.replicas):,}: {max(axes.replicas):,} × "
-                         f"{widest:,} GPUs is {widest * max(axes.replicas):,} GPUs; expected "
-                         f"at most {MAX_GPUS:,}")
+    stages, copies = max(p or 1 for p in axes.pp), max(axes.replicas)
+    if widest * stages * copies > MAX_GPUS:
+        what = (f"--replicas {copies:,}: {copies:,} × {widest:,} GPUs" if stages == 1 else
+                f"--replicas {copies:,} × --pp-size {stages:,}: {copies:,} × {stages:,} × "
+                f"{widest:,} GPUs")
+        raise ValueError(f"{what} is {widest * stages * copies:,} GPUs; expected at most "
+                         f"{MAX_GPUS:,}")
     return axes
 
 
 @command(help="Plan a grid of deployments of one model (comma lists for --gpu, --nodes, --tp, "
-         "--dp, --replicas, --kv-cache-dtype, --mamba-ssm-dtype, --engine): one row per "
+         "--dp, --replicas, --pp-size, --dcp-size, --disaggregation-mode, --kv-cache-dtype, "
+         "--mamba-ssm-dtype, --engine): one row per "
          "deployment and engine with deployment-wide totals (GPUs, running requests, requests "
          "of C tokens held at once — like for like across engines, C = --context or each "
          "engine's context length — tokens, HBM pools, what runs out first at C; --json and "
@@ -129,7 +147,9 @@ def sweep(ctx: typer.Context, vllm: VllmTerms, jobs: JobsInputs, model: ModelOpt
           rules: RulesOpt = DEFAULT_RULES, gpu: GpusOpt = None, nodes: NodesOpt = None,
           tp: TpOpt = None, dp: DpOpt = None,
           kv_cache_dtype: KvOpt = None, mamba_ssm_dtype: SsmOpt = None,
-          replicas: ReplicasOpt = None, engine: EngineOpt = None, available_gib: AvailOpt = None,
+          replicas: ReplicasOpt = None, pp_size: PpOpt = None, dcp_size: DcpOpt = None,
+          disaggregation_mode: RoleOpt = None, engine: EngineOpt = None,
+          available_gib: AvailOpt = None,
           weights_gib: WeightsOpt = None, requests: RequestsOpt = None,
           context: ContextOpt = None, check: CheckOpt = False, csv: CsvOpt = None,
           figure: FigureOpt = None, no_progress: NoProgressOpt = False,
@@ -153,7 +173,8 @@ def sweep(ctx: typer.Context, vllm: VllmTerms, jobs: JobsInputs, model: ModelOpt
                              "--context")
         parsed = parse_flags(ctx.args)
         axes = _axes(gpu, nodes, tp, dp, kv_cache_dtype, mamba_ssm_dtype, replicas,
-                     base_tp=parsed.deployment.tp_size)
+                     base_tp=parsed.deployment.tp_size, pp=pp_size, dcp=dcp_size,
+                     role=disaggregation_mode)
         if axes.size() > 10_000:
             raise ValueError(f"the grid has {axes.size():,} deployments; expected at most 10,000")
         terms = vllm.terms(weights_gib=weights_gib, available_gib=available_gib)
@@ -222,7 +243,8 @@ def compare(ctx: typer.Context, vllm: VllmTerms,
 
 @command(help="The cheapest deployments (fewest GPUs, then most headroom) that fit "
          "--requests R concurrent requests of --context C tokens, each with the SGLang launch "
-         "command to paste, and why the other layouts fail. Other SGLang flags apply to "
+         "command to paste, and why the other layouts fail. Layouts: tp, DP attention, DCP, "
+         "pipeline stages on whole nodes; --nodes N: every split of exactly N nodes. Other SGLang flags apply to "
          "every layout. --engine vllm (or sglang,vllm) searches vLLM's layouts of the same "
          "GPUs too, each with its `vllm serve` command. With --trace (or --workload) and "
          "--ttft-p95-ms instead: the smallest fleet (layouts × replicas × router × host "
@@ -239,7 +261,17 @@ def recommend(ctx: typer.Context, vllm: VllmTerms, jobs: JobsInputs, slo: SloInp
               gpu: GpusOpt = None, model: ModelOpt = None, rules: RulesOpt = DEFAULT_RULES,
               engine: EngineOpt = None, weights_gib: WeightsOpt = None,
               top: Annotated[int, typer.Option("--top", help="Layouts to list.")] = 5,
+              nodes: Annotated[int | None, typer.Option(
+                  "--nodes", "--nnodes", help="Only layouts of exactly N nodes of 8 GPUs "
+                  "(tp 8 or 16 × pipeline stages × replicas, with DP attention or DCP): "
+                  "which split of N nodes holds the workload.")] = None,
               no_progress: NoProgressOpt = False, json: JsonOpt = False) -> None:
+    if slo.pd and not slo.asked:
+        with user_errors():
+            slo.check_unused()
+        _recommend_pd(ctx, vllm, requests, context, gpu, model, rules, engine, weights_gib,
+                      nodes, json)
+        return
     from kvledger.cli.runners.run_bar import RunBar
     from kvledger.report.sweep_view import render_recommendations
     from kvledger.sizing import parse_axis
@@ -250,7 +282,8 @@ def recommend(ctx: typer.Context, vllm: VllmTerms, jobs: JobsInputs, slo: SloInp
         if slo.asked:
             from kvledger.cli.runners.recommend_slo import run_slo_command
 
-            given = {"--top": top != 5, "--weights-gib": weights_gib is not None, **{"--" + f.name.replace("_", "-"):
+            given = {"--top": top != 5, "--weights-gib": weights_gib is not None,
+                     "--nodes": nodes is not None, **{"--" + f.name.replace("_", "-"):
                                            getattr(vllm, f.name) is not None
                                            for f in fields(vllm)}}
             met = run_slo_command(slo, ctx.args, model=model, gpu=gpu, rules=rules,
@@ -279,7 +312,7 @@ def recommend(ctx: typer.Context, vllm: VllmTerms, jobs: JobsInputs, slo: SloInp
             rec = run_recommend(name, requests=requests, context_tokens=context, gpus=gpus,
                                 base=parsed.deployment, rules=choice.sglang_rules, top=top,
                                 engines=choice.engines, vllm_rules=choice.vllm_rules,
-                                terms=terms, runner=runner, observer=bar)
+                                terms=terms, runner=runner, observer=bar, nodes=nodes)
     if json:
         emit_json(rec.to_json(parsed.ignored))
     else:
@@ -288,4 +321,38 @@ def recommend(ctx: typer.Context, vllm: VllmTerms, jobs: JobsInputs, slo: SloInp
             console.print(f"ignored flag: {flag}", style="yellow", highlight=False)
         _print_notes(rec.notes)
     if rec.best is None:
+        raise typer.Exit(1)
+
+
+def _recommend_pd(ctx: typer.Context, vllm: VllmTerms, requests: int, context: int,
+                  gpu: str | None, model: str | None, rules: str, engine: str | None,
+                  weights_gib: float | None, nodes: int | None, json: bool) -> None:
+    """`recommend --pd`: the prefill/decode splits of --nodes (kvledger.sizing.pd_split)."""
+    from kvledger.report.sweep_view import render_pd_splits
+    from kvledger.sizing import parse_axis
+    from kvledger.sizing.pd_split import pd_splits
+
+    with user_errors():
+        if requests is None or context is None:
+            raise ValueError("--pd: give --requests R and --context C (the workload the decode "
+                             "servers hold), or --trace/--workload with --ttft-p95-ms")
+        if nodes is None:
+            raise ValueError("--pd: needs --nodes N (the nodes to split)")
+        gpus = parse_axis("--gpu", gpu, str) if gpu else ()
+        if len(gpus) != 1:
+            raise ValueError("--pd: needs one --gpu (both sides run on it)")
+        choice = choose_engines(engine, rules)
+        if choice.engines != ("sglang",):
+            raise ValueError("--pd: splits are sized with SGLang's roles; --engine sglang only")
+        parsed = parse_flags(ctx.args)
+        name = model or parsed.model_ref or DEFAULT_MODEL
+        result = pd_splits(name, requests=requests, context_tokens=context, gpu=gpus[0],
+                           nodes=nodes, base=parsed.deployment, rules=choice.sglang_rules,
+                           terms=vllm.terms(weights_gib=weights_gib))
+    if json:
+        emit_json(result.to_json(parsed.ignored))
+    else:
+        render_pd_splits(result, console)
+        _print_notes(result.notes)
+    if result.best is None:
         raise typer.Exit(1)

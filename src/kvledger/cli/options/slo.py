@@ -38,8 +38,11 @@ RoutersOpt = Annotated[str | None, typer.Option(
 MaxReplicasOpt = Annotated[int, typer.Option(
     "--max-replicas", help="Most replicas of one layout searched.")]
 PdOpt = Annotated[bool, typer.Option(
-    "--pd", help="Search prefill/decode splits too (P prefill + D decode servers of each "
-    "layout without the host tier, as `simulate --prefill-replicas P --decode-replicas D`).")]
+    "--pd", help="Search prefill/decode splits. With --trace/--workload: P prefill + D decode "
+    "servers of each layout without the host tier, as `simulate --prefill-replicas P "
+    "--decode-replicas D`. With --requests/--context, --nodes N and one --gpu: every split of "
+    "the N nodes (decode servers hold the workload, prefill servers one request of C tokens), "
+    "each side's best layout, and the split with the fewest decode nodes that holds it.")]
 SloLinkOpt = Annotated[LinkKind | None, typer.Option(
     "--link", help="With --pd: the prefill→decode link (default ib-400).")]
 HostTierOpt = Annotated[str, typer.Option(
@@ -109,11 +112,15 @@ class SloInputs:
         return tuple(t for t in HOST_TIERS if ("on" if t else "off") in words)
 
     def check_unused(self) -> None:
-        """Without a workload the SLO options mean nothing: refuse them by name."""
+        """Without a workload the SLO options mean nothing: refuse them by name.
+
+        `--pd` is the one exception: without a workload it asks for the node splits of
+        `--nodes` (`kvledger.sizing.pd_split`), which the concurrency mode answers.
+        """
         given = {"--ttft-p95-ms": self.ttft_p95_ms, "--tpot-p95-ms": self.tpot_p95_ms,
                  "--gpu-price": self.gpu_price or None, "--objective": self.objective,
                  "--routers": self.routers, "--num-requests": self.num_requests,
-                 "--pd": self.pd or None, "--link": self.link,
+                 "--link": self.link,
                  "--rate": self.rate}
         for flag, value in given.items():
             if value is not None:

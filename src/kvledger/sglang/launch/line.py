@@ -18,7 +18,7 @@ import shlex
 from dataclasses import fields
 from enum import Enum
 
-from kvledger.sglang.deploy import Deployment, SpecAlgorithm
+from kvledger.sglang.deploy import EAGLE_FAMILY, Deployment
 from kvledger.sglang.launch.flags import FLAGS
 
 # Deployment field → the spelling every release's parser registers. The DSA backend pair is
@@ -36,8 +36,21 @@ def _value(value: object) -> str:
     return str(value)
 
 
-# the algorithms `kvledger.sglang.launch.speculative._eagle` reads
-_EAGLE = frozenset({SpecAlgorithm.EAGLE, SpecAlgorithm.EAGLE3, SpecAlgorithm.STANDALONE})
+def _eagle_chain(dep: Deployment) -> list[str]:
+    """An EAGLE-family chain as SGLang's handler takes it (arg_groups/speculative_hook.py,
+    `kvledger.sglang.launch.speculative`): topk unset, nothing (it picks (3, 1, 4) itself and
+    refuses draft tokens without steps); topk 1, the steps alone (draft tokens are steps + 1);
+    topk > 1, the steps and the draft tokens, which it cannot derive (topk itself is its own
+    field)."""
+    topk = dep.speculative_eagle_topk
+    if topk is None:
+        return []
+    if topk == 1:
+        steps = dep.speculative_num_steps or dep.speculative_num_draft_tokens - 1
+        return ["--speculative-num-steps", _value(steps)]
+    assert dep.speculative_num_steps is not None, "Deployment requires steps with topk > 1"
+    return ["--speculative-num-steps", _value(dep.speculative_num_steps),
+            "--speculative-num-draft-tokens", _value(dep.speculative_num_draft_tokens)]
 
 
 def sglang_command(model_ref: str, dep: Deployment, *, nodes: int = 1) -> str:
@@ -53,15 +66,12 @@ def sglang_command(model_ref: str, dep: Deployment, *, nodes: int = 1) -> str:
             continue
         if field.name == "speculative_num_draft_tokens" and dep.speculative_algorithm is None:
             continue
-        if field.name == "speculative_num_draft_tokens" and dep.speculative_algorithm in _EAGLE:
-            # SGLang's EAGLE handler refuses draft tokens without steps: with topk unset it
-            # picks (3, 1, 4) itself, so nothing is written; with topk 1 the draft is steps + 1
-            # (`kvledger.sglang.launch.speculative`), so the steps say it
-            if dep.speculative_eagle_topk is None:
-                continue
-            if dep.speculative_eagle_topk == 1:
-                words += ["--speculative-num-steps", _value(value - 1)]
-                continue
+        if field.name == "speculative_num_steps":
+            continue  # written with the draft tokens, below
+        if (field.name == "speculative_num_draft_tokens"
+                and dep.speculative_algorithm in EAGLE_FAMILY):
+            words += _eagle_chain(dep)
+            continue
         flag = _SPELLING.get(field.name)
         assert flag is not None, f"no SGLang flag writes Deployment.{field.name}"
         words += [flag] if value is True else [flag, _value(value)]

@@ -30,6 +30,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from kvledger.sglang.deploy import (
+    EAGLE_FAMILY,
     FIELD_FLAGS,
     Deployment,
     DeploymentError,
@@ -51,7 +52,7 @@ from kvledger.sglang.launch.spellings import SGLANG_SPELLINGS, read_flag
 
 # Fields whose flag maps straight onto them; the rest are derived from several flags.
 _DERIVED = {"dsa_backend", "speculative_algorithm", "speculative_num_draft_tokens",
-            "speculative_draft_model"}
+            "speculative_num_steps", "speculative_draft_model"}
 DIRECT_FIELDS = frozenset(FIELD_FLAGS) - _DERIVED
 
 
@@ -195,6 +196,9 @@ def parse_flags(argv: Sequence[str] | str) -> ParsedFlags:
         kwargs |= {"speculative_algorithm": spec.algorithm,
                    "speculative_num_draft_tokens": spec.draft_tokens}
         set_fields |= {"speculative_algorithm", "speculative_num_draft_tokens"}
+        if spec.algorithm in EAGLE_FAMILY and values.get("speculative_num_steps") is not None:
+            kwargs["speculative_num_steps"] = values["speculative_num_steps"]
+            set_fields.add("speculative_num_steps")
         if "max_running_requests" not in kwargs:
             kwargs["max_running_requests"] = MAX_RUNNING_REQUESTS
             notes.append(f"speculative decoding: SGLang sets --max-running-requests "
