@@ -123,6 +123,10 @@ def pd_splits(model: str, *, requests: int, context_tokens: int, gpu: str, nodes
             notes += rec.notes
             sides[mode] = _side(rec, count)
         splits.append(PdSplit(prefill=sides[DisaggMode.PREFILL], decode=sides[DisaggMode.DECODE]))
+    # the notes behind the answer's two layouts; every candidate's only when none fits
+    best = next((s for s in splits if s.fits), None)
+    if best is not None:
+        notes = [n for side in (best.decode, best.prefill) for n in side.best.notes]
     return PdSplits(model=model, gpu=gpu, nodes=nodes, requests=requests,
                     context_tokens=context_tokens, splits=tuple(splits),
                     notes=tuple(dict.fromkeys(notes)))
