@@ -1,7 +1,7 @@
 """Device memory: allocators and pools built from an SglangPlan (torch; knows nothing of trees).
 
-Names resolve lazily (PEP 562): the allocators (`kvledger.pools.ids`, `kvledger.pools.paged`)
-are numpy-only, so the simulator's accounting mode can use them without loading torch.
+Names resolve lazily (PEP 562): the allocators (`kvledger.pools.ids`, `kvledger.pools.paged`,
+`kvledger.pools.runs`: a page pool handed out in runs of pages) are numpy-only, so the simulator's accounting mode can use them without loading torch.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ _HOMES = {
     "LatentKVPool": "latent",
     "NULL_PAGE": "paged", "PagedTokenAllocator": "paged",
     "ReqToTokenPool": "req_to_token",
+    "RunAllocator": "runs",
     "MambaPool": "state",
     "CompressTail": "tail",
 }

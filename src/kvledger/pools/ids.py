@@ -62,6 +62,11 @@ class IdAllocator:
         return self._top + self.capacity + 1 - self._fresh
 
     @property
+    def fresh_id(self) -> int:
+        """The lowest id never handed out: every id handed out so far is below it."""
+        return self._fresh
+
+    @property
     def num_used(self) -> int:
         return self.capacity - self.num_free
 
