@@ -124,3 +124,18 @@ def test_bad_input_exits_2_naming_the_flag(args, flag):
     assert result.exit_code == 2, result.output
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: ") and flag in lines[0], lines
+
+
+@pytest.mark.slow  # two serving runs of 200 requests: several seconds
+def test_a_run_whose_queue_grows_is_flagged_saturated_for_each_engine(both):
+    # At the trace's own rate 60 requests drain; 200 arriving 100× faster build a backlog
+    # on both engines (`sim.fleet.capacity.queue_grows`, the fleet issue's overload rule).
+    assert [(r["engine"], r["saturated"]) for r in both["comparison"]] == [
+        ("sglang", False), ("vllm", False)]
+    assert both["engines"]["vllm"]["latency"]["saturated"] is False
+    args = [a for a in BASE if a not in ("--json", "60")]
+    args[args.index("--num-requests")] = "--num-requests=200"
+    fast = runner.invoke(app, [*args, "--engine", "sglang,vllm", "--time-scale", "0.01"])
+    assert fast.exit_code == 0, fast.output
+    assert "sglang (saturated)" in fast.stdout and "vllm (saturated)" in fast.stdout
+    assert "measure the backlog" in " ".join(fast.stdout.split())

@@ -10,13 +10,16 @@ Schema `kvledger.simulate-vllm/1`, inside the common envelope (`core.envelope`):
     evictions{full_kv_blocks, full_kv_tokens, full_kv_bytes, mamba_states},
     preemptions, time{simulated_ms, steps, wall_s},
     latency{model, ttft_ms{mean, p50, p95, p99}, tpot_ms{…}, output_tokens_per_s,
-            total_tokens_per_s} (ttft_ms and tpot_ms null when nothing finished)
+            total_tokens_per_s, saturated} (ttft_ms and tpot_ms null when nothing finished;
+            saturated: the queue grows, `sim.fleet.capacity.queue_grows`)
 
 The keys SGLang's document has (`report.sim_json`) mean the same here. `state_blocks` is the
 blocks one cached state costs (one per Mamba group). Schema `kvledger.simulate-engines/1`
 (`--engine sglang,vllm`): ``engines{sglang: <simulate body>, vllm: <simulate-vllm body>}``
 and ``comparison``, one row per engine: engine, token_hit, usable_hit, ttft_p50_ms,
-ttft_p95_ms, tpot_p50_ms, evicted_kv_tokens, evicted_states, output_tokens_per_s, finished.
+ttft_p95_ms, tpot_p50_ms, evicted_kv_tokens, evicted_states, output_tokens_per_s, finished,
+saturated (the run's queue grows, `sim.fleet.capacity.queue_grows`, the same rule for both
+engines: its latencies measure the backlog, not the cache).
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ def vllm_sim_body(s: VllmSimSummary) -> dict[str, Any]:
         "preemptions": s.preemptions,
         "time": {"simulated_ms": round(s.duration_ms, 3), "steps": s.steps,
                  "wall_s": round(s.wall_s, 3)},
-        "latency": latency_json(s.timing, s.latency),
+        "latency": {**latency_json(s.timing, s.latency), "saturated": s.queue_grows},
     }
 
 
@@ -80,6 +83,7 @@ class EngineRow:
     evicted_states: int
     output_tokens_per_s: float
     finished: int
+    saturated: bool  # the run's queue grows: its latencies measure the backlog, not the cache
 
 
 def _lat(lat: LatencyStats | None) -> dict[str, float | None]:
@@ -90,16 +94,18 @@ def _lat(lat: LatencyStats | None) -> dict[str, float | None]:
             "tpot_p50_ms": lat.tpot_ms.p50, "output_tokens_per_s": lat.output_tokens_per_s}
 
 
-def sglang_row(s: SimSummary) -> EngineRow:
+def sglang_row(s: SimSummary, *, saturated: bool) -> EngineRow:
     c = s.counters
     return EngineRow(engine="sglang", pool=f"{s.token_pages * s.page_tokens:,} KV tokens + "
                      f"{s.state_slots:,} state slots", token_hit=c.token_hit_rate,
                      usable_hit=c.usable_hit_rate, evicted_kv_tokens=s.evicted_tokens,
-                     evicted_states=s.evicted_slots, finished=c.finished, **_lat(s.latency))
+                     evicted_states=s.evicted_slots, finished=c.finished, saturated=saturated,
+                     **_lat(s.latency))
 
 
 def vllm_row(s: VllmSimSummary) -> EngineRow:
     return EngineRow(engine="vllm", pool=f"{s.num_blocks - 1:,} blocks of {s.block_tokens} "
                      f"tokens (a state: {s.num_mamba_groups})", token_hit=s.token_hit_rate,
                      usable_hit=s.usable_hit_rate, evicted_kv_tokens=s.evicted_kv_tokens,
-                     evicted_states=s.evicted_states, finished=s.finished, **_lat(s.latency))
+                     evicted_states=s.evicted_states, finished=s.finished,
+                     saturated=s.queue_grows, **_lat(s.latency))

@@ -54,10 +54,15 @@ def engines_table(rows: Sequence[EngineRow], *, workload: str, timing: str) -> T
     for r in rows:
         def ms(v: float | None) -> str:
             return "—" if v is None else show_ms(v)
-        table.add_row(r.engine, f"{r.token_hit:.3f}", f"{r.usable_hit:.3f}", ms(r.ttft_p50_ms),
+        name = f"{r.engine} (saturated)" if r.saturated else r.engine
+        table.add_row(name, f"{r.token_hit:.3f}", f"{r.usable_hit:.3f}", ms(r.ttft_p50_ms),
                       ms(r.ttft_p95_ms), ms(r.tpot_p50_ms), f"{r.evicted_kv_tokens:,}",
                       f"{r.evicted_states:,}", f"{r.output_tokens_per_s:,.1f}", f"{r.finished:,}")
     table.caption = ("pools: " + "; ".join(f"{r.engine} {r.pool}" for r in rows)
                      + f". Both timed by one model: {timing}")
+    if any(r.saturated for r in rows):
+        table.caption += (". (saturated): the run's queue grows, so its TTFT/TPOT measure the "
+                          "backlog, not the cache; compare hit rates, or lower the rate "
+                          "(--time-scale)")
     table.caption_justify = "left"
     return table

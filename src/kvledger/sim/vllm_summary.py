@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvledger.sim.fleet.capacity import queue_grows
 from kvledger.sim.latency import LatencyStats
 from kvledger.sim.metrics import HitRates, RequestRecord
 from kvledger.sim.vllm_serving import VllmServeResult
@@ -59,6 +60,7 @@ class VllmSimSummary(HitRates):
     timing: str
     latency: LatencyStats | None  # None: nothing finished
     notes: tuple[str, ...] = ()
+    queue_grows: bool = False  # a backlog builds up (`capacity.queue_grows`): saturated
 
 
     @property
@@ -95,4 +97,4 @@ def vllm_summary(result: VllmServeResult, *, workload: str, num_requests: int,
         preemptions=result.preemptions, steps=result.num_steps,
         duration_ms=result.duration_ms, wall_s=wall_s, timing=timing,
         latency=LatencyStats.of(records, duration_ms=result.duration_ms) if records else None,
-        notes=notes)
+        notes=notes, queue_grows=queue_grows(records))

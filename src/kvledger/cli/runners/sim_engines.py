@@ -101,7 +101,8 @@ def run_engines(inputs: PlanInputs, work: SimInputs, extra: list[str], *, engine
         sglang = None
         if Engine.SGLANG in engines:
             bar.update(task, description=f"SGLang on {workload.name}")
-            sglang = simulate(splan, workload, config).summary
+            sglang_run = simulate(splan, workload, config)
+            sglang = sglang_run.summary
         bar.update(task, description=f"vLLM on {workload.name}")
         vllm = serve_vllm(vplan, workload, timer=timer, timing=timing,
                           max_num_batched_tokens=max_num_batched_tokens,
@@ -114,7 +115,9 @@ def run_engines(inputs: PlanInputs, work: SimInputs, extra: list[str], *, engine
             return
         console.print(vllm_sim_table(vllm))
     else:
-        rows = [sglang_row(sglang), vllm_row(vllm)]
+        from kvledger.sim.fleet.capacity import queue_grows
+
+        rows = [sglang_row(sglang, saturated=queue_grows(sglang_run.requests)), vllm_row(vllm)]
         if json:
             from dataclasses import asdict
 
