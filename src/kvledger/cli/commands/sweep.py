@@ -269,8 +269,10 @@ def recommend(ctx: typer.Context, vllm: VllmTerms, jobs: JobsInputs, slo: SloInp
     if slo.pd and not slo.asked:
         with user_errors():
             slo.check_unused()
-        _recommend_pd(ctx, vllm, requests, context, gpu, model, rules, engine, weights_gib,
-                      nodes, json)
+        from kvledger.cli.runners.recommend_pd import recommend_pd
+
+        recommend_pd(ctx, vllm, requests, context, gpu, model, rules, engine, weights_gib,
+                     nodes, json)
         return
     from kvledger.cli.runners.run_bar import RunBar
     from kvledger.report.sweep_view import render_recommendations
@@ -321,38 +323,4 @@ def recommend(ctx: typer.Context, vllm: VllmTerms, jobs: JobsInputs, slo: SloInp
             console.print(f"ignored flag: {flag}", style="yellow", highlight=False)
         _print_notes(rec.notes)
     if rec.best is None:
-        raise typer.Exit(1)
-
-
-def _recommend_pd(ctx: typer.Context, vllm: VllmTerms, requests: int, context: int,
-                  gpu: str | None, model: str | None, rules: str, engine: str | None,
-                  weights_gib: float | None, nodes: int | None, json: bool) -> None:
-    """`recommend --pd`: the prefill/decode splits of --nodes (kvledger.sizing.pd_split)."""
-    from kvledger.report.sweep_view import render_pd_splits
-    from kvledger.sizing import parse_axis
-    from kvledger.sizing.pd_split import pd_splits
-
-    with user_errors():
-        if requests is None or context is None:
-            raise ValueError("--pd: give --requests R and --context C (the workload the decode "
-                             "servers hold), or --trace/--workload with --ttft-p95-ms")
-        if nodes is None:
-            raise ValueError("--pd: needs --nodes N (the nodes to split)")
-        gpus = parse_axis("--gpu", gpu, str) if gpu else ()
-        if len(gpus) != 1:
-            raise ValueError("--pd: needs one --gpu (both sides run on it)")
-        choice = choose_engines(engine, rules)
-        if choice.engines != ("sglang",):
-            raise ValueError("--pd: splits are sized with SGLang's roles; --engine sglang only")
-        parsed = parse_flags(ctx.args)
-        name = model or parsed.model_ref or DEFAULT_MODEL
-        result = pd_splits(name, requests=requests, context_tokens=context, gpu=gpus[0],
-                           nodes=nodes, base=parsed.deployment, rules=choice.sglang_rules,
-                           terms=vllm.terms(weights_gib=weights_gib))
-    if json:
-        emit_json(result.to_json(parsed.ignored))
-    else:
-        render_pd_splits(result, console)
-        _print_notes(result.notes)
-    if result.best is None:
         raise typer.Exit(1)

@@ -9,5 +9,5 @@
   and what-ifs; `sim_fleet.py`: `simulate --replicas` and every run's overload verdict; `sim_pd.py`:
   `simulate --prefill-replicas P --decode-replicas D`;
   `verify_lossy.py`: `verify --lossy-checkpoints`; `recommend_slo.py`: `recommend --trace
-  … --ttft-p95-ms X`.
+  … --ttft-p95-ms X`; `recommend_pd.py`: `recommend --pd --nodes N` (prefill/decode splits).
 """
