@@ -42,6 +42,8 @@ def recommend_pd(ctx: typer.Context, vllm: VllmTerms, requests: int, context: in
         emit_json(result.to_json(parsed.ignored))
     else:
         render_pd_splits(result, console)
+        for flag in parsed.ignored:  # as every table command prints them
+            console.print(f"ignored flag: {flag}", style="yellow", highlight=False)
         for note in result.notes:
             console.print(f"note: {note}", style="yellow", highlight=False)
     if result.best is None:
