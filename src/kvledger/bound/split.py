@@ -15,7 +15,8 @@ shares, maximising the reuse an LRU pair of pools would keep:
    goes first, `kvledger.cache.policies.spent`);
 2. the reuse survives when both pools still hold it: N_pages ≤ T + (1 − s)·B / page_bytes
    and N_states · states_per_request ≤ K + s·B / slot_bytes (T, K: the device pools);
-3. the chosen s maximises Σ d over surviving reuses (ties: the smaller s).
+3. the chosen s maximises Σ d over surviving reuses (ties: the smaller s), among shares of
+   at least `floor`.
 
 It is an estimate, not a bound: LRU stack distances stand in for the policies' orders.
 
@@ -25,12 +26,14 @@ It is an estimate, not a bound: LRU stack distances stand in for the policies' o
 >>> s = reuse_distances(t)
 >>> s.distances, s.pages_between, s.reused_pages   # requests 2 and 3 reuse 0 and 1
 ((2, 2), (4, 1), (3, 3))
->>> choose_state_share(s, budget_bytes=10, page_bytes=1, slot_bytes=4,
-...                    device_pages=0, device_slots=0, shares=(0.2, 0.5, 0.8))
-0.8
->>> choose_state_share(s, budget_bytes=20, page_bytes=1, slot_bytes=4,   # 0.5 keeps both
+>>> s.states_between   # the state of the request in between still waits (never reused)
+(1, 1)
+>>> choose_state_share(s, budget_bytes=10, page_bytes=1, slot_bytes=4,   # 0.5: both kept
 ...                    device_pages=0, device_slots=0, shares=(0.2, 0.5, 0.8))
 0.5
+>>> choose_state_share(s, budget_bytes=20, page_bytes=1, slot_bytes=4,   # a bigger budget
+...                    device_pages=0, device_slots=0, shares=(0.2, 0.5, 0.8))
+0.2
 """
 
 from __future__ import annotations
@@ -100,11 +103,14 @@ def kept_pages(reuse: ReuseDistances, *, pages: int, slots: float,
 def choose_state_share(reuse: ReuseDistances, *, budget_bytes: int, page_bytes: int,
                        slot_bytes: int, device_pages: int, device_slots: int,
                        states_per_request: float = 1.0,
-                       shares: Sequence[float] = SHARES) -> float:
-    """The share of `budget_bytes` for state slots that keeps the most reuse (module)."""
+                       shares: Sequence[float] = SHARES, floor: float = 0.0) -> float:
+    """The share of `budget_bytes` for state slots that keeps the most reuse (module), at
+    least `floor` (the bench passes SGLang's own share: the estimate only ever moves budget
+    towards states, where the reuse distances say they run out)."""
     if budget_bytes <= 0 or page_bytes <= 0 or slot_bytes <= 0 or not shares:
         raise ValueError(f"host budget {budget_bytes} B, pages of {page_bytes} B, slots of "
                          f"{slot_bytes} B, shares {tuple(shares)}: expected positive values")
+    shares = [s for s in shares if s >= floor] or [floor]
     best, best_kept = shares[0], -1
     for share in shares:
         pages = device_pages + int((1 - share) * budget_bytes // page_bytes)

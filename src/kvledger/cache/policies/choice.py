@@ -108,9 +108,9 @@ def build_policies(admission: StateAdmission, eviction: StateEviction, *, flops_
         case StateEviction.SPENT_FIRST:
             evict = SpentFirst(LruEviction(), capacity=ghost_capacity)
         case StateEviction.SPENT_FIRST_FLOP_AWARE:
-            evict = SpentFirst(flop_aware(), capacity=ghost_capacity)
+            evict = SpentFirst(flop_aware(), capacity=ghost_capacity, name=eviction.value)
         case StateEviction.HIT_DENSITY:
             evict = HitDensity()
         case StateEviction.SPENT_FIRST_DENSITY:
-            evict = SpentFirst(HitDensity(), capacity=ghost_capacity)
+            evict = SpentFirst(HitDensity(), capacity=ghost_capacity, name=eviction.value)
     return StatePolicies(admission=admit, eviction=evict)

@@ -12,6 +12,13 @@ table's depth `seen_pages`, as in ghost-branch) votes for each granularity g = g
 (k ≤ `MAX_SHIFT`) that divides that depth. The segment is the coarsest g that at least
 `agreement` of the votes support (with fewer than `min_votes` votes, the grid itself).
 
+Segment ends are saved only while they pay, as ghost-branch's finish states: every
+prompt's segment end is remembered in a ghost table whether or not its state was saved,
+and each later prompt that extends one counts as a reuse; while the reuse rate (decaying by
+half every `window` segment ends) is below `segment_reuse_rate` the policy is ghost-branch
+exactly. A trace of conversations extends about a quarter of its segment ends; one of
+independent prompts over shared documents, a few per cent.
+
 A request asks the cache to track two points in prefill, shallowest first: the ghost-table
 branch point (a shared prefix the tree lost, as in ghost-branch) and then the segment end.
 The cache tracks one state per chunk, so where both fall in one chunk the deeper, the
@@ -35,6 +42,7 @@ from __future__ import annotations
 import numpy as np
 
 from kvledger.cache.policies.admission import CheckpointEvent, GhostBranchAdmission, Ticket
+from kvledger.cache.policies.ghost import GhostTable
 
 MAX_SHIFT = 6  # up to 64 grid points per segment: 4,096 tokens at a 64-token grid
 
@@ -43,10 +51,16 @@ class SegmentBranchAdmission(GhostBranchAdmission):
     name = "segment-branch"
 
     def __init__(self, capacity: int, *, agreement: float = 0.9, min_votes: int = 32,
-                 finish_reuse_rate: float = 0.25, window: int = 64) -> None:
+                 segment_reuse_rate: float = 0.2, finish_reuse_rate: float = 0.25,
+                 window: int = 64) -> None:
         super().__init__(capacity, finish_reuse_rate=finish_reuse_rate, window=window)
         self.agreement = agreement
         self.min_votes = min_votes
+        self.segment_reuse_rate = segment_reuse_rate
+        self.segment_ghost = GhostTable(capacity)  # every prompt's segment end, saved or not
+        self.segments = 0  # segment ends recorded
+        self.segment_weight = 0.0  # decayed segment ends
+        self.segment_reused = 0.0  # decayed prompts that extended one
         self.votes = 0  # tickets with a branch seen before
         self.divides = [0] * (MAX_SHIFT + 1)  # per k: votes whose depth grid · 2^k divides
 
@@ -58,6 +72,23 @@ class SegmentBranchAdmission(GhostBranchAdmission):
             if seen_pages % (grid_pages << k):
                 break
             self.divides[k] += 1
+
+    @property
+    def segment_ends_pay(self) -> bool:
+        if self.segments < self.window:
+            return True
+        return self.segment_reused >= self.segment_reuse_rate * self.segment_weight
+
+    def _record_segment_end(self, hashes: np.ndarray, prompt_pages: int, end: int) -> None:
+        if len(self.segment_ghost) and self.segment_ghost.deepest_seen(hashes, prompt_pages):
+            self.segment_reused += 1
+        if 0 < end <= len(hashes):
+            self.segment_ghost.add(hashes[end - 1:end])
+            self.segments += 1
+            self.segment_weight += 1
+            if self.segments % self.window == 0:
+                self.segment_weight /= 2
+                self.segment_reused /= 2
 
     def segment_pages(self, *, grid_pages: int) -> int:
         if self.votes < self.min_votes:
@@ -75,6 +106,10 @@ class SegmentBranchAdmission(GhostBranchAdmission):
         self.vote(ghost.seen_pages, grid_pages=grid_pages)
         segment = self.segment_pages(grid_pages=grid_pages)
         end = prompt_pages // segment * segment
+        pays = self.segment_ends_pay
+        self._record_segment_end(ghost.hashes, prompt_pages, end)
+        if not pays:
+            return ghost
         branch = ghost.branch_pages
         if branch is None or branch <= usable_pages or branch >= end:
             branch, then = (end, None) if end > usable_pages else (branch, None)

@@ -55,10 +55,17 @@ class SpentFirst(LruEviction):
 
     needs_hashes = True
 
-    def __init__(self, base: LruEviction, *, capacity: int) -> None:
+    def __init__(self, base: LruEviction, *, capacity: int, name: str = "spent-first",
+                 again_rate: float = 0.25, window: int = 64) -> None:
         self.base = base
-        self.name = "spent-first" if base.name == "lru" else f"spent-first/{base.name}"
+        self.name = name
+        self.again_rate = again_rate
+        self.window = window
+        self.first = 0.0  # decayed consumptions of a prefix not consumed before
+        self.again = 0.0  # decayed consumptions of one consumed before
+        self.observed = 0
         self.consumed = GhostTable(capacity)  # prefixes a request resumed from
+        self.twice = GhostTable(capacity)  # ... and of those, resumed from again
         self.spent_picks = 0  # victims chosen because they were spent
         self._hash_of: dict[int, int] = {}
 
@@ -78,7 +85,7 @@ class SpentFirst(LruEviction):
         if count <= 0:
             return []
         spent: list[Node] = []
-        if len(self.consumed):
+        if len(self.consumed) and self.spent_is_dead:
             for node in states:
                 if eligible(node) and self.is_spent(node):
                     spent.append(node)
@@ -92,11 +99,27 @@ class SpentFirst(LruEviction):
                               lambda node: node not in taken and eligible(node))
         return spent + rest
 
+    @property
+    def spent_is_dead(self) -> bool:
+        """Whether consumed states are seldom consumed again (else the base order alone)."""
+        return self.again < self.again_rate * (self.first + self.again)
+
     def observe(self, hashes: np.ndarray | None, prompt_pages: int, usable_pages: int) -> None:
         if hashes is not None and 0 < usable_pages <= len(hashes):
-            self.consumed.add(hashes[usable_pages - 1:usable_pages])
+            point = hashes[usable_pages - 1:usable_pages]
+            h = int(point[0])
+            if not self.consumed.seen(h):
+                self.first += 1
+            elif not self.twice.seen(h):  # a prefix counts once however often it comes back
+                self.again += 1
+                self.twice.add(point)
+            self.consumed.add(point)
+            self.observed += 1
+            if self.observed % self.window == 0:
+                self.first, self.again = self.first / 2, self.again / 2
         self.base.observe(hashes, prompt_pages, usable_pages)
 
     def check_integrity(self) -> None:
         self.consumed.check_integrity()
+        self.twice.check_integrity()
         self.base.check_integrity()
