@@ -51,8 +51,8 @@ COMPARE_PAIRS: tuple[Pair, ...] = (
     (StateAdmission.GHOST_BRANCH, StateEviction.LRU),
     (StateAdmission.GHOST_BRANCH, StateEviction.KEEP_JUNCTIONS),
     (StateAdmission.GHOST_BRANCH, StateEviction.FLOP_AWARE),
+    (StateAdmission.SEGMENT_BRANCH, StateEviction.LRU),
     (StateAdmission.SEGMENT_BRANCH, StateEviction.SPENT_FIRST),
-    (StateAdmission.SEGMENT_BRANCH, StateEviction.SPENT_FIRST_FLOP_AWARE),
     (StateAdmission.GHOST_BRANCH, StateEviction.HIT_DENSITY),
 )
 
