@@ -4,7 +4,7 @@ p50/p95 with the saturation flag, with ratios to the engine default measured in 
 Setting: GLM-5.3-Flash on one rank, `--available-gib 60 --kv-cache-dtype fp8_e4m3` (205
 state slots, 41 running requests), device only and with a host tier of ratio 2. Workloads:
 the shared synthetic trace, the six generators (1,000 requests, seed 0, 1 session/s; their
-parameters: docs/workloads.md) and any trace given with --trace.
+parameters: `kvledger.sim.generators`) and any trace given with --trace.
 
 * Hit columns replay each workload at its own arrival rate (the rate the policy table and
   issue targets use); `of bound` is usable hit / the offline bound on the same pools.

@@ -182,3 +182,14 @@ def test_choose_state_share_picks_the_smallest_share_that_keeps_the_most():
     assert choose_state_share(r, budget_bytes=20, shares=(0.2, 0.5, 0.8), **kw) == 0.2
     with pytest.raises(ValueError, match="expected positive"):
         choose_state_share(r, budget_bytes=0, **kw)
+
+
+def test_segment_ends_count_one_reuse_each_and_switch_off_when_rare():
+    policy = SegmentBranchAdmission(256, window=4, segment_reuse_rate=0.5, min_votes=1000)
+    ticket_for(policy, [1, 2, 3, 4], prompt_pages=4)  # segment end: pages 1-4
+    for tail in (5, 6, 7):  # three prompts extend the same end: one reuse, not three
+        ticket_for(policy, [1, 2, 3, 4, tail], prompt_pages=5)
+    assert (policy.segments, policy.segment_reused) == (4 / 1, 0.5)  # halved at 4 ends
+    assert policy.segment_weight == 2.0 and not policy.segment_ends_pay
+    off = ticket_for(policy, [9, 8, 7], prompt_pages=3)
+    assert (off.segment_pages, off.then_pages) == (None, None)  # ghost-branch's ticket

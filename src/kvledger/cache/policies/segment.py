@@ -14,7 +14,7 @@ table's depth `seen_pages`, as in ghost-branch) votes for each granularity g = g
 
 Segment ends are saved only while they pay, as ghost-branch's finish states: every
 prompt's segment end is remembered in a ghost table whether or not its state was saved,
-and each later prompt that extends one counts as a reuse; while the reuse rate (decaying by
+and the first later prompt that extends one counts as its reuse (once per segment end); while the reuse rate (decaying by
 half every `window` segment ends) is below `segment_reuse_rate` the policy is ghost-branch
 exactly. A trace of conversations extends about a quarter of its segment ends; one of
 independent prompts over shared documents, a few per cent.
@@ -58,6 +58,7 @@ class SegmentBranchAdmission(GhostBranchAdmission):
         self.min_votes = min_votes
         self.segment_reuse_rate = segment_reuse_rate
         self.segment_ghost = GhostTable(capacity)  # every prompt's segment end, saved or not
+        self.segment_counted = GhostTable(capacity)  # ... and those a later prompt extended
         self.segments = 0  # segment ends recorded
         self.segment_weight = 0.0  # decayed segment ends
         self.segment_reused = 0.0  # decayed prompts that extended one
@@ -80,8 +81,13 @@ class SegmentBranchAdmission(GhostBranchAdmission):
         return self.segment_reused >= self.segment_reuse_rate * self.segment_weight
 
     def _record_segment_end(self, hashes: np.ndarray, prompt_pages: int, end: int) -> None:
-        if len(self.segment_ghost) and self.segment_ghost.deepest_seen(hashes, prompt_pages):
+        depth = self.segment_ghost.deepest_seen(hashes, prompt_pages) if len(
+            self.segment_ghost) else 0
+        if depth and not self.segment_counted.seen(int(hashes[depth - 1])):
+            # each segment end counts once: one many prompts extend is a junction, which
+            # ghost-branch's branch points already serve
             self.segment_reused += 1
+            self.segment_counted.add(hashes[depth - 1:depth])
         if 0 < end <= len(hashes):
             self.segment_ghost.add(hashes[end - 1:end])
             self.segments += 1
