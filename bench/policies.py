@@ -49,7 +49,8 @@ LOCAL = Path(__file__).resolve().parents[1] / "tests" / "data" / "synthetic_trac
 
 
 HOST_PAIRS = ((StateAdmission.ENGINE, StateEviction.LRU),
-              (StateAdmission.GHOST_BRANCH, StateEviction.FLOP_AWARE))
+              (StateAdmission.GHOST_BRANCH, StateEviction.FLOP_AWARE),
+              (StateAdmission.SEGMENT_BRANCH, StateEviction.SPENT_FIRST))
 HOST_CHOICES = ((HostStateBackup.ALL, None), (HostStateBackup.JUNCTIONS, None),
                 (HostStateBackup.ALL, 0.6), (HostStateBackup.ALL, 0.7),
                 (HostStateBackup.JUNCTIONS, 0.6), (HostStateBackup.JUNCTIONS, 0.7))

@@ -13,6 +13,7 @@ import numpy as np
 from kvledger.cache import CheckpointMode, HybridCache, Shortfall
 from kvledger.cache.hicache_tier import HiCacheTier
 from kvledger.cache.page_rows import PageRows
+from kvledger.cache.policies import StatePolicies
 from kvledger.cache.token_rows import TokenRows
 from kvledger.engine.config import TinyConfig
 from kvledger.engine.memory import HostTier, PoolSizes, build_device_pools, build_host_tier
@@ -24,7 +25,8 @@ HELD = 3
 
 
 def real_cache(*, num_pages: int = 12, num_state_slots: int = 12, num_rows: int = 3,
-               host: HostTier | None = None) -> HybridCache:
+               host: HostTier | None = None,
+               policies: StatePolicies | None = None) -> HybridCache:
     pools = build_device_pools(TinyConfig(), PoolSizes(
         num_pages=num_pages, page_tokens=PAGE, num_state_slots=num_state_slots,
         max_running_requests=num_rows, max_context_tokens=128))
@@ -32,15 +34,16 @@ def real_cache(*, num_pages: int = 12, num_state_slots: int = 12, num_rows: int 
     tier = None if host is None else HiCacheTier(build_host_tier(pools, tree, host), unit_tokens=1)
     return HybridCache(rows=TokenRows(pools.kv, pools.token_allocator), tree=tree,
                        states=pools.state_allocator, held_slots_per_request=HELD,
-                       mode=CheckpointMode.TRACKED, host=tier)
+                       mode=CheckpointMode.TRACKED, host=tier, policies=policies)
 
 
 def accounting_cache(*, num_pages: int = 12, num_state_slots: int = 12,
-                     num_rows: int = 3) -> HybridCache:
+                     num_rows: int = 3, policies: StatePolicies | None = None) -> HybridCache:
     return HybridCache(rows=PageRows(num_pages=num_pages, page_tokens=PAGE, num_rows=num_rows),
                        tree=RadixTree(page_size=1, mamba_chunk_tokens=1),
                        states=StateSlotAllocator(num_slots=num_state_slots),
-                       held_slots_per_request=HELD, mode=CheckpointMode.TRACKED)
+                       held_slots_per_request=HELD, mode=CheckpointMode.TRACKED,
+                       policies=policies)
 
 
 def dense_cache(*, num_pages: int = 12, num_rows: int = 3) -> HybridCache:

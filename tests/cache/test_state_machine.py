@@ -11,7 +11,10 @@ with state slots so few that they bind before request rows; accounting without a
 component (dense); real bytes with a write_back host tier; accounting with the plan-built
 host tier (page 64); both host variants again with kvledger's `junctions` state backup
 (pass-through states only into free host slots, so KV-only host nodes occur), the real-bytes
-one write_through with 1 host state slot so the rule binds.
+one write_through with 1 host state slot so the rule binds; and, slot-bound (so eviction
+runs often), each of the policies built for generalising (segment-branch admission with
+spent-first, spent-first over FLOP-aware, and hit-density eviction), in both modes and with
+a host tier, the policies' own `check_integrity` included.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from cache.cache_factories import Keys, accounting_cache, dense_cache, real_cache
 from kvledger.cache import HybridCache, Shortfall
 from kvledger.cache import accounting as plan_cache
+from kvledger.cache.policies import StateAdmission, StateEviction, build_policies
 from kvledger.engine.memory import HostTier
 from kvledger.host.policy import BackupPolicy
 from kvledger.host.state_backup import HostStateBackup
@@ -158,6 +162,41 @@ class AccountingJunctionsHostMachine(CacheMachine):
         host_state_backup=HostStateBackup.JUNCTIONS))
 
 
+def _policies(admission: StateAdmission, eviction: StateEviction):
+    return build_policies(admission, eviction, flops_of=float, slot_bytes=4, page_bytes=1,
+                          num_slots=4)
+
+
+GENERALISING = ((StateAdmission.SEGMENT_BRANCH, StateEviction.SPENT_FIRST),
+                (StateAdmission.SEGMENT_BRANCH, StateEviction.SPENT_FIRST_FLOP_AWARE),
+                (StateAdmission.GHOST_BRANCH, StateEviction.SPENT_FIRST_DENSITY),
+                (StateAdmission.SEGMENT_BRANCH, StateEviction.HIT_DENSITY))
+
+
+def _machine(name: str, build) -> type[CacheMachine]:
+    def conserved_with_policies(self):
+        CacheMachine.conserved(self)
+        self.cache.policies.admission.check_integrity()
+        self.cache.policies.eviction.check_integrity()
+    return type(name, (CacheMachine,), {"build": staticmethod(build),
+                                         "conserved": invariant()(conserved_with_policies)})
+
+
+POLICY_CASES = {}
+for _a, _e in GENERALISING:
+    _id = f"{_a.value}_{_e.value}".replace("-", "_")
+    for _kind, _build in (
+            ("real", lambda a=_a, e=_e: real_cache(num_pages=12, num_state_slots=4,
+                                                   policies=_policies(a, e))),
+            ("accounting", lambda a=_a, e=_e: accounting_cache(
+                num_pages=12, num_state_slots=7, policies=_policies(a, e))),
+            ("host", lambda a=_a, e=_e: real_cache(
+                num_pages=6, num_state_slots=4, policies=_policies(a, e),
+                host=HostTier(num_pages=6, num_state_slots=2,
+                              policy=BackupPolicy.WRITE_BACK)))):
+        POLICY_CASES[f"Test_{_kind}_{_id}"] = _machine(f"{_kind}_{_id}", _build).TestCase
+
+
 STEPS = settings(max_examples=20, stateful_step_count=30, deadline=None)
 TestRealBytes = CacheMachine.TestCase
 TestAccounting = AccountingMachine.TestCase
@@ -170,5 +209,6 @@ TestRealBytesJunctionsHost = JunctionsHostMachine.TestCase
 TestAccountingJunctionsHost = AccountingJunctionsHostMachine.TestCase
 for case in (TestRealBytes, TestAccounting, TestDense, TestRealBytesSlotBound, TestAccountingSlotBound,
              TestRealBytesHost, TestAccountingHost, TestRealBytesJunctionsHost,
-             TestAccountingJunctionsHost):
+             TestAccountingJunctionsHost, *POLICY_CASES.values()):
     case.settings = STEPS
+globals().update(POLICY_CASES)

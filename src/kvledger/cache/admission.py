@@ -144,8 +144,12 @@ def policy_ticket(cache: HybridCache, seq: CacheSeq, keys: np.ndarray, branch: i
         tree_branch_pages=None if branch is None else branch * cache.unit // page,
         grid_pages=cache.grid // page, hashes=hashes)
     seq.ticket = ticket
-    if cache.tracked and ticket.branch_pages is not None and ticket.branch_pages * page > hit:
-        seq.branch_tokens = ticket.branch_pages * page
+    if cache.tracked:  # the points past the hit, shallowest first (one state per chunk)
+        points = sorted(p * page for p in (ticket.branch_pages, ticket.then_pages)
+                        if p is not None and p * page > hit)
+        if points:
+            seq.branch_tokens = points[0]
+            seq.then_branch_tokens = points[1] if len(points) > 1 else None
     pol.eviction.observe(hashes, prompt_pages, hit // page)
 
 

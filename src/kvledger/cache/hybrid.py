@@ -179,7 +179,10 @@ class HybridCache:
         if start < seq.prompt_tokens:
             branch = seq.branch_tokens
             if branch is not None and start < branch <= end:
-                seq.branch_tokens = None
+                later, seq.then_branch_tokens = seq.then_branch_tokens, None
+                seq.branch_tokens = later
+                if later is not None and later <= end:  # both in this chunk: the deeper
+                    seq.branch_tokens, branch = None, later
                 return Extension(checkpoints=((branch, self._track(seq, branch, branch=True)),))
             if num_new_tokens >= self.grid:  # SGLang: extend length ≥ mamba_cache_chunk_size
                 at = end // self.grid * self.grid

@@ -41,8 +41,8 @@ class CacheSeq:
 
     __slots__ = (
         "row", "prompt_tokens", "final_tokens", "slots", "next_track", "last_track_tokens",
-        "last_track_index", "last_track_branch", "branch_tokens", "ticket", "computed_tokens",
-        "allocated_tokens",
+        "last_track_index", "last_track_branch", "branch_tokens", "then_branch_tokens", "ticket",
+        "computed_tokens", "allocated_tokens",
         "cached_tokens", "held_pages", "receipt", "reserved_pages", "tree_ids", "own",
         "num_own", "hit_tokens", "usable_hit_tokens",
     )
@@ -57,6 +57,7 @@ class CacheSeq:
         self.last_track_index = 1
         self.last_track_branch = False  # that state is the branching point's
         self.branch_tokens: int | None = None  # mamba_branching_seqlen still to save
+        self.then_branch_tokens: int | None = None  # a deeper point to save after it
         self.ticket = None  # what state admission decided at admission (policies.Ticket)
         self.computed_tokens = 0  # positions with KV and state (the next chunk starts here)
         self.allocated_tokens = 0  # positions with a token slot (computed, or in flight)

@@ -51,6 +51,9 @@ COMPARE_PAIRS: tuple[Pair, ...] = (
     (StateAdmission.GHOST_BRANCH, StateEviction.LRU),
     (StateAdmission.GHOST_BRANCH, StateEviction.KEEP_JUNCTIONS),
     (StateAdmission.GHOST_BRANCH, StateEviction.FLOP_AWARE),
+    (StateAdmission.SEGMENT_BRANCH, StateEviction.LRU),
+    (StateAdmission.SEGMENT_BRANCH, StateEviction.SPENT_FIRST),
+    (StateAdmission.GHOST_BRANCH, StateEviction.HIT_DENSITY),
 )
 
 
@@ -174,7 +177,7 @@ def compare_tasks(plan: SglangPlan, workload: Workload, config: SimConfig,
     args = (plan, workload)
 
     def replay(pair: Pair) -> Task:
-        cost = FLOP_AWARE_COST if pair[1] is StateEviction.FLOP_AWARE else REPLAY_COST
+        cost = FLOP_AWARE_COST if pair[1].prices_flops else REPLAY_COST
         return Task(fn=replay_pair, args=(*args, config, pair), ticks=True, cost=cost,
                     label=f"{pair[0].value} + {pair[1].value}")
 

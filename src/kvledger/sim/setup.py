@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from math import lcm
 
-from kvledger.cache.policies import StateEviction, StatePolicies, build_policies
+from kvledger.cache.policies import StatePolicies, build_policies
 from kvledger.core.gpus import get_gpu
 from kvledger.model.compute import compute_profile
 from kvledger.sglang.hicache import HostRules
@@ -76,7 +76,7 @@ def policies_for(plan: SglangPlan, config: SimConfig) -> StatePolicies:
     state by the prefill FLOPs of its prefix (`ComputeProfile.prefill_flops`)."""
     cap, page = plan.capacity, plan.layout.page_tokens
     flops_of = _no_flops
-    if config.state_eviction is StateEviction.FLOP_AWARE:
+    if config.state_eviction.prices_flops:
         profile = compute_profile(plan.layout.model)
 
         def flops_of(pages: int) -> float:

@@ -54,6 +54,8 @@ class Ticket:
     branch_pages: int | None  # track a state here during prefill; None: nowhere
     hashes: np.ndarray | None = None  # prefix hashes of the sequence (ghost policies)
     seen_pages: int = 0  # the prompt's longest grid prefix an earlier request had
+    then_pages: int | None = None  # a deeper point to track after the branch point
+    segment_pages: int | None = None  # the prompt's last segment boundary (segment-branch)
 
 
 class AdmissionPolicy(ABC):

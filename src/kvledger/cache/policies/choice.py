@@ -21,7 +21,10 @@ from kvledger.cache.policies.admission import (
     MarconiAdmission,
     ReuseFilteredAdmission,
 )
+from kvledger.cache.policies.density import HitDensity
 from kvledger.cache.policies.eviction import FlopAware, FlopsOf, KeepJunctions, LruEviction
+from kvledger.cache.policies.segment import SegmentBranchAdmission
+from kvledger.cache.policies.spent import SpentFirst
 
 # Prefixes a ghost table remembers: 8 B of key each, so 2^20 entries cost tens of MB of
 # Python objects at most; enough for a million grid points of distinct prompts.
@@ -33,12 +36,27 @@ class StateAdmission(Enum):
     MARCONI = "marconi"
     REUSE_FILTERED = "reuse-filtered"
     GHOST_BRANCH = "ghost-branch"
+    SEGMENT_BRANCH = "segment-branch"
 
 
 class StateEviction(Enum):
     LRU = "lru"
     FLOP_AWARE = "flop-aware"
     KEEP_JUNCTIONS = "keep-junctions"
+    SPENT_FIRST = "spent-first"
+    SPENT_FIRST_FLOP_AWARE = "spent-first-flop-aware"
+    HIT_DENSITY = "hit-density"
+    SPENT_FIRST_DENSITY = "spent-first-density"
+
+    @property
+    def prices_flops(self) -> bool:
+        """Whether the policy needs the prefill FLOPs a state saves (`flops_of`)."""
+        match self:
+            case StateEviction.FLOP_AWARE | StateEviction.SPENT_FIRST_FLOP_AWARE:
+                return True
+            case (StateEviction.LRU | StateEviction.KEEP_JUNCTIONS | StateEviction.SPENT_FIRST
+                  | StateEviction.HIT_DENSITY | StateEviction.SPENT_FIRST_DENSITY):
+                return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +70,7 @@ class StatePolicies:
 
     @property
     def needs_hashes(self) -> bool:
-        return self.admission.needs_hashes or isinstance(self.eviction, FlopAware)
+        return self.admission.needs_hashes or self.eviction.needs_hashes
 
 
 def engine_policies() -> StatePolicies:
@@ -74,12 +92,25 @@ def build_policies(admission: StateAdmission, eviction: StateEviction, *, flops_
             admit = ReuseFilteredAdmission(ghost_capacity)
         case StateAdmission.GHOST_BRANCH:
             admit = GhostBranchAdmission(ghost_capacity)
+        case StateAdmission.SEGMENT_BRANCH:
+            admit = SegmentBranchAdmission(ghost_capacity)
+    def flop_aware() -> FlopAware:
+        return FlopAware(flops_of=flops_of, slot_bytes=slot_bytes, page_bytes=page_bytes,
+                         memory=4 * max(num_slots, 1))
+
     match eviction:
         case StateEviction.LRU:
             evict: LruEviction = LruEviction()
         case StateEviction.KEEP_JUNCTIONS:
             evict = KeepJunctions()
         case StateEviction.FLOP_AWARE:
-            evict = FlopAware(flops_of=flops_of, slot_bytes=slot_bytes, page_bytes=page_bytes,
-                              memory=4 * max(num_slots, 1))
+            evict = flop_aware()
+        case StateEviction.SPENT_FIRST:
+            evict = SpentFirst(LruEviction(), capacity=ghost_capacity)
+        case StateEviction.SPENT_FIRST_FLOP_AWARE:
+            evict = SpentFirst(flop_aware(), capacity=ghost_capacity, name=eviction.value)
+        case StateEviction.HIT_DENSITY:
+            evict = HitDensity()
+        case StateEviction.SPENT_FIRST_DENSITY:
+            evict = SpentFirst(HitDensity(), capacity=ghost_capacity, name=eviction.value)
     return StatePolicies(admission=admit, eviction=evict)

@@ -48,6 +48,7 @@ def path_hash(node: Node) -> int:
 
 class LruEviction:
     name = "lru"
+    needs_hashes = False  # whether `observe` wants the request's prefix hashes
 
     def pick(self, tier: Tier, states: LruList, count: int,
              eligible: Callable[[Node], bool]) -> list[Node]:
@@ -142,6 +143,7 @@ class AlphaTuner:
 
 class FlopAware(LruEviction):
     name = "flop-aware"
+    needs_hashes = True
     ALPHAS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
 
     def __init__(self, *, flops_of: FlopsOf, slot_bytes: int, page_bytes: int,
