@@ -33,7 +33,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from kvledger.cache.policies.eviction import LruEviction, path_hash
+from kvledger.cache.policies.eviction import LruEviction, NodeHashes
 from kvledger.tree.lru import LruList
 from kvledger.tree.node import Node, Tier
 
@@ -62,21 +62,13 @@ class HitDensity(LruEviction):
         self.now = 0  # requests admitted (observe calls)
         self._last_scan = 0
         self._birth: dict[int, int] = {}  # prefix hash → request count at birth or last reuse
-        self._hash_of: dict[int, int] = {}  # node id → the hash of the prefix it ends
+        self._hash = NodeHashes(_MEMO)  # node → the hash of the prefix it ends
 
     def density_of(self, age: int) -> float:
         b = _bin(age)
         events = self.hits[b:] + self.evictions[b:]
         holding = float(np.dot(events, np.maximum(_MID[b:] - age, 0.0) + 1.0))
         return float(self.hits[b:].sum()) / holding if holding > 0 else 0.0
-
-    def _hash(self, node: Node) -> int:
-        h = self._hash_of.get(node.id)
-        if h is None:
-            if len(self._hash_of) >= _MEMO:
-                self._hash_of.clear()
-            h = self._hash_of[node.id] = path_hash(node)
-        return h
 
     def _born(self, node: Node) -> int:
         if len(self._birth) >= _MEMO:

@@ -46,6 +46,23 @@ def path_hash(node: Node) -> int:
     return int(prefix_hashes(_path_keys(node))[-1])
 
 
+class NodeHashes:
+    """`path_hash` per node id, remembered: a node's prefix never changes while it lives.
+    Past ``capacity`` entries the memo starts again empty (bounded memory, same answers)."""
+
+    def __init__(self, capacity: int = 1 << 16) -> None:
+        self.capacity = capacity
+        self._of: dict[int, int] = {}
+
+    def __call__(self, node: Node) -> int:
+        h = self._of.get(node.id)
+        if h is None:
+            if len(self._of) >= self.capacity:
+                self._of.clear()
+            h = self._of[node.id] = path_hash(node)
+        return h
+
+
 class LruEviction:
     name = "lru"
     needs_hashes = False  # whether `observe` wants the request's prefix hashes

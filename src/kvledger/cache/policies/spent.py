@@ -41,7 +41,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from kvledger.cache.policies.eviction import LruEviction, path_hash
+from kvledger.cache.policies.eviction import LruEviction, NodeHashes
 from kvledger.cache.policies.ghost import GhostTable
 from kvledger.tree.lru import LruList
 from kvledger.tree.node import Node, Tier
@@ -67,15 +67,7 @@ class SpentFirst(LruEviction):
         self.consumed = GhostTable(capacity)  # prefixes a request resumed from
         self.twice = GhostTable(capacity)  # ... and of those, resumed from again
         self.spent_picks = 0  # victims chosen because they were spent
-        self._hash_of: dict[int, int] = {}
-
-    def _hash(self, node: Node) -> int:
-        h = self._hash_of.get(node.id)
-        if h is None:
-            if len(self._hash_of) >= _HASH_MEMO:
-                self._hash_of.clear()
-            h = self._hash_of[node.id] = path_hash(node)
-        return h
+        self._hash = NodeHashes(_HASH_MEMO)
 
     def is_spent(self, node: Node) -> bool:
         return len(node.children) < 2 and self.consumed.seen(self._hash(node))
