@@ -55,6 +55,9 @@ class CheckedCache:
         self.inner.check_integrity()
         return result
 
+    def announce(self, req: Request) -> None:
+        self._checked(self.inner.announce(req))
+
     def admit(self, req: Request) -> bool:
         return self._checked(self.inner.admit(req))
 

@@ -40,6 +40,9 @@ class NudgedAfterFirst:
     def __init__(self, inner):
         self.inner, self.store, self.nudged = inner, inner.store, False
 
+    def announce(self, req):
+        self.inner.announce(req)
+
     def admit(self, req):
         return self.inner.admit(req)
 

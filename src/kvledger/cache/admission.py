@@ -130,15 +130,29 @@ def admit_request(cache: HybridCache, keys: np.ndarray, prompt_tokens: int, fina
     return seq
 
 
+def page_hashes(cache: HybridCache, keys: np.ndarray) -> np.ndarray:
+    """One prefix hash per page of `keys`, whatever the tree keys (`ghost.prefix_hashes`)."""
+    return prefix_hashes(keys)[cache.units_per_page - 1::cache.units_per_page]
+
+
+def announce_request(cache: HybridCache, keys: np.ndarray, prompt_tokens: int) -> None:
+    """Queue-reading policies see a waiting request's matchable pages."""
+    ahead = cache.policies.lookahead
+    if ahead is not None:
+        ahead.join(page_hashes(cache, keys)[: (prompt_tokens - 1) // cache.page])
+
+
 def policy_ticket(cache: HybridCache, seq: CacheSeq, keys: np.ndarray, branch: int | None, prompt_tokens: int,
             hit: int) -> None:
     """Ask state admission where this request saves a branch state (the tree's
     `mamba_branching_seqlen` by default) and let eviction see what it reused."""
     page, pol = cache.page, cache.policies
     hashes = None
-    if pol.needs_hashes:  # one prefix hash per page, whatever the tree keys
-        hashes = prefix_hashes(keys)[cache.units_per_page - 1::cache.units_per_page]
     prompt_pages = (prompt_tokens - 1) // page
+    if pol.needs_hashes:
+        hashes = page_hashes(cache, keys)
+    if pol.lookahead is not None:  # it is running now, no longer waiting
+        pol.lookahead.leave(hashes[:prompt_pages])
     ticket = pol.admission.ticket(
         keys=keys, prompt_pages=prompt_pages, usable_pages=hit // page,
         tree_branch_pages=None if branch is None else branch * cache.unit // page,

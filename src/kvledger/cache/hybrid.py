@@ -63,7 +63,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from kvledger.cache.admission import admit_request
+from kvledger.cache.admission import admit_request, announce_request
 from kvledger.cache.adoption import adopt_restored
 from kvledger.cache.integrity import check_ownership
 from kvledger.cache.policies import CheckpointEvent, StatePolicies
@@ -160,6 +160,11 @@ class HybridCache:
         except BaseException:  # KeyboardInterrupt included: nothing may stay half-admitted
             abandon_admission(self, taken)
             raise
+
+    def announce(self, keys: np.ndarray, *, prompt_tokens: int) -> None:
+        """A request joined the driver's waiting queue (policies that read it see it; it
+        leaves the queue when `admit` takes it)."""
+        announce_request(self, keys, prompt_tokens)
 
     # ---- chunks and decode -------------------------------------------------------------------
 
@@ -389,4 +394,6 @@ class HybridCache:
         self.rows.check_integrity()
         if self.states is not None:
             self.states.check_integrity()
+        if self.policies.lookahead is not None:
+            self.policies.lookahead.check_integrity()
         check_ownership(self)

@@ -46,6 +46,10 @@ class PrefixCache:
         self.store = PoolStore(cache.rows.kv)
         self._seqs: dict[int, CacheSeq] = {}
 
+    def announce(self, req: Request) -> None:
+        """`req` is waiting: policies that read the queue see its prompt."""
+        self.cache.announce(req.prompt, prompt_tokens=len(req.prompt))
+
     def admit(self, req: Request) -> bool:
         seq = self.cache.admit(req.prompt, prompt_tokens=len(req.prompt),
                                final_tokens=req.final_tokens)

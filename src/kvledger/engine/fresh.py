@@ -49,6 +49,9 @@ class FreshCache:
         self._free_lanes = list(range(max_running_requests - 1, -1, -1))
         self._lane_of: dict[int, int] = {}
 
+    def announce(self, req: Request) -> None:
+        return None  # nothing is cached, so nothing reads the queue
+
     def admit(self, req: Request) -> bool:
         if len(req.prompt) + req.max_new_tokens > self.max_context_tokens:
             raise ValueError(f"request {req.rid}: {len(req.prompt)} prompt + {req.max_new_tokens} "

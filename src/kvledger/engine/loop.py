@@ -73,6 +73,8 @@ class Engine:
             raise ValueError(f"max_new_tokens: expected ≥ 1, got {max_new_tokens}")
         reqs = [self._request(p, max_new_tokens) for p in prompts]
         waiting, running = deque(reqs), []
+        for req in reqs:
+            self.cache.announce(req)
         while waiting or running:
             while (waiting and len(running) < self.max_running_requests
                    and self.cache.admit(waiting[0])):

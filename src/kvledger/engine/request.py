@@ -62,6 +62,9 @@ class RequestCache(Protocol):
 
     store: ModelStore
 
+    def announce(self, req: Request) -> None:
+        """``req`` joined the waiting queue (queue-reading state policies see it)."""
+
     def admit(self, req: Request) -> bool:
         """Reserve what ``req`` needs to finish; set its ``computed_tokens`` to the prefix hit."""
 

@@ -102,7 +102,9 @@ class Replay:
                                                                request.output_tokens)):
                 self.unfinished.append(Unfinished(rid=request.rid, reason=reason))
                 continue
-            self.waiting.append(Running(request=request, seq_keys=self.keyer.keys(request)))
+            run = Running(request=request, seq_keys=self.keyer.keys(request))
+            self.cache.announce(run.seq_keys, prompt_tokens=request.prompt_tokens)
+            self.waiting.append(run)
 
     def _admit(self, run: Running) -> set[Constraint]:
         """Admit `run` through the cache (an empty set) or name every ledger that is short."""

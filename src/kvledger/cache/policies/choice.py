@@ -23,6 +23,7 @@ from kvledger.cache.policies.admission import (
 )
 from kvledger.cache.policies.density import HitDensity
 from kvledger.cache.policies.eviction import FlopAware, FlopsOf, KeepJunctions, LruEviction
+from kvledger.cache.policies.lookahead import QueueAware, QueueBranchAdmission, QueueLookahead
 from kvledger.cache.policies.segment import SegmentBranchAdmission
 from kvledger.cache.policies.spent import SpentFirst
 
@@ -37,6 +38,12 @@ class StateAdmission(Enum):
     REUSE_FILTERED = "reuse-filtered"
     GHOST_BRANCH = "ghost-branch"
     SEGMENT_BRANCH = "segment-branch"
+    QUEUE_BRANCH = "queue-branch"
+
+    @property
+    def reads_queue(self) -> bool:
+        """Whether the policy reads the waiting queue (`lookahead.QueueLookahead`)."""
+        return self is StateAdmission.QUEUE_BRANCH
 
 
 class StateEviction(Enum):
@@ -47,6 +54,12 @@ class StateEviction(Enum):
     SPENT_FIRST_FLOP_AWARE = "spent-first-flop-aware"
     HIT_DENSITY = "hit-density"
     SPENT_FIRST_DENSITY = "spent-first-density"
+    QUEUE_AWARE = "queue-aware"
+
+    @property
+    def reads_queue(self) -> bool:
+        """Whether the policy reads the waiting queue (`lookahead.QueueLookahead`)."""
+        return self is StateEviction.QUEUE_AWARE
 
     @property
     def prices_flops(self) -> bool:
@@ -55,7 +68,8 @@ class StateEviction(Enum):
             case StateEviction.FLOP_AWARE | StateEviction.SPENT_FIRST_FLOP_AWARE:
                 return True
             case (StateEviction.LRU | StateEviction.KEEP_JUNCTIONS | StateEviction.SPENT_FIRST
-                  | StateEviction.HIT_DENSITY | StateEviction.SPENT_FIRST_DENSITY):
+                  | StateEviction.HIT_DENSITY | StateEviction.SPENT_FIRST_DENSITY
+                  | StateEviction.QUEUE_AWARE):
                 return False
 
 
@@ -63,6 +77,7 @@ class StateEviction(Enum):
 class StatePolicies:
     admission: AdmissionPolicy
     eviction: LruEviction
+    lookahead: QueueLookahead | None = None  # the waiting queue's prefixes, if a policy reads it
 
     @property
     def label(self) -> str:
@@ -70,7 +85,8 @@ class StatePolicies:
 
     @property
     def needs_hashes(self) -> bool:
-        return self.admission.needs_hashes or self.eviction.needs_hashes
+        return (self.admission.needs_hashes or self.eviction.needs_hashes
+                or self.lookahead is not None)
 
 
 def engine_policies() -> StatePolicies:
@@ -82,7 +98,9 @@ def build_policies(admission: StateAdmission, eviction: StateEviction, *, flops_
                    slot_bytes: int, page_bytes: int, num_slots: int,
                    ghost_capacity: int = GHOST_CAPACITY) -> StatePolicies:
     """`flops_of(pages)`: prefill FLOPs a state that deep saves; `num_slots`: the device
-    state pool (FLOP-aware remembers that many would-be victims per candidate α)."""
+    state pool (FLOP-aware remembers that many would-be victims per candidate α). Policies
+    that read the waiting queue share one `QueueLookahead` (`StatePolicies.lookahead`)."""
+    ahead = QueueLookahead() if admission.reads_queue or eviction.reads_queue else None
     match admission:
         case StateAdmission.ENGINE:
             admit: AdmissionPolicy = EngineAdmission()
@@ -94,6 +112,8 @@ def build_policies(admission: StateAdmission, eviction: StateEviction, *, flops_
             admit = GhostBranchAdmission(ghost_capacity)
         case StateAdmission.SEGMENT_BRANCH:
             admit = SegmentBranchAdmission(ghost_capacity)
+        case StateAdmission.QUEUE_BRANCH:
+            admit = QueueBranchAdmission(ghost_capacity, ahead)
     def flop_aware() -> FlopAware:
         return FlopAware(flops_of=flops_of, slot_bytes=slot_bytes, page_bytes=page_bytes,
                          memory=4 * max(num_slots, 1))
@@ -113,4 +133,6 @@ def build_policies(admission: StateAdmission, eviction: StateEviction, *, flops_
             evict = HitDensity()
         case StateEviction.SPENT_FIRST_DENSITY:
             evict = SpentFirst(HitDensity(), capacity=ghost_capacity, name=eviction.value)
-    return StatePolicies(admission=admit, eviction=evict)
+        case StateEviction.QUEUE_AWARE:
+            evict = QueueAware(LruEviction(), ahead)
+    return StatePolicies(admission=admit, eviction=evict, lookahead=ahead)
