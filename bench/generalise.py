@@ -52,9 +52,10 @@ PAIRS = ((A.ENGINE, E.LRU),  # the engine default: ratios refer to it
          (A.GHOST_BRANCH, E.FLOP_AWARE),
          (A.SEGMENT_BRANCH, E.LRU),
          (A.SEGMENT_BRANCH, E.SPENT_FIRST),
-         (A.GHOST_BRANCH, E.HIT_DENSITY))
+         (A.GHOST_BRANCH, E.HIT_DENSITY),
+         (A.QUEUE_BRANCH, E.QUEUE_AWARE))
 SPLIT_PAIRS = ((A.GHOST_BRANCH, E.FLOP_AWARE), (A.SEGMENT_BRANCH, E.LRU),
-               (A.SEGMENT_BRANCH, E.SPENT_FIRST))
+               (A.SEGMENT_BRANCH, E.SPENT_FIRST), (A.QUEUE_BRANCH, E.QUEUE_AWARE))
 
 
 MAX_TIME_SCALE = 64  # arrivals stretched at most this much for the latency columns

@@ -170,16 +170,38 @@ def _policies(admission: StateAdmission, eviction: StateEviction):
 GENERALISING = ((StateAdmission.SEGMENT_BRANCH, StateEviction.SPENT_FIRST),
                 (StateAdmission.SEGMENT_BRANCH, StateEviction.SPENT_FIRST_FLOP_AWARE),
                 (StateAdmission.GHOST_BRANCH, StateEviction.SPENT_FIRST_DENSITY),
-                (StateAdmission.SEGMENT_BRANCH, StateEviction.HIT_DENSITY))
+                (StateAdmission.SEGMENT_BRANCH, StateEviction.HIT_DENSITY),
+                (StateAdmission.QUEUE_BRANCH, StateEviction.QUEUE_AWARE),
+                (StateAdmission.GHOST_BRANCH, StateEviction.QUEUE_AWARE),
+                (StateAdmission.QUEUE_BRANCH, StateEviction.LRU))
 
 
-def _machine(name: str, build) -> type[CacheMachine]:
+class QueueMachine(CacheMachine):
+    """Requests also join a waiting queue, from the same prompts `admit` draws, so the
+    queue-reading policies see queued prompts that are admitted later and some that never are."""
+
+    @rule(prefix=st.integers(0, 2), keep=st.sampled_from([0, 1, 2.06, 2.5]),
+          extra=st.integers(1, 20), salt=st.integers(0, 3))
+    def announce(self, prefix, keep, extra, salt):
+        head = self.prefixes[prefix][: int(keep * self.page)]
+        prompt = np.r_[head, (np.arange(extra) * 11 + salt) % 50 + 100].astype(np.int64)
+        ahead = self.cache.policies.lookahead
+        queued = len(ahead)
+        self.cache.announce(self.keys(prompt), prompt_tokens=len(prompt))
+        assert len(ahead) == queued + 1
+
+
+def _reads_queue(a: StateAdmission, e: StateEviction) -> bool:
+    return a.reads_queue or e.reads_queue
+
+
+def _machine(name: str, build, base: type[CacheMachine] = CacheMachine) -> type[CacheMachine]:
     def conserved_with_policies(self):
         CacheMachine.conserved(self)
         self.cache.policies.admission.check_integrity()
         self.cache.policies.eviction.check_integrity()
-    return type(name, (CacheMachine,), {"build": staticmethod(build),
-                                         "conserved": invariant()(conserved_with_policies)})
+    return type(name, (base,), {"build": staticmethod(build),
+                                "conserved": invariant()(conserved_with_policies)})
 
 
 POLICY_CASES = {}
@@ -194,7 +216,8 @@ for _a, _e in GENERALISING:
                 num_pages=6, num_state_slots=4, policies=_policies(a, e),
                 host=HostTier(num_pages=6, num_state_slots=2,
                               policy=BackupPolicy.WRITE_BACK)))):
-        POLICY_CASES[f"Test_{_kind}_{_id}"] = _machine(f"{_kind}_{_id}", _build).TestCase
+        _base = QueueMachine if _reads_queue(_a, _e) else CacheMachine
+        POLICY_CASES[f"Test_{_kind}_{_id}"] = _machine(f"{_kind}_{_id}", _build, _base).TestCase
 
 
 STEPS = settings(max_examples=20, stateful_step_count=30, deadline=None)

@@ -65,11 +65,11 @@ class StateEviction(Enum):
     def prices_flops(self) -> bool:
         """Whether the policy needs the prefill FLOPs a state saves (`flops_of`)."""
         match self:
-            case StateEviction.FLOP_AWARE | StateEviction.SPENT_FIRST_FLOP_AWARE:
+            case (StateEviction.FLOP_AWARE | StateEviction.SPENT_FIRST_FLOP_AWARE
+                  | StateEviction.QUEUE_AWARE):
                 return True
             case (StateEviction.LRU | StateEviction.KEEP_JUNCTIONS | StateEviction.SPENT_FIRST
-                  | StateEviction.HIT_DENSITY | StateEviction.SPENT_FIRST_DENSITY
-                  | StateEviction.QUEUE_AWARE):
+                  | StateEviction.HIT_DENSITY | StateEviction.SPENT_FIRST_DENSITY):
                 return False
 
 
@@ -134,5 +134,5 @@ def build_policies(admission: StateAdmission, eviction: StateEviction, *, flops_
         case StateEviction.SPENT_FIRST_DENSITY:
             evict = SpentFirst(HitDensity(), capacity=ghost_capacity, name=eviction.value)
         case StateEviction.QUEUE_AWARE:
-            evict = QueueAware(LruEviction(), ahead)
+            evict = QueueAware(flop_aware(), ahead)
     return StatePolicies(admission=admit, eviction=evict, lookahead=ahead)

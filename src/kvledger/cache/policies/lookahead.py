@@ -10,12 +10,14 @@ reaches. Two policies read it:
   deepest grid point of the prompt that some queued prompt shares (where that request will
   branch from this one).
 * `QueueAware` (`queue-aware`): a state no queued request will resume from goes first (in
-  the base order, LRU); then states by the queue position of their first waiting user,
-  latest first (Belady's rule over the queue). A queued request resumes from the deepest
+  the base order: `build_policies` gives it FLOP-aware, the best online order where no
+  queue is known); then states by the queue position of their first waiting user, latest
+  first (Belady's rule over the queue). A queued request resumes from the deepest
   cached state on its path, so a state whose every queued user passes a deeper cached state
   (on either tier) is *shadowed*: it counts as unused.
 
-With a short queue (one rank keeping up) both are their base policy: nothing is queued.
+With an empty queue both are their base policy. They pay where the queue is long (a rank
+that does not keep up); where one rank keeps up the queue holds little of the future.
 
 Assumptions: a request's prefixes are named as the other ghost policies name them
 (`ghost.prefix_hashes` per page); a request joins when it arrives and leaves when it is

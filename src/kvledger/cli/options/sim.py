@@ -62,14 +62,17 @@ AdmissionOpt = Annotated[StateAdmission, typer.Option(
     "(SGLang's: every chunk end and finish), marconi (branch points + last decoded token), "
     "reuse-filtered (only prefixes seen before), ghost-branch (branch points found in a "
     "ghost table; finish states while they are reused), segment-branch (ghost-branch plus the "
-    "state at the prompt's last segment boundary, the segment learned from the trace). All "
+    "state at the prompt's last segment boundary, the segment learned from the trace), "
+    "queue-branch (ghost-branch plus the point where a waiting request will branch). All "
     "lossless.")]
 EvictionOpt = Annotated[StateEviction, typer.Option(
     "--state-eviction", help="Which cached state leaves first: lru (SGLang's), flop-aware "
     "(FLOPs saved per byte blended with recency, the blend tuned online), keep-junctions, "
     "spent-first (states a request already resumed from, junctions excepted, go first; then "
     "LRU), spent-first-flop-aware (then FLOP-aware), hit-density (least reuses per slot-time "
-    "at the state's age, learned from the trace), spent-first-density.")]
+    "at the state's age, learned from the trace), spent-first-density, queue-aware (states no "
+    "waiting request will resume from first, then the one needed latest: Belady's rule over "
+    "the waiting queue; otherwise flop-aware's order).")]
 TimeGpuOpt = Annotated[str | None, typer.Option(
     "--time-gpu", help="GPU whose peak FLOP/s, HBM and host-link bandwidth time the steps "
     f"(default: --gpu, else {DEFAULT_TIME_GPU}).")]
