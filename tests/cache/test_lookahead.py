@@ -24,7 +24,8 @@ def _h(*keys):
 
 def test_lookahead_counts_each_queued_prompt_under_each_prefix():
     ahead = QueueLookahead()
-    ahead.join(_h(1, 2, 3)); ahead.join(_h(1, 2, 4)); ahead.join(_h(1, 2, 3))
+    for prompt in ((1, 2, 3), (1, 2, 4), (1, 2, 3)):
+        ahead.join(_h(*prompt))
     assert [ahead.users(int(h)) for h in _h(1, 2, 3)] == [3, 3, 2]
     assert ahead.first_user(int(_h(1, 2, 4)[2])) == 1
     assert ahead.leave(_h(1, 2, 3))  # the oldest of the two identical prompts leaves

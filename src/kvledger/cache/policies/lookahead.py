@@ -23,6 +23,7 @@ Assumptions: a request's prefixes are named as the other ghost policies name the
 (`ghost.prefix_hashes` per page); a request joins when it arrives and leaves when it is
 admitted (any order; the first joined request with the same prompt leaves).
 
+>>> from kvledger.cache.policies.ghost import prefix_hashes
 >>> ahead = QueueLookahead()
 >>> a, b = prefix_hashes(np.array([1, 2, 3])), prefix_hashes(np.array([1, 2, 4]))
 >>> ahead.join(a); ahead.join(b)
@@ -43,7 +44,6 @@ import numpy as np
 
 from kvledger.cache.policies.admission import CheckpointEvent, GhostBranchAdmission, Ticket
 from kvledger.cache.policies.eviction import LruEviction, NodeHashes
-from kvledger.cache.policies.ghost import prefix_hashes
 from kvledger.tree.lru import LruList
 from kvledger.tree.node import Node, Tier
 
@@ -83,12 +83,12 @@ class QueueLookahead:
         (a driver that never announced it)."""
         if not len(hashes):
             return False
-        for i, (number, queued) in enumerate(self._queue):
-            if len(queued) == len(hashes) and queued[-1] == hashes[-1]:
-                del self._queue[i]
-                break
-        else:
+        at = next((i for i, (_, queued) in enumerate(self._queue)
+                   if len(queued) == len(hashes) and queued[-1] == hashes[-1]), None)
+        if at is None:
             return False
+        number, queued = self._queue[at]
+        del self._queue[at]
         users = self._users
         for h in queued.tolist():
             q = users[h]
