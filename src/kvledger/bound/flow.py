@@ -50,19 +50,38 @@ class _Graph:
 
 
 def best_interval_weight(num_points: int, intervals: Sequence[Interval], *,
-                         capacity: int) -> int:
-    """The most total weight of intervals under the rules above (0 with no slot)."""
+                         capacity: int, gap_capacities: Sequence[int] | None = None) -> int:
+    """The most total weight of intervals under the rules above (0 with no slot).
+
+    `gap_capacities` (one per gap, each at most `capacity`) lowers the pool over single
+    gaps: at most ``gap_capacities[g]`` intervals hold over gap g. Modelled as a parallel
+    idle arc g → g+1 of capacity ``capacity − gap_capacities[g]`` whose cost −B (B more than
+    all the weight together) makes every optimum fill it first, so that many units idle
+    there and the rest, at most ``gap_capacities[g]``, may carry intervals; the B's are
+    subtracted at the end. The flow stays a network flow, so the answer stays exact.
+    """
     for a, i, w in intervals:
         if not 0 <= a < i < num_points or w < 0:
             raise ValueError(f"interval ({a}, {i}, {w}): expected 0 ≤ start < end < "
                              f"{num_points} and weight ≥ 0")
+    if gap_capacities is not None and (
+            len(gap_capacities) != max(num_points - 1, 0)
+            or any(not 0 <= c <= capacity for c in gap_capacities)):
+        raise ValueError(f"gap capacities: expected {max(num_points - 1, 0)} values in "
+                         f"0 … {capacity}")
     useful = [iv for iv in intervals if iv[2] > 0]
     if capacity <= 0 or not useful or num_points < 2:
         return 0
     n = num_points
     g = _Graph(2 * n)  # point t is node t; the end node of point i is n + i
+    big = sum(w for _, _, w in useful) + 1
+    forced = 0  # Σ units that must idle, each worth `big`
     for t in range(n - 1):
-        g.arc(t, t + 1, capacity, 0)
+        free = capacity if gap_capacities is None else gap_capacities[t]
+        g.arc(t, t + 1, free, 0)
+        if free < capacity:
+            g.arc(t, t + 1, capacity - free, -big)
+            forced += capacity - free
     ends = sorted({i for _, i, _ in useful})
     for i in ends:
         g.arc(n + i, i, 1, 0)
@@ -87,6 +106,9 @@ def best_interval_weight(num_points: int, intervals: Sequence[Interval], *,
             g.cap[e ^ 1] += 1
             v = g.to[e ^ 1]
         best -= cost
+    best -= forced * big
+    if not 0 <= best < big:  # some forced unit did not idle: the construction is broken
+        raise RuntimeError(f"interval flow: {best} outside 0 … {big - 1}")
     return best
 
 

@@ -88,6 +88,7 @@ class RequestRecord:
     output_tokens: int
     hit_tokens: int
     usable_hit_tokens: int
+    free_slots_at_match: int | None = None  # device slots not held by running requests
 
     @property
     def queue_ms(self) -> float:

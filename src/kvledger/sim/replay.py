@@ -108,6 +108,9 @@ class Replay:
 
     def _admit(self, run: Running) -> set[Constraint]:
         """Admit `run` through the cache (an empty set) or name every ledger that is short."""
+        states = self.cache.states
+        if states is not None:  # what the serving bound lets this match's cache hold
+            run.free_slots_at_match = states.capacity - self.cache.held_slots_total
         got = self.cache.admit(run.seq_keys, prompt_tokens=run.prompt_tokens,
                                final_tokens=run.kv_total_tokens)
         if isinstance(got, Shortfall):
@@ -234,7 +237,8 @@ class Replay:
                 admitted_ms=run.admitted_ms, first_token_ms=run.first_token_ms,
                 finished_ms=self.now_ms, prompt_tokens=run.prompt_tokens,
                 output_tokens=run.output_tokens, hit_tokens=run.seq.hit_tokens,
-                usable_hit_tokens=run.seq.usable_hit_tokens))
+                usable_hit_tokens=run.seq.usable_hit_tokens,
+                free_slots_at_match=run.free_slots_at_match))
         c.steps += steps
         for constraint in blocked:
             c.blocked_ms[constraint] += elapsed

@@ -21,7 +21,7 @@ def kv_total_tokens(prompt_tokens: int, output_tokens: int) -> int:
 
 class Running:
     __slots__ = ("request", "prompt_tokens", "output_tokens", "seq_keys", "seq",
-                 "generated_tokens", "admitted_ms", "first_token_ms")
+                 "generated_tokens", "admitted_ms", "first_token_ms", "free_slots_at_match")
 
     def __init__(self, *, request: Request, seq_keys: np.ndarray) -> None:
         self.request = request
@@ -32,6 +32,7 @@ class Running:
         self.generated_tokens = 0
         self.admitted_ms = 0.0
         self.first_token_ms = 0.0  # end of the step that ran the prompt's last chunk
+        self.free_slots_at_match = 0  # device state slots no running request held then
 
     @property
     def kv_total_tokens(self) -> int:
