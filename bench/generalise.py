@@ -35,7 +35,7 @@ from kvledger.bound.split import choose_state_share, reuse_distances
 from kvledger.bound.trace import BoundTrace
 from kvledger.cache.policies import StateAdmission as A
 from kvledger.cache.policies import StateEviction as E
-from kvledger.report.policy_compare import bound_row, compare_policies
+from kvledger.report.policy_compare import DEFAULT_PAIR, bound_row, compare_policies, replay_pair
 from kvledger.sglang.deploy import Deployment, KVDtype
 from kvledger.sglang.plan import make_plan
 from kvledger.sim.config import SimConfig
@@ -120,20 +120,24 @@ def run_one(name: str, load, host: bool) -> dict:
     for pair, row in zip(PAIRS, comparison.rows, strict=False):
         rows.append({"policy": row.label, "split": "SGLang" if host else None,
                      "usable_hit": row.usable_hit, "fraction_of_bound": row.fraction_of_bound,
+                     "serving_bound": row.serving_bound.usable_hit if row.serving_bound else None,
+                     "fraction_of_serving_bound": row.fraction_of_serving_bound,
                      **_latency(plan, slow, pair, scale)})
     ceiling = comparison.rows[-1]
     if host:
         share = chosen_share(plan, workload)
         split_plan = _plan(True, share)
-        first = simulate(split_plan, workload, SimConfig()).summary
-        bound = bound_row(split_plan, workload, first)
+        bound = bound_row(split_plan, workload,
+                          replay_pair(split_plan, workload, SimConfig(), DEFAULT_PAIR))
         for pair in SPLIT_PAIRS:
-            config = SimConfig(state_admission=pair[0], state_eviction=pair[1])
-            s = simulate(split_plan, workload, config).summary
-            rows.append({"policy": s.policies, "split": f"chosen {share:g}",
-                         "usable_hit": s.counters.usable_hit_rate,
-                         "fraction_of_bound": bound.fraction(s.counters.usable_hit_rate)
-                         if bound else None, **_latency(split_plan, slow, pair, scale)})
+            row = replay_pair(split_plan, workload, SimConfig(), pair)
+            rows.append({"policy": row.label, "split": f"chosen {share:g}",
+                         "usable_hit": row.usable_hit,
+                         "fraction_of_bound": bound.fraction(row.usable_hit) if bound else None,
+                         "serving_bound": row.serving_bound.usable_hit
+                         if row.serving_bound else None,
+                         "fraction_of_serving_bound": row.fraction_of_serving_bound,
+                         **_latency(split_plan, slow, pair, scale)})
     base = rows[0]
     for row in rows:
         row["usable_over_default"] = (row["usable_hit"] / base["usable_hit"]

@@ -37,7 +37,8 @@ from rich.table import Table
 
 from kvledger.cache.policies import StateAdmission, StateEviction
 from kvledger.host.state_backup import HostStateBackup
-from kvledger.report.policy_compare import COMPARE_PAIRS, compare_policies, compare_table
+from kvledger.report.policy_compare import COMPARE_PAIRS, compare_policies
+from kvledger.report.policy_compare_view import compare_table
 from kvledger.sglang.deploy import Deployment, KVDtype
 from kvledger.sglang.plan import make_plan
 from kvledger.sim.config import SimConfig

@@ -45,10 +45,13 @@ hit is one such choice, so it is at most this; the tests check that on every pol
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kvledger.bound.flow import best_interval_weight
 from kvledger.bound.trace import BoundTrace
+from kvledger.sim.metrics import RequestRecord
+from kvledger.sim.workload import Request
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -119,3 +122,47 @@ def serving_bound_pages(trace: BoundTrace, schedule: ServingSchedule, *,
     return best_interval_weight(n, intervals, capacity=top,
                                 gap_capacities=list(schedule.free_slots[1:]))
 
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServingBound:
+    """The serving bound of one replay, with what it charged."""
+
+    page_tokens: int
+    usable_hit_pages: int
+    prompt_tokens: int  # of the requests it judged (the replay's finished ones)
+    mean_free_slots: float  # state slots free to cache, averaged over the matches
+
+    @property
+    def usable_hit(self) -> float:
+        return self.usable_hit_pages * self.page_tokens / self.prompt_tokens \
+            if self.prompt_tokens else 0.0
+
+    def fraction(self, usable_hit: float) -> float | None:
+        return usable_hit / self.usable_hit if self.usable_hit else None
+
+
+def serving_bound(requests: Sequence[Request], records: Sequence[RequestRecord], *,
+                  page_tokens: int, token_pages: int, host_slots: int = 0
+                  ) -> ServingBound | None:
+    """The bound of the replay that served `requests` (in arrival order) and finished with
+    `records` (any order), on `token_pages` pages; a host tier's `host_slots` add to every
+    match's free slots (a state on either tier counts once). None when the replay recorded
+    no slots (a model without states)."""
+    if any(r.free_slots_at_match is None for r in records):
+        return None
+    if not records:  # nothing finished (every request too big for the pools): nothing to hit
+        return ServingBound(page_tokens=page_tokens, usable_hit_pages=0, prompt_tokens=0,
+                            mean_free_slots=0.0)
+    by_rid = {r.rid: r for r in records}
+    served = [q for q in requests if q.rid in by_rid]  # admission order: FCFS
+    ran = [by_rid[q.rid] for q in served]
+    schedule = ServingSchedule(match_ms=tuple(r.admitted_ms for r in ran),
+                               finish_ms=tuple(r.finished_ms for r in ran),
+                               free_slots=tuple(r.free_slots_at_match + host_slots
+                                                for r in ran))
+    trace = BoundTrace.of(served, page_tokens=page_tokens)
+    pages = serving_bound_pages(trace, schedule, max_pages=token_pages)
+    return ServingBound(page_tokens=page_tokens, usable_hit_pages=pages,
+                        prompt_tokens=sum(q.prompt_tokens for q in served),
+                        mean_free_slots=sum(schedule.free_slots) / len(ran))

@@ -9,7 +9,8 @@ Files:
 - `vllm_view.py`: a vLLM plan's tables; `side_by_side.py`: both engines; `plan_views.py`: any
   `EnginePlan` to its view;
 - `l3_view.py`: the store tier's sizing;
-- `sim_view.py`, `sim_json.py`, `policy_compare.py`: simulation results, and policies compared;
+- `sim_view.py`, `sim_json.py`: simulation results; `policy_compare.py`: policies compared
+  (the runs, with the bounds), `policy_compare_view.py`: its table and JSON;
 - `vllm_sim_view.py`, `vllm_sim_json.py`: `simulate --engine vllm` and both engines side by side;
   `vllm_compare_view.py`: `simulate --engine vllm --compare` (table and JSON);
 - `fleet_view.py`, `fleet_json.py`: a fleet's replay (`simulate --replicas`); `pd_view.py`,

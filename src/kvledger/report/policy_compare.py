@@ -25,18 +25,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from rich import box
-from rich.table import Table
-
 from kvledger.bound import BoundTrace, OfflineBound, offline_bound
+from kvledger.bound.serving import ServingBound, serving_bound
 from kvledger.cache.policies import StateAdmission, StateEviction
 from kvledger.core.runner import SERIAL, Runner, RunObserver, Task
-from kvledger.report.show import show_fraction, show_ms, show_ratio
 from kvledger.sglang.plan import SglangPlan
 from kvledger.sim.ceiling import ceiling_pool_tokens, full_only_hits
 from kvledger.sim.config import SimConfig
 from kvledger.sim.metrics import SimSummary
-from kvledger.sim.replay import Progress, simulate
+from kvledger.sim.replay import Progress, SimResult, simulate
 from kvledger.sim.workload import Request, Workload
 
 Pair = tuple[StateAdmission, StateEviction]
@@ -67,6 +64,12 @@ class PolicyRow:
     ttft_p95_ms: float | None  # None: not timed (the sequential ceiling)
     summary: SimSummary | None = None
     fraction_of_bound: float | None = None  # usable hit / the bound's; None: no bound
+    serving_bound: ServingBound | None = None  # this replay's own; None: not computed
+
+    @property
+    def fraction_of_serving_bound(self) -> float | None:
+        return None if self.serving_bound is None else self.serving_bound.fraction(
+            self.usable_hit)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -99,11 +102,27 @@ class Comparison:
         return self.rows[0]
 
 
-def _row(label: str, s: SimSummary) -> PolicyRow:
+def _row(plan: SglangPlan, workload: Workload, result: SimResult) -> PolicyRow:
+    s = result.summary
     c = s.counters
-    return PolicyRow(label=label, token_hit=c.token_hit_rate, usable_hit=c.usable_hit_rate,
+    return PolicyRow(label=s.policies, token_hit=c.token_hit_rate, usable_hit=c.usable_hit_rate,
                      state_evictions=s.evicted_slots, checkpoints_saved=c.checkpoints_saved,
-                     ttft_p95_ms=s.latency.ttft_ms.p95 if s.latency else None, summary=s)
+                     ttft_p95_ms=s.latency.ttft_ms.p95 if s.latency else None, summary=s,
+                     serving_bound=_serving_bound(plan, workload, result))
+
+
+def _serving_bound(plan: SglangPlan, workload: Workload, result: SimResult
+                   ) -> ServingBound | None:
+    """The replay's own serving bound (`kvledger.bound.serving`); None with a store tier
+    (outside the model) or without states."""
+    s = result.summary
+    if s.store is not None or plan.layout.state is None:
+        return None
+    host = s.host
+    return serving_bound(replayed_requests(plan, workload, s), result.requests,
+                         page_tokens=s.page_tokens,
+                         token_pages=s.token_pages + (host.capacity_pages if host else 0),
+                         host_slots=host.capacity_slots if host else 0)
 
 
 def replayed_requests(plan: SglangPlan, workload: Workload,
@@ -121,13 +140,13 @@ def replayed_requests(plan: SglangPlan, workload: Workload,
 
 
 def full_only_ceiling(plan: SglangPlan, workload: Workload,
-                      replayed: SimSummary | None = None) -> tuple[PolicyRow, int]:
+                      replayed: PolicyRow | None = None) -> tuple[PolicyRow, int]:
     cap = plan.capacity
     pool = ceiling_pool_tokens(token_bytes=cap.token_bytes, slot_bytes=cap.slot_bytes,
                                state_slots=cap.state_slots,
                                max_total_tokens=cap.max_total_tokens,
                                page_tokens=plan.layout.page_tokens)
-    requests = replayed_requests(plan, workload, replayed)
+    requests = replayed_requests(plan, workload, replayed.summary if replayed else None)
     hits = full_only_hits(requests, page_tokens=plan.layout.page_tokens, pool_tokens=pool)
     prompt = sum(r.prompt_tokens for r in requests)
     hit = int(hits.sum()) / prompt if prompt else 0.0
@@ -136,10 +155,12 @@ def full_only_ceiling(plan: SglangPlan, workload: Workload,
                      ttft_p95_ms=None), pool
 
 
-def bound_row(plan: SglangPlan, workload: Workload, summary: SimSummary) -> BoundRow | None:
+def bound_row(plan: SglangPlan, workload: Workload, replayed: PolicyRow) -> BoundRow | None:
     """The offline bound on the pools `summary`'s replay had (device, plus host when a host
     tier ran; the state pool less the slots one running request holds), over the requests
     it replayed (rank 0's share with attention DP)."""
+    summary = replayed.summary
+    assert summary is not None, "the bound judges a replay's requests"
     if summary.store is not None:
         return None
     requests = replayed_requests(plan, workload, summary)
@@ -155,11 +176,12 @@ def bound_row(plan: SglangPlan, workload: Workload, summary: SimSummary) -> Boun
 
 
 def replay_pair(plan: SglangPlan, workload: Workload, config: SimConfig, pair: Pair,
-                tick: Progress | None = None) -> SimSummary:
-    """One row's serving replay: `config` under the pair's state admission and eviction."""
+                tick: Progress | None = None) -> PolicyRow:
+    """One row: the serving replay of `config` under the pair's state admission and
+    eviction, with its serving bound."""
     admission, eviction = pair
     run = replace(config, state_admission=admission, state_eviction=eviction)
-    return simulate(plan, workload, run, progress=(tick,) if tick else ()).summary
+    return _row(plan, workload, simulate(plan, workload, run, progress=(tick,) if tick else ()))
 
 
 # Relative run times (`Task.cost`, a scheduling hint only), as measured serially on the
@@ -195,81 +217,7 @@ def compare_policies(plan: SglangPlan, workload: Workload, config: SimConfig,
     on `runner` (`compare_tasks`); every runner gives the serial run's rows."""
     baseline, (ceiling, pool), bound, *others = runner.run(
         compare_tasks(plan, workload, config, pairs), observer)
-    rows = [_row(s.policies, s) for s in (baseline, *others)] + [ceiling]
+    rows = [baseline, *others, ceiling]
     if bound is not None:
         rows = [replace(r, fraction_of_bound=bound.fraction(r.usable_hit)) for r in rows]
     return Comparison(rows=tuple(rows), ceiling_pool_tokens=pool, bound=bound)
-
-
-def compare_table(comparison: Comparison) -> Table:
-    base = comparison.baseline
-    table = Table(title=f"State policies on one trace and memory (×: over {base.label})",
-                  title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
-    table.add_column("admission + eviction", no_wrap=True)
-    for name in ("token\nhit", "usable\nhit", "×", "of\nbound", "states\nevicted",
-                 "TTFT\np95", "×"):
-        table.add_column(name, justify="right")
-    for row in comparison.rows:
-        ratio = show_ratio(row.usable_hit / base.usable_hit) if base.usable_hit else "—"
-        ttft = "—" if row.ttft_p95_ms is None else show_ms(row.ttft_p95_ms)
-        ttft_ratio = ("—" if row.ttft_p95_ms is None or not base.ttft_p95_ms
-                      else show_ratio(row.ttft_p95_ms / base.ttft_p95_ms))
-        of_bound = "—" if row.fraction_of_bound is None else show_fraction(row.fraction_of_bound)
-        table.add_row(row.label, show_fraction(row.token_hit), show_fraction(row.usable_hit),
-                      ratio, of_bound,
-                      "—" if row.state_evictions is None else f"{row.state_evictions:,}",
-                      ttft, ttft_ratio)
-    bound = comparison.bound
-    if bound is not None:
-        table.add_row(bound.label, "—", show_fraction(bound.usable_hit), "—",
-                      show_fraction(1.0), "—", "—", "—")
-    table.caption = ("states evicted: from device. FULL-only ceiling: no states, the "
-                     f"same bytes as a KV pool of {comparison.ceiling_pool_tokens:,} tokens, "
-                     "sequential (prompts only): a bound, not a policy; the policy rows are "
-                     "serving replays (token hit = KV matched, usable = KV ending at a state; "
-                     "docs: Three hit rates). Every policy is lossless. "
-                     + _bound_caption(comparison.bound))
-    return table
-
-
-def _bound_caption(bound: BoundRow | None) -> str:
-    if bound is None:
-        return "No offline bound: the store tier's capacity is outside it."
-    b = bound.bound
-    kind = ("exact (every schedule tried)" if b.exact else
-            "a proven upper bound, min(KV relaxation, state relaxation)")
-    slots = "no states" if b.state_slots is None else f"{b.state_slots:,} cache state slots"
-    return (f"Offline bound: {b.token_pages:,} token pages and {slots}, requests one at a "
-            f"time, {kind}; of bound = usable hit / the bound's (docs: Offline bound).")
-
-
-def bound_json(bound: BoundRow | None) -> dict | None:
-    if bound is None:
-        return None
-    b = bound.bound
-    rate = bound.prompt_tokens or 1
-    return {"method": b.method.value, "exact": b.exact, "usable_hit": bound.usable_hit,
-            "usable_hit_tokens": b.usable_hit_tokens, "prompt_tokens": bound.prompt_tokens,
-            "kv_relaxation_hit": b.kv_hit_pages * b.page_tokens / rate,
-            "state_relaxation_hit": None if b.state_hit_pages is None
-            else b.state_hit_pages * b.page_tokens / rate,
-            "token_pages": b.token_pages, "state_slots": b.state_slots}
-
-
-def comparison_json(comparison: Comparison) -> dict:
-    """The body of `simulate --compare --json` (`kvledger.simulate-compare/1` in the common
-    envelope): baseline, ceiling_pool_tokens, rows[{policy, token_hit, usable_hit,
-    fraction_of_bound, state_evictions, checkpoints_saved, ttft_p95_ms}] (null where the
-    ceiling has none; fraction_of_bound null without a bound), bound{method (exhaustive |
-    relaxation), exact, usable_hit, usable_hit_tokens, prompt_tokens, kv_relaxation_hit,
-    state_relaxation_hit (null without states), token_pages, state_slots (null without
-    states)} (null with a store tier)."""
-    return {
-        "baseline": comparison.baseline.label,
-        "ceiling_pool_tokens": comparison.ceiling_pool_tokens,
-        "rows": [{"policy": r.label, "token_hit": r.token_hit, "usable_hit": r.usable_hit,
-                  "fraction_of_bound": r.fraction_of_bound,
-                  "state_evictions": r.state_evictions, "checkpoints_saved": r.checkpoints_saved,
-                  "ttft_p95_ms": r.ttft_p95_ms} for r in comparison.rows],
-        "bound": bound_json(comparison.bound),
-    }

@@ -18,12 +18,8 @@ def run_compare(plan: SglangPlan, work: SimInputs, *, figure_dir: Path | None, j
                 progress: bool, ignored: list[str], runner: Runner) -> None:
     from kvledger.cli.runners.run_bar import RunBar
     from kvledger.core.envelope import envelope
-    from kvledger.report.policy_compare import (
-        COMPARE_PAIRS,
-        compare_policies,
-        compare_table,
-        comparison_json,
-    )
+    from kvledger.report.policy_compare import COMPARE_PAIRS, compare_policies
+    from kvledger.report.policy_compare_view import compare_table, comparison_json
 
     work.check()
     config = work.config(plan)
