@@ -7,7 +7,9 @@ the shared synthetic trace, the six generators (1,000 requests, seed 0, 1 sessio
 parameters: `kvledger.sim.generators`) and any trace given with --trace.
 
 * Hit columns replay each workload at its own arrival rate (the rate the policy table and
-  issue targets use); `of bound` is usable hit / the offline bound on the same pools.
+  issue targets use); `of bound` is usable hit / the offline bound on the same pools;
+  `serving bound` is the row's own (`kvledger.bound.serving`: its replay's schedule, the
+  slots its running requests held charged) and `of it` usable hit / that.
 * Latency columns replay the same policy with arrivals stretched until the default keeps up
   on one rank (`--time-scale` raised to busy replicas × 1.25, at least doubling, until the
   default's replay is not saturated, at most 64×), so TTFT compares unsaturated runs; `sat`
@@ -159,7 +161,7 @@ def table(result: dict) -> Table:
               f"{result['latency_time_scale']} (×: over engine + lru)", title_justify="left",
               box=box.SIMPLE_HEAD, show_edge=False)
     for col in ("admission + eviction", "host split", "usable hit", "×", "of bound",
-                "TTFT p50 s", "TTFT p95 s", "×", "sat"):
+                "serving bound", "of it", "TTFT p50 s", "TTFT p95 s", "×", "sat"):
         t.add_column(col, justify="left" if col in ("admission + eviction", "host split")
                      else "right", no_wrap=True)
     for r in result["rows"]:
@@ -168,7 +170,9 @@ def table(result: dict) -> Table:
         t.add_row(r["policy"], r["split"] or "—", f"{r['usable_hit']:.3f}",
                   "—" if r["usable_over_default"] is None else f"{r['usable_over_default']:.2f}",
                   "—" if r["fraction_of_bound"] is None else f"{r['fraction_of_bound']:.2f}",
-                  s(r["ttft_p50_ms"]), s(r["ttft_p95_ms"]),
+                  "—" if r["serving_bound"] is None else f"{r['serving_bound']:.3f}",
+                  "—" if r["fraction_of_serving_bound"] is None
+                  else f"{r['fraction_of_serving_bound']:.2f}", s(r["ttft_p50_ms"]), s(r["ttft_p95_ms"]),
                   "—" if r["ttft_p95_over_default"] is None
                   else f"{r['ttft_p95_over_default']:.2f}", "yes" if r["saturated"] else "no")
     return t

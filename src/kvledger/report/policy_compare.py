@@ -51,6 +51,7 @@ COMPARE_PAIRS: tuple[Pair, ...] = (
     (StateAdmission.SEGMENT_BRANCH, StateEviction.LRU),
     (StateAdmission.SEGMENT_BRANCH, StateEviction.SPENT_FIRST),
     (StateAdmission.GHOST_BRANCH, StateEviction.HIT_DENSITY),
+    (StateAdmission.QUEUE_BRANCH, StateEviction.QUEUE_AWARE),
 )
 
 
