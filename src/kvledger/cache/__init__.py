@@ -3,6 +3,7 @@
 - `hybrid`: `HybridCache`, the facade (admit, extend, commit, decode, release, eviction);
 - `admission`: how a request enters it (match, check every resource, then commit), and
   `unwind`: giving back what an admission took when a step raises;
+- `insertion`: a running request's prefix entering the tree (commit's and release's insert);
 - `adoption`: a prefix the store tier read entering the device (`adopt_restored`);
 - `seq`: what it records per running request (`CacheSeq`), answers (`Extension`,
   `Shortfall`) and counts (`CacheStats`); `CheckpointMode`;

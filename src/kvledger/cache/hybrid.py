@@ -65,8 +65,9 @@ import numpy as np
 
 from kvledger.cache.admission import admit_request, announce_request
 from kvledger.cache.adoption import adopt_restored
+from kvledger.cache.insertion import cache_prefix
 from kvledger.cache.integrity import check_ownership
-from kvledger.cache.policies import CheckpointEvent, StatePolicies
+from kvledger.cache.policies import StatePolicies
 from kvledger.cache.policies.choice import engine_policies
 from kvledger.cache.rows import Rows
 from kvledger.cache.seq import CacheSeq, CacheStats, CheckpointMode, Extension, Shortfall
@@ -206,7 +207,7 @@ class HybridCache:
         its prefix cached: the caller goes on or releases it."""
         seq.computed_tokens += num_new_tokens
         if cache_unfinished:
-            self._cache(seq, keys, finishing=False)
+            cache_prefix(self, seq, keys, finishing=False)
 
     def decode(self, seq: CacheSeq, steps: int) -> None:
         """`steps` decode tokens at once (accounting mode's stride: extend + commit of each
@@ -253,7 +254,7 @@ class HybridCache:
         Whatever caching raises (a host backup the insert started, KeyboardInterrupt
         included), the request is released before the error propagates."""
         try:
-            self._cache(seq, keys, finishing=True)
+            cache_prefix(self, seq, keys, finishing=True)
         finally:
             self._free(seq)
 
@@ -271,77 +272,6 @@ class HybridCache:
         self.reserved_pages -= seq.reserved_pages
         seq.reserved_pages = 0
         del self.running[seq.row]
-
-    def _cache(self, seq: CacheSeq, keys: np.ndarray, *, finishing: bool) -> None:
-        if self.tracked:
-            length, index = seq.last_track_tokens, seq.last_track_index
-            if length is None:
-                return
-        else:
-            length, index = seq.computed_tokens // self.page * self.page, 0
-        if length <= seq.cached_tokens:
-            seq.last_track_tokens = None
-            return
-        if seq.ticket is not None:
-            event = (CheckpointEvent.FINISH if finishing
-                     else CheckpointEvent.CHUNK_END if seq.computed_tokens < seq.prompt_tokens
-                     else CheckpointEvent.PREFILL_END)
-            if not self.policies.admission.admit(event, seq.ticket, length // self.page):
-                # declined: the tracked state stays the request's latest, for a later point
-                self.stats.checkpoints_declined += 1
-                return
-        seq.last_track_tokens = None
-        slot = None
-        if self.states is not None:
-            if finishing:
-                slot = seq.slots.pop(index)  # the tree takes the slot itself
-                self.held_slots_total -= 1
-            else:
-                fresh = self.alloc_slots(1)
-                if fresh is None:
-                    self.stats.checkpoints_skipped += 1
-                    return
-                if self.tracked:  # donate the track slot, keep the fresh one in its place
-                    slot, seq.slots[index] = seq.slots[index], fresh[0]
-                else:  # a copy of the working state
-                    slot = fresh[0]
-                    self.rows.copy_state(seq.slots[0], slot)
-        self._insert(seq, keys, length, slot, relock=not finishing)
-
-    def _insert(self, seq: CacheSeq, keys: np.ndarray, length: int, slot: int | None, *,
-                relock: bool) -> None:
-        rows, tree = self.rows, self.tree
-        values = rows.values(seq, length)
-        # The walk starts at the request's locked node: the prefix above it is the tree's
-        # own KV (matched or inserted by this request), so only the new suffix is compared.
-        held = seq.receipt.node if seq.receipt is not None else None
-        result = tree.insert(keys[: length // self.unit], values, slot, below=held)
-        duplicates = result.duplicate_indices
-        if len(duplicates):
-            rows.free_values(duplicates)
-        if slot is not None:
-            if result.mamba_existed:
-                self.states.free([slot])
-                self.stats.checkpoints_existing += 1
-            else:
-                self.stats.checkpoints_saved += 1
-                self.stats.branch_states += int(seq.last_track_branch)
-        if len(duplicates):
-            rows.adopt(seq, length, tree.path_device_indices(result.node), changed=True)
-        else:
-            rows.adopt(seq, length, values, changed=False)
-        self.own_pages -= length // self.page - seq.cached_tokens // self.page
-        self.stats.inserted_tokens += length - result.prefix_length * self.unit
-        seq.cached_tokens = length
-        if relock:
-            old, seq.receipt = seq.receipt, tree.lock(result.node)
-            if old is not None:
-                tree.unlock(old)
-        # Last: the host write policy's backups, then the store's write-through, may raise (a
-        # failed copy is swallowed, anything else propagates); by now the tree, the rows and
-        # the totals agree.
-        self.tier.on_insert(result)
-        self.store.on_insert(result.node)
 
     # ---- memory ------------------------------------------------------------------------------
 
