@@ -10,7 +10,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kvledger.bound.flow import best_interval_weight
-from kvledger.bound.serving import ServingSchedule, serving_bound_pages, serving_state_candidates
+from kvledger.bound.serving import (
+    ServingSchedule,
+    most_unit_intervals,
+    serving_bound_pages,
+    serving_kv_bound_pages,
+    serving_state_candidates,
+)
 from kvledger.bound.trace import BoundTrace
 from kvledger.report.policy_compare import COMPARE_PAIRS, compare_policies
 from kvledger.sglang.deploy import Deployment, KVDtype
@@ -96,6 +102,50 @@ def test_serving_bound_equals_exhaustive_search_of_its_model(case, max_pages):
         _brute_serving(trace, schedule, max_pages)
 
 
+units = st.integers(1, 6).flatmap(lambda n: st.tuples(
+    st.just(n),
+    st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1), st.integers(1, 2))
+             .map(lambda t: (min(t[0], t[1]), max(t[0], t[1]), t[2])), max_size=6),
+    st.lists(st.integers(0, 3), min_size=n, max_size=n)))
+
+
+@given(units)
+def test_the_sweep_keeps_the_most_unit_intervals(case):
+    n, ivs, caps = case
+    singles = [(a, b) for a, b, k in ivs for _ in range(k)]
+    best = max(k for k in range(len(singles) + 1) for c in combinations(singles, k)
+               if all(sum(a <= j <= b for a, b in c) <= caps[j] for j in range(n)))
+    assert most_unit_intervals(n, ivs, capacities=caps) == best
+
+
+def _brute_kv(trace: BoundTrace, s: ServingSchedule, max_pages: int) -> int:
+    """Each window page with a passer is kept or not; a kept one spans the matches after
+    it can have been made, and its own; at most free_pages[j] kept pages span match j."""
+    n = trace.num_requests
+    spans = []
+    for i in range(n):
+        for d in range(1, min(trace.window_pages[i], max_pages) + 1):
+            passers = [p for p in range(i) if trace.prefixes[i][d - 1] in trace.prefixes[p]]
+            if not passers:
+                break
+            made = max(min(s.finish_ms[p], s.match_ms[i]) for p in passers)
+            spans.append(frozenset(j for j in range(i) if s.match_ms[j] > made) | {i})
+    return max(k for k in range(len(spans) + 1) for c in combinations(spans, k)
+               if all(sum(j in span for span in c) <= s.free_pages[j] for j in range(n)))
+
+
+@given(served(), st.integers(1, 3), st.data())
+def test_the_kv_side_equals_exhaustive_search_of_its_model(case, max_pages, data):
+    trace, schedule = case
+    if trace.num_requests > 4:
+        return  # 2^(pages) subsets: keep the search small
+    free = tuple(data.draw(st.integers(0, 4)) for _ in range(trace.num_requests))
+    schedule = ServingSchedule(match_ms=schedule.match_ms, finish_ms=schedule.finish_ms,
+                               free_slots=schedule.free_slots, free_pages=free)
+    assert serving_kv_bound_pages(trace, schedule, max_pages=max_pages) == \
+        _brute_kv(trace, schedule, max_pages)
+
+
 def test_a_state_made_after_a_match_does_not_hold_a_slot_there():
     # r0 finishes at 4, after r1's match at 1: r2's use of r0's abc spans only r2's match
     t = BoundTrace.of_paths([[1, 2, 3], [1, 2, 4], [1, 2, 3, 5]], [3, 3, 3])
@@ -114,6 +164,8 @@ def test_a_state_made_after_a_match_does_not_hold_a_slot_there():
      "request 1: finish 0.5 ms before its match 1.0 ms"),
     ({"match_ms": (0.0,), "finish_ms": (1.0,), "free_slots": (-1,)},
      "-1 free slots"),
+    ({"match_ms": (0.0,), "finish_ms": (1.0,), "free_slots": (1,), "free_pages": (1, 2)},
+     "2 free page counts for 1 matches"),
 ])
 def test_a_bad_schedule_is_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -126,6 +178,9 @@ def _below(comparison) -> None:
         assert sb is not None, row.label
         assert sb.prompt_tokens == row.summary.counters.prompt_tokens
         assert row.usable_hit <= sb.usable_hit + 1e-12, row.label
+        # the KV side counts every cached window page: it bounds the token hit too
+        assert row.token_hit <= sb.kv_hit_pages * sb.page_tokens / sb.prompt_tokens + 1e-12
+        assert sb.usable_hit_pages == min(sb.state_hit_pages, sb.kv_hit_pages)
     assert comparison.rows[-1].serving_bound is None  # the ceiling runs no schedule
 
 

@@ -1,4 +1,4 @@
-"""The serving bound: R_S on one serving replay's own schedule, with the slots it pinned.
+"""The serving bound: R_S and R_KV on one serving replay's own schedule, its pinned slots charged.
 
 The offline bound (`kvledger.bound.offline`) runs requests one at a time and lends the state
 pool, less one request's slots, to caching. A serving replay runs up to N requests at once,
@@ -26,8 +26,12 @@ pool's K, plus the host pool's slots with a host tier, less the held ones):
   match the deepest depth is worth most (the staircase of `kvledger.bound.states`).
 
 The flow is exact, so this is the most usable hit pages any state choice reaches on that
-schedule with KV free (a hit capped at the window and at T pages). The replay's own usable
-hit is one such choice, so it is at most this; the tests check that on every policy.
+schedule with KV free (a hit capped at the window and at T pages). The KV side is the same
+argument for pages with states free: a window page counts (consecutive or not) when a copy
+is cached at the match, each copy spans the matches after it was made, and at match j at
+most the pages no running request owns are cached (`serving_kv_bound_pages`). The replay's
+usable hit is one choice on each side, so it is at most the smaller; the tests check that
+on every policy, and that its token hit is at most the KV side.
 
 >>> from kvledger.bound.trace import BoundTrace
 >>> t = BoundTrace.of_paths([[1, 2, 3], [1, 2, 4], [1, 2, 3, 5]], [3, 3, 3])
@@ -45,6 +49,7 @@ hit is one such choice, so it is at most this; the tests check that on every pol
 from __future__ import annotations
 
 import bisect
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -61,8 +66,13 @@ class ServingSchedule:
     match_ms: tuple[float, ...]  # when its admission matched the cache (non-decreasing)
     finish_ms: tuple[float, ...]  # when it finished (after its match)
     free_slots: tuple[int, ...]  # state slots not held by running requests at its match
+    free_pages: tuple[int, ...] | None = None  # KV pages no running request owned then
 
     def __post_init__(self) -> None:
+        if self.free_pages is not None and (len(self.free_pages) != len(self.match_ms)
+                                            or min(self.free_pages, default=0) < 0):
+            raise ValueError(f"{len(self.free_pages)} free page counts for "
+                             f"{len(self.match_ms)} matches: expected one ≥ 0 each")
         n = len(self.match_ms)
         if len(self.finish_ms) != n or len(self.free_slots) != n:
             raise ValueError(f"schedule of {n} matches, {len(self.finish_ms)} finishes and "
@@ -79,33 +89,46 @@ class ServingSchedule:
                                  "free slots (expected ≥ 0)")
 
 
-def serving_state_candidates(trace: BoundTrace, schedule: ServingSchedule, *,
-                             max_pages: int) -> list[list[tuple[int, int]]]:
-    """Per request, (first match its state must span, depth in pages) for each distinct
-    first match, shallow first; depths at most `max_pages`."""
+def first_spanned(trace: BoundTrace, schedule: ServingSchedule, *,
+                  max_pages: int) -> list[list[int]]:
+    """Per request, for each window depth 1, 2, … (at most `max_pages`) that an earlier
+    request passes, the first match a cached copy of that prefix must span (non-increasing
+    with depth); the list stops at the first depth nobody passed."""
     if trace.num_requests != len(schedule.match_ms):
         raise ValueError(f"{trace.num_requests} requests but a schedule of "
                          f"{len(schedule.match_ms)}")
     latest_finish: dict[int, float] = {}  # prefix → the latest finish of its passers so far
     match = schedule.match_ms
-    out: list[list[tuple[int, int]]] = []
+    out: list[list[int]] = []
     for i, (seq, window) in enumerate(zip(trace.prefixes, trace.window_pages, strict=True)):
-        steps: list[tuple[int, int]] = []
+        firsts: list[int] = []
         for depth in range(1, min(window, max_pages) + 1):
             finish = latest_finish.get(seq[depth - 1])
             if finish is None:  # no earlier sequence has this prefix, so none a deeper one
                 break
             made_by_ms = min(finish, match[i])
-            first = min(bisect.bisect_right(match, made_by_ms), i)
+            firsts.append(min(bisect.bisect_right(match, made_by_ms), i))
+        out.append(firsts)
+        f = schedule.finish_ms[i]
+        for prefix in seq:
+            if latest_finish.get(prefix, -1.0) < f:
+                latest_finish[prefix] = f
+    return out
+
+
+def serving_state_candidates(trace: BoundTrace, schedule: ServingSchedule, *,
+                             max_pages: int) -> list[list[tuple[int, int]]]:
+    """Per request, (first match its state must span, depth in pages) for each distinct
+    first match, shallow first; depths at most `max_pages`."""
+    out: list[list[tuple[int, int]]] = []
+    for firsts in first_spanned(trace, schedule, max_pages=max_pages):
+        steps: list[tuple[int, int]] = []
+        for depth, first in enumerate(firsts, start=1):
             if steps and steps[-1][0] == first:
                 steps[-1] = (first, depth)
             else:
                 steps.append((first, depth))
         out.append(steps)
-        f = schedule.finish_ms[i]
-        for prefix in seq:
-            if latest_finish.get(prefix, -1.0) < f:
-                latest_finish[prefix] = f
     return out
 
 
@@ -124,12 +147,77 @@ def serving_bound_pages(trace: BoundTrace, schedule: ServingSchedule, *,
 
 
 
+def serving_kv_bound_pages(trace: BoundTrace, schedule: ServingSchedule, *,
+                           max_pages: int) -> int:
+    """The KV side of the same schedule, states free: the most window pages (consecutive
+    or not, as R_KV counts them) cached at their request's match, with at most
+    ``free_pages[j]`` cached pages at match j. Each page is a unit interval over the
+    matches it spans (`first_spanned`); the most unit intervals under per-point
+    capacities is the sweep that, wherever a point is over, drops the intervals that end
+    last (an exchange argument; checked against exhaustive search in the tests)."""
+    free = schedule.free_pages
+    if free is None:
+        raise ValueError("a schedule without free page counts has no KV side")
+    n = trace.num_requests
+    runs = [(first, i, num) for i, firsts in
+            enumerate(first_spanned(trace, schedule, max_pages=max_pages))
+            for first, num in _runs(firsts)]
+    return most_unit_intervals(n, runs, capacities=free)
+
+
+def most_unit_intervals(num_points: int, intervals: Sequence[tuple[int, int, int]], *,
+                        capacities: Sequence[int]) -> int:
+    """The most unit intervals kept, given as (first point, last point, how many), with at
+    most ``capacities[j]`` kept over point j: sweep the points, and wherever one is over,
+    drop the intervals that end last.
+
+    >>> most_unit_intervals(3, [(0, 2, 1), (0, 0, 1), (1, 1, 1)], capacities=[1, 1, 1])
+    2
+    """
+    starts: list[list[tuple[int, int]]] = [[] for _ in range(num_points)]
+    for first, last, num in intervals:
+        starts[first].append((last, num))
+    live = [0] * num_points  # kept intervals by their last point
+    ends: list[int] = []  # max-heap (negated) of last points
+    total = kept = 0
+    for j in range(num_points):
+        for end, num in starts[j]:
+            heapq.heappush(ends, -end)  # duplicates and spent ends are skipped below
+            live[end] += num
+            total += num
+        while total > capacities[j]:
+            end = -ends[0]
+            if not live[end]:
+                heapq.heappop(ends)
+                continue
+            cut = min(live[end], total - capacities[j])
+            live[end] -= cut
+            total -= cut
+        kept += live[j]
+        total -= live[j]
+        live[j] = 0
+    return kept
+
+
+def _runs(values: list[int]) -> list[tuple[int, int]]:
+    """(value, run length) of equal neighbours."""
+    out: list[tuple[int, int]] = []
+    for v in values:
+        if out and out[-1][0] == v:
+            out[-1] = (v, out[-1][1] + 1)
+        else:
+            out.append((v, 1))
+    return out
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServingBound:
     """The serving bound of one replay, with what it charged."""
 
     page_tokens: int
-    usable_hit_pages: int
+    usable_hit_pages: int  # the smaller of the two sides
+    state_hit_pages: int  # states counted, KV free
+    kv_hit_pages: int  # KV counted, states free
     prompt_tokens: int  # of the requests it judged (the replay's finished ones)
     mean_free_slots: float  # state slots free to cache, averaged over the matches
 
@@ -143,26 +231,31 @@ class ServingBound:
 
 
 def serving_bound(requests: Sequence[Request], records: Sequence[RequestRecord], *,
-                  page_tokens: int, token_pages: int, host_slots: int = 0
-                  ) -> ServingBound | None:
-    """The bound of the replay that served `requests` (in arrival order) and finished with
-    `records` (any order), on `token_pages` pages; a host tier's `host_slots` add to every
-    match's free slots (a state on either tier counts once). None when the replay recorded
-    no slots (a model without states)."""
-    if any(r.free_slots_at_match is None for r in records):
+                  page_tokens: int, device_pages: int, host_pages: int = 0,
+                  host_slots: int = 0) -> ServingBound | None:
+    """The bound of the replay that served `requests` (in arrival order) on a device pool
+    of `device_pages` and finished with `records` (any order): min(state side, KV side).
+    A host tier's `host_pages` and `host_slots` add to every match's free pages and slots
+    (a copy on either tier counts once). None when the replay recorded no slots (a model
+    without states)."""
+    if any(r.free_slots_at_match is None or r.free_pages_at_match is None for r in records):
         return None
     if not records:  # nothing finished (every request too big for the pools): nothing to hit
-        return ServingBound(page_tokens=page_tokens, usable_hit_pages=0, prompt_tokens=0,
-                            mean_free_slots=0.0)
+        return ServingBound(page_tokens=page_tokens, usable_hit_pages=0, state_hit_pages=0,
+                            kv_hit_pages=0, prompt_tokens=0, mean_free_slots=0.0)
     by_rid = {r.rid: r for r in records}
     served = [q for q in requests if q.rid in by_rid]  # admission order: FCFS
     ran = [by_rid[q.rid] for q in served]
     schedule = ServingSchedule(match_ms=tuple(r.admitted_ms for r in ran),
                                finish_ms=tuple(r.finished_ms for r in ran),
                                free_slots=tuple(r.free_slots_at_match + host_slots
+                                                for r in ran),
+                               free_pages=tuple(r.free_pages_at_match + host_pages
                                                 for r in ran))
     trace = BoundTrace.of(served, page_tokens=page_tokens)
-    pages = serving_bound_pages(trace, schedule, max_pages=token_pages)
-    return ServingBound(page_tokens=page_tokens, usable_hit_pages=pages,
+    states = serving_bound_pages(trace, schedule, max_pages=device_pages + host_pages)
+    kv = serving_kv_bound_pages(trace, schedule, max_pages=device_pages + host_pages)
+    return ServingBound(page_tokens=page_tokens, usable_hit_pages=min(states, kv),
+                        state_hit_pages=states, kv_hit_pages=kv,
                         prompt_tokens=sum(q.prompt_tokens for q in served),
                         mean_free_slots=sum(schedule.free_slots) / len(ran))

@@ -122,7 +122,8 @@ def _serving_bound(plan: SglangPlan, workload: Workload, result: SimResult
     host = s.host
     return serving_bound(replayed_requests(plan, workload, s), result.requests,
                          page_tokens=s.page_tokens,
-                         token_pages=s.token_pages + (host.capacity_pages if host else 0),
+                         device_pages=s.token_pages,
+                         host_pages=host.capacity_pages if host else 0,
                          host_slots=host.capacity_slots if host else 0)
 
 

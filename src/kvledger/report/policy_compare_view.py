@@ -75,8 +75,11 @@ def bound_json(bound: BoundRow | None) -> dict | None:
 def serving_bound_json(bound: ServingBound | None) -> dict | None:
     if bound is None:
         return None
+    rate = bound.prompt_tokens or 1
     return {"usable_hit": bound.usable_hit,
             "usable_hit_tokens": bound.usable_hit_pages * bound.page_tokens,
+            "kv_relaxation_hit": bound.kv_hit_pages * bound.page_tokens / rate,
+            "state_relaxation_hit": bound.state_hit_pages * bound.page_tokens / rate,
             "prompt_tokens": bound.prompt_tokens, "mean_free_slots": bound.mean_free_slots}
 
 
@@ -85,7 +88,8 @@ def comparison_json(comparison: Comparison) -> dict:
     envelope): baseline, ceiling_pool_tokens, rows[{policy, token_hit, usable_hit,
     fraction_of_bound, state_evictions, checkpoints_saved, ttft_p95_ms}] (null where the
     ceiling has none; fraction_of_bound null without a bound), serving_bound{usable_hit,
-    usable_hit_tokens, prompt_tokens, mean_free_slots} and fraction_of_serving_bound (each
+    usable_hit_tokens, kv_relaxation_hit, state_relaxation_hit, prompt_tokens,
+    mean_free_slots} and fraction_of_serving_bound (each
     row's own; null for the ceiling, without states or with a store tier), bound{method (exhaustive |
     relaxation), exact, usable_hit, usable_hit_tokens, prompt_tokens, kv_relaxation_hit,
     state_relaxation_hit (null without states), token_pages, state_slots (null without

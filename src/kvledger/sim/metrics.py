@@ -89,6 +89,7 @@ class RequestRecord:
     hit_tokens: int
     usable_hit_tokens: int
     free_slots_at_match: int | None = None  # device slots not held by running requests
+    free_pages_at_match: int | None = None  # device pages not owned by running requests
 
     @property
     def queue_ms(self) -> float:

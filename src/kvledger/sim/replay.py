@@ -108,9 +108,11 @@ class Replay:
 
     def _admit(self, run: Running) -> set[Constraint]:
         """Admit `run` through the cache (an empty set) or name every ledger that is short."""
-        states = self.cache.states
-        if states is not None:  # what the serving bound lets this match's cache hold
-            run.free_slots_at_match = states.capacity - self.cache.held_slots_total
+        cache, states = self.cache, self.cache.states
+        # what the serving bound (`kvledger.bound.serving`) lets this match's cache hold
+        run.free_pages_at_match = cache.rows.pages.capacity - cache.own_pages
+        if states is not None:
+            run.free_slots_at_match = states.capacity - cache.held_slots_total
         got = self.cache.admit(run.seq_keys, prompt_tokens=run.prompt_tokens,
                                final_tokens=run.kv_total_tokens)
         if isinstance(got, Shortfall):
@@ -238,7 +240,8 @@ class Replay:
                 finished_ms=self.now_ms, prompt_tokens=run.prompt_tokens,
                 output_tokens=run.output_tokens, hit_tokens=run.seq.hit_tokens,
                 usable_hit_tokens=run.seq.usable_hit_tokens,
-                free_slots_at_match=run.free_slots_at_match))
+                free_slots_at_match=run.free_slots_at_match,
+                free_pages_at_match=run.free_pages_at_match))
         c.steps += steps
         for constraint in blocked:
             c.blocked_ms[constraint] += elapsed

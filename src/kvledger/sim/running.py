@@ -21,7 +21,8 @@ def kv_total_tokens(prompt_tokens: int, output_tokens: int) -> int:
 
 class Running:
     __slots__ = ("request", "prompt_tokens", "output_tokens", "seq_keys", "seq",
-                 "generated_tokens", "admitted_ms", "first_token_ms", "free_slots_at_match")
+                 "generated_tokens", "admitted_ms", "first_token_ms", "free_slots_at_match",
+                 "free_pages_at_match")
 
     def __init__(self, *, request: Request, seq_keys: np.ndarray) -> None:
         self.request = request
@@ -33,6 +34,7 @@ class Running:
         self.admitted_ms = 0.0
         self.first_token_ms = 0.0  # end of the step that ran the prompt's last chunk
         self.free_slots_at_match = 0  # device state slots no running request held then
+        self.free_pages_at_match = 0  # device pages no running request owned then
 
     @property
     def kv_total_tokens(self) -> int:
