@@ -1,5 +1,6 @@
 """Queue lookahead (`cache/policies/lookahead.py`): the waiting queue's prefixes, the
-queue-aware eviction order (unused and shadowed states first, then Belady over the queue)
+queue-aware eviction order (unused and shadowed states first, then the needed ones by pages
+saved per queue distance)
 and queue-branch tickets, each decision exact on hand-made trees and queues; and one serving
 replay where reading the queue changes what is reused."""
 
@@ -14,7 +15,12 @@ from cache.test_policies import states, ticket_for, tree_with
 from kvledger.cache.policies import CheckpointEvent, StateAdmission, StateEviction
 from kvledger.cache.policies.eviction import LruEviction
 from kvledger.cache.policies.ghost import prefix_hashes
-from kvledger.cache.policies.lookahead import QueueAware, QueueBranchAdmission, QueueLookahead
+from kvledger.cache.policies.lookahead import (
+    DISTANCE_POWER,
+    QueueAware,
+    QueueBranchAdmission,
+    QueueLookahead,
+)
 from kvledger.tree.node import Tier
 
 
@@ -80,6 +86,27 @@ def test_a_state_every_queued_user_passes_deeper_is_shadowed():
     assert [n.mamba.value for n in picked] == [0, 2, 1]  # first uses 2, 1, 0: latest first
 
 
+def test_needed_states_go_by_pages_saved_per_queue_distance():
+    """value = saved / (1 + distance)^DISTANCE_POWER, least first: a far user's deep state
+    can outlast a near user's shallow one."""
+    tree = tree_with([1, 2], [1, 2, 3, 4, 5, 6], [7])  # slots 0, 1, 2
+    book = tree.books[Tier.DEVICE]
+    ahead = QueueLookahead()
+    policy = QueueAware(LruEviction(), ahead)
+    ahead.join(_h(7, 8))  # place 0: resumes from [7], saving 1 page
+    ahead.join(_h(1, 2, 3, 4, 5, 6, 9))  # place 1: from the deep state, 4 pages past [1, 2]
+    ahead.join(_h(1, 2, 8))  # place 2: from [1, 2], 2 pages
+    deep = tree.match_prefix(np.array([1, 2, 3, 4, 5, 6])).last_device_node
+    power = DISTANCE_POWER
+    assert policy.value(deep, 1) == pytest.approx(4 / 2 ** power)
+    assert ahead.head() == 0 and QueueLookahead().head() is None
+    picked = policy.pick(Tier.DEVICE, states(tree), 3, book.state_unlocked)
+    # 2 / 3^p < 1 / 1 < 4 / 2^p; the latest-first-use order would take [1, 2], deep, [7]
+    assert [n.mamba.value for n in picked] == [0, 2, 1]
+    assert policy.queue_picks == 3
+    assert ahead.leave(_h(7, 8)) and ahead.head() == 1  # distances count from the new head
+
+
 def test_queue_branch_tracks_where_a_queued_prompt_branches():
     ahead = QueueLookahead()
     policy = QueueBranchAdmission(64, ahead)
@@ -105,8 +132,8 @@ def test_queue_branch_tracks_where_a_queued_prompt_branches():
 
 def test_reading_the_queue_keeps_the_states_a_saturated_replay_resumes_from():
     """The shared synthetic trace at its own rate saturates one GLM-5.3-Flash rank (60 GiB,
-    fp8 KV): the queue holds the next turns, and reading it more than doubles what
-    ghost-branch + flop-aware reuses (figures of this replay; docs/state-policies.md)."""
+    fp8 KV): the queue holds the next turns, and reading it lifts what ghost-branch +
+    flop-aware reuses by 80 % (figures of this replay; docs/state-policies.md)."""
     from kvledger.sglang.deploy import Deployment, KVDtype
     from kvledger.sglang.plan import make_plan
     from kvledger.sim.config import SimConfig
@@ -121,4 +148,4 @@ def test_reading_the_queue_keeps_the_states_a_saturated_replay_resumes_from():
         s = simulate(plan, work, SimConfig(state_admission=a, state_eviction=e)).summary
         return round(s.counters.usable_hit_rate, 3)
     assert usable(StateAdmission.GHOST_BRANCH, StateEviction.FLOP_AWARE) == 0.247
-    assert usable(StateAdmission.QUEUE_BRANCH, StateEviction.QUEUE_AWARE) == 0.420
+    assert usable(StateAdmission.QUEUE_BRANCH, StateEviction.QUEUE_AWARE) == 0.447
