@@ -71,8 +71,9 @@ EvictionOpt = Annotated[StateEviction, typer.Option(
     "spent-first (states a request already resumed from, junctions excepted, go first; then "
     "LRU), spent-first-flop-aware (then FLOP-aware), hit-density (least reuses per slot-time "
     "at the state's age, learned from the trace), spent-first-density, queue-aware (states no "
-    "waiting request will resume from first, then the one needed latest: Belady's rule over "
-    "the waiting queue; otherwise flop-aware's order).")]
+    "waiting request will resume from first, in flop-aware's order; then the needed ones by "
+    "pages saved per queue distance, least first: Belady's rule over the waiting queue, "
+    "weighted).")]
 TimeGpuOpt = Annotated[str | None, typer.Option(
     "--time-gpu", help="GPU whose peak FLOP/s, HBM and host-link bandwidth time the steps "
     f"(default: --gpu, else {DEFAULT_TIME_GPU}).")]
