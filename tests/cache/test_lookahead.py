@@ -104,7 +104,7 @@ def test_needed_states_go_by_pages_saved_per_queue_distance():
     # 2 / 3^p < 1 / 1 < 4 / 2^p; the latest-first-use order would take [1, 2], deep, [7]
     assert [n.mamba.value for n in picked] == [0, 2, 1]
     assert policy.queue_picks == 3
-    assert ahead.leave(_h(7, 8)) and ahead.head() == 1  # distances count from the new head
+    assert ahead.leave(_h(7, 8)) and ahead.head() == 1  # the head follows the queue
 
 
 def test_queue_branch_tracks_where_a_queued_prompt_branches():

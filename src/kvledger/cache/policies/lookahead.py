@@ -24,13 +24,12 @@ A needed state's value is what its first waiting user loses without it, per wait
     distance  queue places from the head to that user (admissions still to come first)
 
 With power 1 this is Belady's rule for weighted items (value per slot-time held); with
-power 0, saved pages alone. A larger power favours the next users: a state held long
-is more likely lost to a later eviction anyway. Measured with `queue-branch` on one
-GLM-5.3-Flash rank (60 GiB, fp8 KV, device only; fraction of each replay's serving
-bound), the shared synthetic trace and Mooncake's conversation trace:
-power 1: 0.793 and 0.845; 1.5: 0.801 and 0.827; 1.75: 0.807 and 0.814; 2: 0.812 and
-0.806; 3: 0.825 and 0.768. 1.75 keeps both above 80 %. Latest first user first
-(the order before values) reached 0.758 and 0.679.
+power 0, saved pages alone. A larger power favours the next users; the power is measured,
+not derived. With `queue-branch` on one GLM-5.3-Flash rank (60 GiB, fp8 KV, device only),
+as fractions of each replay's serving bound on the shared synthetic trace and Mooncake's
+conversation trace: power 1 gives 0.793 and 0.845; 1.5, 0.801 and 0.827; 1.75, 0.807 and
+0.814; 2, 0.812 and 0.806; 3, 0.825 and 0.768. 1.75 keeps both above 80 %. The order
+before values (latest first user first) reached 0.758 and 0.679.
 
 With an empty queue both are their base policy. They pay where the queue is long (a rank
 that does not keep up); where one rank keeps up the queue holds little of the future.
@@ -224,13 +223,14 @@ class QueueAware(LruEviction):
 
     @staticmethod
     def value(node: Node, distance: int) -> float:
-        """What losing `node`'s state costs a user `distance` queue places on, per wait."""
-        depth = _depth(node)
+        """What losing `node`'s state costs a user `distance` queue places on, per wait:
+        the tree units from its deepest stateful ancestor (or the root) down to its end."""
+        saved = node.num_tokens
         above = node.parent
         while above is not None and above.parent is not None \
                 and all(v is None for v in above.mamba.values):
+            saved += above.num_tokens
             above = above.parent
-        saved = depth - (0 if above is None or above.parent is None else _depth(above))
         return saved / (1 + distance) ** DISTANCE_POWER
 
     def observe(self, hashes: np.ndarray | None, prompt_pages: int, usable_pages: int) -> None:
@@ -239,15 +239,6 @@ class QueueAware(LruEviction):
     def check_integrity(self) -> None:
         self.lookahead.check_integrity()
         self.base.check_integrity()
-
-
-def _depth(node: Node) -> int:
-    """Tree units from the root to the end of `node`."""
-    depth = 0
-    while node.parent is not None:
-        depth += node.num_tokens
-        node = node.parent
-    return depth
 
 
 class QueueBranchAdmission(GhostBranchAdmission):
